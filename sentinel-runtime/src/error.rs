@@ -1,0 +1,206 @@
+//! [`BlockError`], the error of a rejected call, and [`RuleError`], the error of a bad rule.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// Which kind of check rejected a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BlockKind {
+    /// A flow rule counting passes per window (QPS).
+    Flow,
+    /// A flow rule limiting the calls inside at once.
+    Concurrency,
+    /// A check slot registered by the user ([`crate::slot::register_check_slot`]).
+    Custom,
+}
+
+/// A call was rejected: which resource, by which kind of rule, and that rule's threshold.
+///
+/// ```
+/// # use sentinel_runtime::{rules::{self, FlowRule}, entry, BlockKind};
+/// rules::load_flow_rules(vec![FlowRule::qps("doc-block-error", 0.0)]).unwrap();
+/// let err = entry("doc-block-error").unwrap_err();
+/// assert_eq!(err.kind(), BlockKind::Flow);
+/// assert_eq!(err.to_string(), "resource `doc-block-error` blocked by flow rule (qps 0)");
+/// # rules::load_flow_rules(vec![]).unwrap();
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockError {
+    resource: Cow<'static, str>,
+    kind: BlockKind,
+    threshold: f64,
+    window_ms: u64,
+    reason: Option<Cow<'static, str>>,
+}
+
+impl BlockError {
+    pub(crate) fn flow(resource: &'static str, threshold: f64, window_ms: u64) -> BlockError {
+        BlockError {
+            resource: Cow::Borrowed(resource),
+            kind: BlockKind::Flow,
+            threshold,
+            window_ms,
+            reason: None,
+        }
+    }
+
+    pub(crate) fn concurrency(resource: &'static str, limit: f64) -> BlockError {
+        BlockError {
+            resource: Cow::Borrowed(resource),
+            kind: BlockKind::Concurrency,
+            threshold: limit,
+            window_ms: 0,
+            reason: None,
+        }
+    }
+
+    /// A rejection by a user's check slot, with its reason and (if it has one) threshold.
+    pub fn custom(
+        resource: impl Into<Cow<'static, str>>,
+        reason: impl Into<Cow<'static, str>>,
+        threshold: f64,
+    ) -> BlockError {
+        BlockError {
+            resource: resource.into(),
+            kind: BlockKind::Custom,
+            threshold,
+            window_ms: 0,
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// The rejected resource's name.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Which kind of check rejected the call.
+    pub fn kind(&self) -> BlockKind {
+        self.kind
+    }
+
+    /// The rejecting rule's threshold: passes per window for [`BlockKind::Flow`], calls inside
+    /// for [`BlockKind::Concurrency`].
+    pub fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
+    /// A custom slot's reason, if any.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+}
+
+impl fmt::Display for BlockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "resource `{}` blocked by ", self.resource)?;
+        match self.kind {
+            BlockKind::Flow if self.window_ms == 1_000 => {
+                write!(f, "flow rule (qps {})", self.threshold)
+            }
+            BlockKind::Flow => write!(
+                f,
+                "flow rule ({} per {} ms)",
+                self.threshold, self.window_ms
+            ),
+            BlockKind::Concurrency => write!(f, "concurrency rule (limit {})", self.threshold),
+            BlockKind::Custom => write!(
+                f,
+                "check slot ({})",
+                self.reason.as_deref().unwrap_or("no reason given")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BlockError {}
+
+/// A rule that failed validation: which rule (by resource), which field, and why.
+///
+/// ```
+/// # use sentinel_runtime::rules::{self, FlowRule};
+/// let err = rules::load_flow_rules(vec![FlowRule::qps("orders", f64::NAN)]).unwrap_err();
+/// assert_eq!(err.resource(), "orders");
+/// assert_eq!(err.field(), "threshold");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleError {
+    resource: String,
+    field: &'static str,
+    message: String,
+}
+
+impl RuleError {
+    pub(crate) fn new(
+        resource: &str,
+        field: &'static str,
+        message: impl Into<String>,
+    ) -> RuleError {
+        RuleError {
+            resource: resource.to_owned(),
+            field,
+            message: message.into(),
+        }
+    }
+
+    /// The resource the bad rule names.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The rule's field that is wrong (`threshold`, `resource`, `window`, `sample_count`, ...).
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// What is wrong with it, and what is accepted.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid rule for resource `{}`: field `{}` {}",
+            self.resource, self.field, self.message
+        )
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_traits<
+        T: Clone + fmt::Debug + fmt::Display + std::error::Error + Send + Sync + 'static,
+    >() {
+    }
+
+    #[test]
+    fn block_error_has_the_promised_traits_and_text() {
+        assert_traits::<BlockError>();
+        assert_traits::<RuleError>();
+        let e = BlockError::flow("orders", 100.0, 1_000);
+        assert_eq!(
+            e.to_string(),
+            "resource `orders` blocked by flow rule (qps 100)"
+        );
+        let e = BlockError::flow("orders", 5.0, 60_000);
+        assert_eq!(
+            e.to_string(),
+            "resource `orders` blocked by flow rule (5 per 60000 ms)"
+        );
+        let e = BlockError::concurrency("db", 4.0);
+        assert_eq!(
+            e.to_string(),
+            "resource `db` blocked by concurrency rule (limit 4)"
+        );
+        assert_eq!(e.kind(), BlockKind::Concurrency);
+        assert_eq!(e.threshold(), 4.0);
+    }
+}

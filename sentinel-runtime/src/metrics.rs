@@ -1,0 +1,113 @@
+//! Reading the statistics: [`snapshot`] of one resource, [`all`] resources, and the
+//! [`last_minute`] per second.
+
+use crate::clock;
+use crate::registry;
+use crate::stat::MetricEvent;
+use crate::stat::{SecondTotals, WindowTotals};
+
+/// A resource's statistics over its second-level window (the last second, in 10 buckets of
+/// 100 ms), as rates per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ResourceStats {
+    /// Admitted calls per second.
+    pub pass_qps: f64,
+    /// Rejected calls per second.
+    pub block_qps: f64,
+    /// Finished calls per second.
+    pub complete_qps: f64,
+    /// Calls per second that finished with an error or a panic.
+    pub error_qps: f64,
+    /// Average response time of the finished calls, in milliseconds (0 if none finished).
+    /// Response times have the resolution of the runtime clock (1–4 ms on Linux).
+    pub avg_rt_ms: f64,
+    /// Calls inside now.
+    pub concurrency: u64,
+}
+
+impl ResourceStats {
+    pub(crate) fn from_totals(t: WindowTotals) -> ResourceStats {
+        // The second-level window is exactly one second, so a count is a rate.
+        ResourceStats {
+            pass_qps: t.pass as f64,
+            block_qps: t.block as f64,
+            complete_qps: t.complete as f64,
+            error_qps: t.error as f64,
+            avg_rt_ms: avg_rt_ms(t.rt_sum_us, t.complete),
+            concurrency: t.concurrency.max(0) as u64,
+        }
+    }
+}
+
+fn avg_rt_ms(rt_sum_us: u64, complete: u64) -> f64 {
+    if complete == 0 {
+        0.0
+    } else {
+        rt_sum_us as f64 / complete as f64 / 1_000.0
+    }
+}
+
+/// The statistics of `resource`, or `None` if no node of that name exists. Allocates nothing.
+///
+/// ```
+/// let _ = sentinel_runtime::entry("doc-snapshot");
+/// let stats = sentinel_runtime::metrics::snapshot("doc-snapshot").unwrap();
+/// assert!(stats.pass_qps >= 1.0);
+/// ```
+pub fn snapshot(resource: &str) -> Option<ResourceStats> {
+    registry::get(resource).map(|node| node.snapshot())
+}
+
+/// Every resource with its statistics, sorted by name.
+pub fn all() -> Vec<(String, ResourceStats)> {
+    let mut out: Vec<(String, ResourceStats)> = registry::all()
+        .into_iter()
+        .map(|node| (node.name().to_owned(), node.snapshot()))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The totals of one second, from the minute-level window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct SecondStats {
+    /// The second's start on the runtime clock, in whole seconds.
+    pub second: u64,
+    /// Admitted calls.
+    pub pass: u64,
+    /// Rejected calls.
+    pub block: u64,
+    /// Finished calls.
+    pub complete: u64,
+    /// Calls that finished with an error or a panic.
+    pub error: u64,
+    /// Average response time of the finished calls, in milliseconds.
+    pub avg_rt_ms: f64,
+    /// The shortest response time, in milliseconds (0 if none finished).
+    pub min_rt_ms: f64,
+}
+
+impl SecondStats {
+    fn from_totals(t: &SecondTotals) -> SecondStats {
+        let c = |e: MetricEvent| t.counts[e as usize];
+        SecondStats {
+            second: t.start / 1_000_000_000,
+            pass: c(MetricEvent::Pass),
+            block: c(MetricEvent::Block),
+            complete: c(MetricEvent::Complete),
+            error: c(MetricEvent::Error),
+            avg_rt_ms: avg_rt_ms(c(MetricEvent::RtSum), c(MetricEvent::Complete)),
+            min_rt_ms: c(MetricEvent::MinRt) as f64 / 1_000.0,
+        }
+    }
+}
+
+/// The last 60 seconds of `resource`, one entry per second that saw traffic, oldest first; the
+/// current (partial) second is included. `None` if no node of that name exists.
+pub fn last_minute(resource: &str) -> Option<Vec<SecondStats>> {
+    let node = registry::get(resource)?;
+    let seconds = node.stats().minute(clock::now_nanos());
+    Some(seconds.iter().map(SecondStats::from_totals).collect())
+}

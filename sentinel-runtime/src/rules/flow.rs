@@ -1,0 +1,227 @@
+//! [`FlowRule`]: plain, validated data.
+
+use std::time::Duration;
+
+use crate::error::RuleError;
+
+/// The largest threshold a flow rule accepts (passes per window, or calls inside).
+pub const MAX_THRESHOLD: f64 = 2_147_483_647.0;
+/// The largest sample count a flow rule accepts.
+pub const MAX_SAMPLE_COUNT: u32 = 10_000;
+/// The window a flow rule uses unless told otherwise: one second...
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
+/// ...in ten buckets of 100 ms, so a boundary burst is bounded by a tenth of the window.
+pub const DEFAULT_SAMPLE_COUNT: u32 = 10;
+
+/// What a flow rule counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FlowMetric {
+    /// Passes per window (QPS with the default one-second window).
+    Qps,
+    /// Calls inside at once.
+    Concurrency,
+}
+
+/// A flow rule: at most `threshold` passes per `window` (QPS), or at most `threshold` calls
+/// inside at once (concurrency).
+///
+/// # Admission is exact
+///
+/// A pass is reserved with one atomic add and rolled back if it overshoots, so no number of
+/// threads gets more than the threshold through: for a QPS rule, the passes counted in the
+/// window never exceed `floor(threshold)`; for a concurrency rule, never more than
+/// `floor(threshold)` callers are inside.
+///
+/// # Window modes (QPS rules)
+///
+/// The window of length `W` is split into `N = sample_count` buckets of `W / N`.
+///
+/// * **Default (Sentinel's semantics).** A call passes if the current bucket plus the previous
+///   `N - 1` hold fewer than `threshold` passes. Any true interval of length `W` overlaps at most
+///   `N + 1` buckets, so it sees at most `threshold` passes plus those of one bucket: the bound
+///   is **`2 x threshold`** in the worst case (all passes at the end of one bucket, then all
+///   again at the start of the bucket `N` later, which no longer counts the first).
+/// * **Strict** (`.strict(true)`). A call passes if the current bucket plus the previous `N`
+///   hold fewer than `threshold` passes. Every true interval of length `W` lies within `N + 1`
+///   consecutive buckets, all counted when its last call was admitted, so **any interval of
+///   length `W` holds at most `threshold` passes**. The price: sustained throughput can be up to
+///   `1/N` lower, since one extra bucket is always counted.
+///
+/// ```
+/// use sentinel_runtime::rules::FlowRule;
+/// use std::time::Duration;
+///
+/// let api = FlowRule::qps("api", 100.0).strict(true);
+/// let db = FlowRule::concurrency("db", 8);
+/// let per_minute = FlowRule::qps("report", 10.0).window(Duration::from_secs(60), 60);
+/// # let _ = (api, db, per_minute);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct FlowRule {
+    /// The resource the rule applies to.
+    pub resource: String,
+    /// What the rule counts.
+    pub metric: FlowMetric,
+    /// Passes per window ([`FlowMetric::Qps`]) or calls inside ([`FlowMetric::Concurrency`]);
+    /// finite, `0..=MAX_THRESHOLD`. Fractions are rounded down; `0` rejects every call.
+    pub threshold: f64,
+    /// The window's length (QPS rules): a whole number of milliseconds. Default one second.
+    pub window: Duration,
+    /// Buckets in the window (QPS rules): `1..=MAX_SAMPLE_COUNT`, dividing the window's
+    /// milliseconds. Default 10.
+    pub sample_count: u32,
+    /// Use the strict window (QPS rules): see the type's docs.
+    pub strict: bool,
+}
+
+impl FlowRule {
+    /// At most `threshold` passes per second on `resource`.
+    pub fn qps(resource: impl Into<String>, threshold: f64) -> FlowRule {
+        FlowRule {
+            resource: resource.into(),
+            metric: FlowMetric::Qps,
+            threshold,
+            window: DEFAULT_WINDOW,
+            sample_count: DEFAULT_SAMPLE_COUNT,
+            strict: false,
+        }
+    }
+
+    /// At most `max` calls inside `resource` at once.
+    pub fn concurrency(resource: impl Into<String>, max: u32) -> FlowRule {
+        FlowRule {
+            metric: FlowMetric::Concurrency,
+            ..FlowRule::qps(resource, f64::from(max))
+        }
+    }
+
+    /// Counts passes over `window` split into `sample_count` buckets; the threshold is then per
+    /// `window`.
+    pub fn window(mut self, window: Duration, sample_count: u32) -> FlowRule {
+        self.window = window;
+        self.sample_count = sample_count;
+        self
+    }
+
+    /// Chooses the strict window (any interval of the window's length holds at most
+    /// `threshold` passes) or the default one.
+    pub fn strict(mut self, strict: bool) -> FlowRule {
+        self.strict = strict;
+        self
+    }
+
+    /// The window in whole milliseconds (valid rules only).
+    pub(crate) fn window_ms(&self) -> u64 {
+        self.window.as_millis() as u64
+    }
+
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), RuleError> {
+        let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
+        if self.resource.is_empty() {
+            return err("resource", "must not be empty".into());
+        }
+        let t = self.threshold;
+        if !t.is_finite() {
+            return err("threshold", format!("must be a finite number, got {t}"));
+        }
+        if t < 0.0 {
+            return err("threshold", format!("must be >= 0, got {t}"));
+        }
+        if t > MAX_THRESHOLD {
+            return err(
+                "threshold",
+                format!("must be at most {MAX_THRESHOLD}, got {t}"),
+            );
+        }
+        if self.sample_count == 0 || self.sample_count > MAX_SAMPLE_COUNT {
+            return err(
+                "sample_count",
+                format!(
+                    "must be in 1..={MAX_SAMPLE_COUNT}, got {}",
+                    self.sample_count
+                ),
+            );
+        }
+        if self.window.is_zero() || self.window.subsec_nanos() % 1_000_000 != 0 {
+            return err(
+                "window",
+                format!(
+                    "must be a positive whole number of milliseconds, got {:?}",
+                    self.window
+                ),
+            );
+        }
+        if self.window.as_millis() > u128::from(u32::MAX) {
+            return err("window", format!("must be at most {} ms", u32::MAX));
+        }
+        if self.window_ms() % u64::from(self.sample_count) != 0 {
+            return err(
+                "window",
+                format!(
+                    "({} ms) must be divisible by sample_count ({})",
+                    self.window_ms(),
+                    self.sample_count
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(rule: FlowRule) -> &'static str {
+        rule.validate().expect_err("rule should be invalid").field()
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        assert_eq!(field_of(FlowRule::qps("", 1.0)), "resource");
+        assert_eq!(field_of(FlowRule::qps("r", f64::NAN)), "threshold");
+        assert_eq!(field_of(FlowRule::qps("r", f64::INFINITY)), "threshold");
+        assert_eq!(field_of(FlowRule::qps("r", -1.0)), "threshold");
+        assert_eq!(field_of(FlowRule::qps("r", 3e9)), "threshold");
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).window(DEFAULT_WINDOW, 0)),
+            "sample_count"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).window(Duration::ZERO, 1)),
+            "window"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).window(Duration::from_micros(1_500), 1)),
+            "window"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).window(DEFAULT_WINDOW, 3)),
+            "window"
+        );
+    }
+
+    #[test]
+    fn good_rules_pass() {
+        for rule in [
+            FlowRule::qps("r", 0.0),
+            FlowRule::qps("r", 100.5).strict(true),
+            FlowRule::concurrency("r", 4),
+            FlowRule::qps("r", 1.0).window(Duration::from_secs(3_600), 60),
+        ] {
+            assert_eq!(rule.validate(), Ok(()), "{rule:?}");
+        }
+    }
+
+    #[test]
+    fn error_text_names_rule_field_and_value() {
+        let e = FlowRule::qps("orders", -2.0).validate().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid rule for resource `orders`: field `threshold` must be >= 0, got -2"
+        );
+    }
+}

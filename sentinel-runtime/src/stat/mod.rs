@@ -1,0 +1,11 @@
+//! Sliding-window statistics: [`LeapArray`] of [`MetricBucket`]s, and the per-thread sharded
+//! statistics every resource node keeps.
+
+mod bucket;
+mod leap_array;
+mod node_stats;
+pub(crate) mod word;
+
+pub use bucket::{MetricBucket, MetricEvent};
+pub use leap_array::{LeapArray, WindowShapeError};
+pub(crate) use node_stats::{NodeStats, SecondTotals, WindowTotals};
