@@ -1,0 +1,74 @@
+//! A user's check slot runs at its order, and a block after the flow check cancels the flow
+//! check's reservation. Own test binary: registering a slot is process-wide.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::rules::{self, FlowRule};
+use sentinel_runtime::slot::{register_check_slot, CheckSlot, SlotContext, FLOW_SLOT_ORDER};
+use sentinel_runtime::{entry, metrics, BlockError, BlockKind};
+
+/// Blocks the first `n` calls to "custom-after" that reach it.
+struct BlockFirst(AtomicU32);
+
+impl CheckSlot for BlockFirst {
+    fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError> {
+        if ctx.resource() != "custom-after" {
+            return Ok(());
+        }
+        let left = self.0.load(Ordering::SeqCst);
+        if left > 0 {
+            self.0.store(left - 1, Ordering::SeqCst);
+            return Err(BlockError::custom(ctx.resource(), "warming", 0.0));
+        }
+        Ok(())
+    }
+}
+
+/// Counts the calls it sees, and blocks "custom-before" outright.
+struct Gatekeeper(AtomicU32);
+
+impl CheckSlot for Gatekeeper {
+    fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        if ctx.resource() == "custom-before" {
+            return Err(BlockError::custom(ctx.resource(), "closed", 0.0));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn custom_slots_run_in_order_and_a_later_block_cancels_earlier_reservations() {
+    let _clock = MockClock::install();
+    rules::load_flow_rules(vec![
+        FlowRule::qps("custom-after", 1.0),
+        FlowRule::qps("custom-before", 1.0),
+    ])
+    .unwrap();
+    register_check_slot(FLOW_SLOT_ORDER + 10, BlockFirst(AtomicU32::new(2)));
+    register_check_slot(FLOW_SLOT_ORDER - 10, Gatekeeper(AtomicU32::new(0)));
+
+    // Flow admits, then the later custom slot blocks twice: the flow pass is cancelled each time,
+    // so the third call still finds the qps = 1 budget unused.
+    let first = entry("custom-after").unwrap_err();
+    assert_eq!(
+        (first.kind(), first.reason()),
+        (BlockKind::Custom, Some("warming"))
+    );
+    assert!(entry("custom-after").is_err());
+    assert!(
+        entry("custom-after").is_ok(),
+        "cancelled reservations were returned"
+    );
+    assert_eq!(entry("custom-after").unwrap_err().kind(), BlockKind::Flow);
+    let s = metrics::snapshot("custom-after").unwrap();
+    assert_eq!((s.pass_qps, s.block_qps), (1.0, 3.0));
+
+    // The earlier slot blocks before the flow check, which therefore reserves nothing.
+    assert_eq!(
+        entry("custom-before").unwrap_err().kind(),
+        BlockKind::Custom
+    );
+    rules::load_flow_rules(vec![FlowRule::qps("custom-before", 1.0)]).unwrap();
+}
