@@ -107,7 +107,7 @@ impl Drop for Entry {
         let now = clock::now_nanos();
         let rt_us = u32::try_from(now.saturating_sub(self.start) / 1_000).unwrap_or(u32::MAX);
         let error = self.error.load(Ordering::Relaxed) || std::thread::panicking();
-        for gate in self.rules.gates {
+        for gate in self.rules.releases {
             gate.exit();
         }
         self.node.stats().on_exit(now, self.count, rt_us, error);

@@ -14,10 +14,16 @@ use crate::stat::NodeStats;
 /// The rules in force on a node, as the entry path reads them: one pointer load.
 #[derive(Debug)]
 pub(crate) struct ActiveRules {
+    /// The checks, in order.
     pub(crate) gates: &'static [&'static Gate],
+    /// The gates an exit must release (concurrency), so an exit skips the others.
+    pub(crate) releases: &'static [&'static Gate],
 }
 
-static NO_RULES: ActiveRules = ActiveRules { gates: &[] };
+static NO_RULES: ActiveRules = ActiveRules {
+    gates: &[],
+    releases: &[],
+};
 
 /// What changes only when rules are loaded, behind the node's lock.
 #[derive(Debug, Default)]
@@ -154,8 +160,14 @@ impl ResourceNode {
         {
             set
         } else {
+            let releases: Vec<&'static Gate> = chosen
+                .iter()
+                .copied()
+                .filter(|g| g.holds_until_exit())
+                .collect();
             let set: &'static ActiveRules = Box::leak(Box::new(ActiveRules {
                 gates: Box::leak(chosen.into_boxed_slice()),
+                releases: Box::leak(releases.into_boxed_slice()),
             }));
             config.sets.push(set);
             set

@@ -14,6 +14,7 @@ use crossbeam_utils::CachePadded;
 use crate::error::BlockError;
 use crate::rules::{FlowMetric, FlowRule};
 use crate::stat::word::{self, Landing};
+use crate::stat::FastDiv;
 
 /// What makes two rules need different gates; anything else (the threshold) is updated in place,
 /// keeping the gate's counts.
@@ -91,7 +92,8 @@ fn period_word(tag: u32, prev: Option<u64>) -> u64 {
 
 /// Exact admission over a sliding window of passes.
 ///
-/// The ring has `N + 1` buckets so that both window modes fit. `period` names the newest period
+/// The ring has at least `N + 1` buckets (a power of two, so indexing is a mask) so that both
+/// window modes fit. `period` names the newest period
 /// any caller has reached, with the (cached) sum of the earlier buckets in the window; a caller
 /// adds into the current bucket, then checks that `period` has not moved meanwhile. The thread
 /// that moves `period` first publishes the move (not yet ready) and only then sums the earlier
@@ -101,26 +103,33 @@ fn period_word(tag: u32, prev: Option<u64>) -> u64 {
 pub(crate) struct QpsGate {
     period: CachePadded<AtomicU64>,
     ring: Box<[AtomicU64]>,
-    bucket_nanos: u64,
+    /// Divides by the bucket length.
+    bucket: FastDiv,
+    /// The ring's length is a power of two (at least `N + 1`): index = period & mask.
+    mask: u64,
     /// Earlier buckets counted with the current one: `N - 1`, or `N` when strict.
     span: u64,
+    sample_count: u32,
     threshold: Threshold,
     window_ms: u64,
 }
 
 impl QpsGate {
     fn new(rule: &FlowRule, now: u64) -> QpsGate {
-        let n = u64::from(rule.sample_count);
-        let bucket_nanos = rule.window_ms() * 1_000_000 / n;
-        let len = n + 1;
+        // Validated rules have n >= 1 dividing the window; stay panic-free even so.
+        let n = u64::from(rule.sample_count.max(1));
+        let bucket_nanos = (rule.window_ms() * 1_000_000 / n).max(1);
+        let len = (n + 1).next_power_of_two();
         let stale = word::tag_of((now / bucket_nanos).wrapping_sub(len));
         QpsGate {
             period: CachePadded::new(AtomicU64::new(period_word(stale, None))),
             ring: (0..len)
                 .map(|_| AtomicU64::new(word::pack(stale, 0)))
                 .collect(),
-            bucket_nanos,
+            bucket: FastDiv::new(bucket_nanos),
+            mask: len - 1,
             span: if rule.strict { n } else { n - 1 },
+            sample_count: n as u32,
             threshold: Threshold::new(rule.threshold),
             window_ms: rule.window_ms(),
         }
@@ -128,7 +137,7 @@ impl QpsGate {
 
     #[inline]
     fn slot(&self, period: u64) -> &AtomicU64 {
-        &self.ring[(period % self.ring.len() as u64) as usize]
+        &self.ring[(period & self.mask) as usize]
     }
 
     /// Tries to reserve `count` passes at `now`.
@@ -139,7 +148,7 @@ impl QpsGate {
         if count64 > limit {
             return false;
         }
-        let mut period = now / self.bucket_nanos;
+        let mut period = self.bucket.div(now);
         loop {
             let pw = self.period.load(SeqCst);
             let tag = word::tag_of(period);
@@ -185,7 +194,7 @@ impl QpsGate {
 
     /// Undoes a reservation made at `now` (a later check blocked the call).
     fn cancel(&self, now: u64, count: u32) {
-        let period = now / self.bucket_nanos;
+        let period = self.bucket.div(now);
         rollback(self.slot(period), word::tag_of(period), count);
     }
 
@@ -299,8 +308,8 @@ impl Gate {
             Gate::Qps(g) => GateShape {
                 metric: FlowMetric::Qps,
                 window_ms: g.window_ms,
-                sample_count: (g.ring.len() - 1) as u32,
-                strict: g.span == (g.ring.len() - 1) as u64,
+                sample_count: g.sample_count,
+                strict: g.span == u64::from(g.sample_count),
             },
             Gate::Concurrency(_) => GateShape {
                 metric: FlowMetric::Concurrency,
@@ -340,6 +349,11 @@ impl Gate {
             Gate::Qps(g) => g.cancel(now, count),
             Gate::Concurrency(g) => g.release(),
         }
+    }
+
+    /// Whether an admitted call holds something of this gate until its exit.
+    pub(crate) fn holds_until_exit(&self) -> bool {
+        matches!(self, Gate::Concurrency(_))
     }
 
     /// The exit of an admitted call.

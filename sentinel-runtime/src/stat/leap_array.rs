@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use super::bucket::{MetricBucket, MetricEvent};
-use super::word::{self, Displaced};
+use super::fast_div::FastDiv;
+use super::word;
 
 /// A sliding window of `len` buckets of `bucket_nanos` each; the bucket for time `t` is
 /// `(t / bucket_nanos) % len`.
@@ -20,8 +21,32 @@ use super::word::{self, Displaced};
 ///   never moves back in time. Reads at such an older time skip the newer buckets.
 #[derive(Debug)]
 pub struct LeapArray {
-    bucket_nanos: u64,
+    /// Divides by the bucket length.
+    bucket: FastDiv,
+    /// Divides by the number of buckets.
+    ring: FastDiv,
     buckets: Box<[MetricBucket]>,
+}
+
+/// Where a time falls in a [`LeapArray`]: computed once per call, used for every counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Position {
+    period: u64,
+    index: usize,
+    tag: u32,
+}
+
+impl Position {
+    /// The position of `period` in a ring of `len` buckets. Inlined with constant arguments,
+    /// the division is a multiply.
+    #[inline(always)]
+    pub(crate) const fn of_period(period: u64, len: u64) -> Position {
+        Position {
+            period,
+            index: (period % len) as usize,
+            tag: period as u32,
+        }
+    }
 }
 
 /// A window shape that [`LeapArray::new`] cannot build.
@@ -70,7 +95,8 @@ impl LeapArray {
         // Start every counter one full window in the past: empty, and stale for any read.
         let stale = word::tag_of((now / bucket_nanos).wrapping_sub(u64::from(len)));
         LeapArray {
-            bucket_nanos,
+            bucket: FastDiv::new(bucket_nanos),
+            ring: FastDiv::new(u64::from(len)),
             buckets: (0..len).map(|_| MetricBucket::with_tag(stale)).collect(),
         }
     }
@@ -87,70 +113,78 @@ impl LeapArray {
 
     /// Length of one bucket in nanoseconds.
     pub fn bucket_nanos(&self) -> u64 {
-        self.bucket_nanos
+        self.bucket.divisor()
     }
 
     /// Length of the whole window in nanoseconds.
     pub fn interval_nanos(&self) -> u64 {
-        self.bucket_nanos * self.buckets.len() as u64
+        self.bucket.divisor() * self.buckets.len() as u64
     }
 
     /// The period number of time `now`: `now / bucket_nanos`.
     #[inline]
     pub fn period(&self, now: u64) -> u64 {
-        now / self.bucket_nanos
+        self.bucket.div(now)
     }
 
     /// The ring index of time `now`: `(now / bucket_nanos) % len`.
     #[inline]
     pub fn index(&self, now: u64) -> usize {
-        (self.period(now) % self.buckets.len() as u64) as usize
+        self.ring.rem(self.period(now)) as usize
     }
 
     /// The start time of the bucket containing `now`.
     #[inline]
     pub fn bucket_start(&self, now: u64) -> u64 {
-        now - now % self.bucket_nanos
+        now - self.bucket.rem(now)
+    }
+
+    /// Where time `now` falls.
+    #[inline]
+    pub(crate) fn position(&self, now: u64) -> Position {
+        let period = self.period(now);
+        Position {
+            period,
+            index: self.ring.rem(period) as usize,
+            tag: word::tag_of(period),
+        }
     }
 
     /// The bucket for time `now`, and the tag its current counters carry.
     #[inline]
     pub fn current(&self, now: u64) -> (&MetricBucket, u32) {
-        let period = self.period(now);
-        (
-            &self.buckets[(period % self.buckets.len() as u64) as usize],
-            word::tag_of(period),
-        )
+        let pos = self.position(now);
+        (&self.buckets[pos.index], pos.tag)
     }
 
     /// Adds `value` to `event` at time `now`. Any number of threads may add at once.
     ///
-    /// Returns what a stale counter held before this add restarted it, if it did.
+    /// Returns the start time and stored value of a stale counter this add restarted, if any.
     #[inline]
     pub fn add(&self, now: u64, event: MetricEvent, value: u32) -> Option<(u64, u32)> {
-        let (bucket, tag) = self.current(now);
-        let displaced = bucket.add_shared(event, tag, value);
-        displaced.map(|d| self.displaced_at(now, d))
+        self.add_at(self.position(now), event, value, false)
     }
 
-    /// Like [`add`](Self::add), with a plain store: the caller must be this window's only
-    /// writer (other threads may read).
+    /// Adds at a precomputed position. With `exclusive` the add is a plain load and store: the
+    /// caller must then be this window's only writer (other threads may read).
     #[inline]
-    pub(crate) fn add_exclusive(
+    pub(crate) fn add_at(
         &self,
-        now: u64,
+        pos: Position,
         event: MetricEvent,
         value: u32,
+        exclusive: bool,
     ) -> Option<(u64, u32)> {
-        let (bucket, tag) = self.current(now);
-        let displaced = bucket.add_exclusive(event, tag, value);
-        displaced.map(|d| self.displaced_at(now, d))
-    }
-
-    /// The start time and raw value of a displaced counter.
-    fn displaced_at(&self, now: u64, d: Displaced) -> (u64, u32) {
-        let period = self.period(now).wrapping_sub(u64::from(d.age));
-        (period.wrapping_mul(self.bucket_nanos), d.value)
+        let bucket = &self.buckets[pos.index];
+        let displaced = if exclusive {
+            bucket.add_exclusive(event, pos.tag, value)
+        } else {
+            bucket.add_shared(event, pos.tag, value)
+        };
+        displaced.map(|d| {
+            let period = pos.period.wrapping_sub(u64::from(d.age));
+            (period.wrapping_mul(self.bucket.divisor()), d.value)
+        })
     }
 
     /// Sum of `event` over the buckets of the window ending at `now`; stale (deprecated)
@@ -201,7 +235,7 @@ impl LeapArray {
                 if value != 0 && age >= 0 && (age as u64) < periods {
                     let start = period
                         .wrapping_sub(age as u64)
-                        .wrapping_mul(self.bucket_nanos);
+                        .wrapping_mul(self.bucket.divisor());
                     f(start, event, value);
                 }
             }

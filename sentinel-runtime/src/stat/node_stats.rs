@@ -17,7 +17,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crossbeam_utils::CachePadded;
 
-use super::{LeapArray, MetricEvent};
+use super::{LeapArray, MetricEvent, Position};
 
 /// Buckets of the second-level window (100 ms each).
 pub(crate) const SECOND_BUCKETS: u32 = 10;
@@ -92,6 +92,12 @@ impl Shard {
     }
 }
 
+/// The position of `now` in every shard's second-level window, with constant divisors.
+#[inline(always)]
+fn second_position(now: u64) -> Position {
+    Position::of_period(now / SECOND_BUCKET_NANOS, SECOND_BUCKETS as u64)
+}
+
 /// Totals over the second-level window.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct WindowTotals {
@@ -154,13 +160,8 @@ impl NodeStats {
     }
 
     #[inline]
-    fn add(&self, w: &Writer<'_>, now: u64, event: MetricEvent, value: u32) {
-        let displaced = if w.exclusive {
-            w.shard.second.add_exclusive(now, event, value)
-        } else {
-            w.shard.second.add(now, event, value)
-        };
-        if let Some((start, raw)) = displaced {
+    fn add(&self, w: &Writer<'_>, now: u64, pos: Position, event: MetricEvent, value: u32) {
+        if let Some((start, raw)) = w.shard.second.add_at(pos, event, value, w.exclusive) {
             self.fold(now, start, event, raw);
         }
     }
@@ -193,7 +194,8 @@ impl NodeStats {
     #[inline]
     pub(crate) fn on_pass(&self, now: u64, count: u32) {
         let w = self.writer(now);
-        self.add(&w, now, MetricEvent::Pass, count);
+        let pos = second_position(now);
+        self.add(&w, now, pos, MetricEvent::Pass, count);
         Self::inflight(&w, 1);
     }
 
@@ -201,18 +203,20 @@ impl NodeStats {
     #[inline]
     pub(crate) fn on_block(&self, now: u64, count: u32) {
         let w = self.writer(now);
-        self.add(&w, now, MetricEvent::Block, count);
+        let pos = second_position(now);
+        self.add(&w, now, pos, MetricEvent::Block, count);
     }
 
     /// The exit of an admitted entry of `count`.
     #[inline]
     pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u32, error: bool) {
         let w = self.writer(now);
-        self.add(&w, now, MetricEvent::Complete, count);
-        self.add(&w, now, MetricEvent::RtSum, rt_us);
-        self.add(&w, now, MetricEvent::MinRt, rt_us);
+        let pos = second_position(now);
+        self.add(&w, now, pos, MetricEvent::Complete, count);
+        self.add(&w, now, pos, MetricEvent::RtSum, rt_us);
+        self.add(&w, now, pos, MetricEvent::MinRt, rt_us);
         if error {
-            self.add(&w, now, MetricEvent::Error, count);
+            self.add(&w, now, pos, MetricEvent::Error, count);
         }
         Self::inflight(&w, -1);
     }

@@ -86,6 +86,14 @@ pub(crate) struct Displaced {
 /// The word after adding `add` at `period`, and what it displaced.
 #[inline]
 fn step(word: u64, period: u32, add: u32, merge: Merge) -> (u64, Option<Displaced>) {
+    // The common case first: same period, no saturation.
+    if tag(word) == period {
+        match merge {
+            Merge::Add if value(word) <= u32::MAX - add => return (word + u64::from(add), None),
+            Merge::Max if value(word) >= add => return (word, None),
+            _ => {}
+        }
+    }
     match landing(period, tag(word)) {
         Landing::Merge => (pack(tag(word), merge.apply(value(word), add)), None),
         Landing::Restart => {

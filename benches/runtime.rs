@@ -1,0 +1,146 @@
+//! Entry + exit through the runtime, against governor and a naive `Mutex` window, in one run.
+//!
+//! Two-thread cases report the aggregate time per operation: wall time / (2 x iterations), so
+//! a lower figure is a higher total throughput and 1-thread vs 2-thread figures compare directly.
+
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use governor::{Quota, RateLimiter};
+use sentinel_runtime::__private::{DefaultRule, StaticNode};
+use sentinel_runtime::clock::now_nanos;
+
+static QPS_NODE: StaticNode = StaticNode::new("bench-qps", &[DefaultRule::Qps(2e9)]);
+static STATS_NODE: StaticNode = StaticNode::new("bench-stats", &[]);
+
+/// The simplest correct windowed limiter: one lock around ten 100 ms buckets.
+struct NaiveWindow {
+    inner: Mutex<NaiveState>,
+    limit: u64,
+}
+
+#[derive(Default)]
+struct NaiveState {
+    periods: [u64; 10],
+    pass: [u64; 10],
+    complete: [u64; 10],
+    rt: [u64; 10],
+}
+
+impl NaiveWindow {
+    fn enter(&self) -> Option<u64> {
+        let now = now_nanos();
+        let period = now / 100_000_000;
+        let mut s = self.inner.lock().unwrap();
+        let i = (period % 10) as usize;
+        if s.periods[i] != period {
+            s.periods[i] = period;
+            s.pass[i] = 0;
+            s.complete[i] = 0;
+            s.rt[i] = 0;
+        }
+        let sum: u64 = (0..10)
+            .filter(|&j| period - s.periods[j] < 10)
+            .map(|j| s.pass[j])
+            .sum();
+        if sum >= self.limit {
+            return None;
+        }
+        s.pass[i] += 1;
+        Some(now)
+    }
+
+    fn exit(&self, start: u64) {
+        let now = now_nanos();
+        let i = ((now / 100_000_000) % 10) as usize;
+        let mut s = self.inner.lock().unwrap();
+        s.complete[i] += 1;
+        s.rt[i] += now - start;
+    }
+}
+
+/// Runs `op` `iters` times on each of `threads` threads released together; returns the
+/// aggregate time per operation (scaled by `iters`, as criterion expects).
+fn on_threads(threads: u32, iters: u64, op: &(impl Fn() + Sync)) -> Duration {
+    let barrier = Barrier::new(threads as usize + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    for _ in 0..iters {
+                        op();
+                    }
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        for h in handles {
+            h.join().unwrap();
+        }
+        start.elapsed() / threads
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let governor = RateLimiter::direct(Quota::per_second(NonZeroU32::MAX));
+    let naive = NaiveWindow {
+        inner: Mutex::new(NaiveState::default()),
+        limit: u64::MAX,
+    };
+    let sentinel_qps = || drop(black_box(QPS_NODE.enter().unwrap()));
+    let sentinel_stats = || drop(black_box(STATS_NODE.enter().unwrap()));
+    let sentinel_by_name = || drop(black_box(sentinel_runtime::entry("bench-by-name").unwrap()));
+    let governor_check = || {
+        black_box(governor.check()).unwrap();
+    };
+    let naive_entry_exit = || {
+        let start = naive.enter().unwrap();
+        naive.exit(black_box(start));
+    };
+
+    let mut one = c.benchmark_group("1 thread");
+    one.bench_function("sentinel static node, qps rule: entry+exit", |b| {
+        b.iter(sentinel_qps)
+    });
+    one.bench_function("sentinel static node, no rule: entry+exit", |b| {
+        b.iter(sentinel_stats)
+    });
+    one.bench_function("sentinel entry(&str), no rule: entry+exit", |b| {
+        b.iter(sentinel_by_name)
+    });
+    one.bench_function("governor check", |b| b.iter(governor_check));
+    one.bench_function("naive mutex window: entry+exit", |b| {
+        b.iter(naive_entry_exit)
+    });
+    one.finish();
+
+    let mut two = c.benchmark_group("2 threads, aggregate per op");
+    two.bench_function("sentinel static node, qps rule: entry+exit", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_qps))
+    });
+    two.bench_function("sentinel static node, no rule: entry+exit", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_stats))
+    });
+    two.bench_function("governor check", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &governor_check))
+    });
+    two.bench_function("naive mutex window: entry+exit", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &naive_entry_exit))
+    });
+    two.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(30);
+    targets = bench
+}
+criterion_main!(benches);
