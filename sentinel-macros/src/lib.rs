@@ -1,8 +1,18 @@
-//! The `#[sentinel]` attribute. Use it through `sentinel_runtime::sentinel`.
+//! The `#[sentinel]` attribute of `sentinel_runtime`: use it as `sentinel_runtime::sentinel`,
+//! whose documentation describes every argument.
+//!
+//! Stages, one module each: [`args`] parses, [`valid`] checks across arguments and the
+//! signature, [`expand`] generates the code.
+
+mod args;
+mod errors;
+mod expand;
+mod valid;
+
 use proc_macro::TokenStream;
 
-/// Guards a function with a resource node (see `sentinel_runtime`).
+/// Guards a function with a flow-control resource. Documented at `sentinel_runtime::sentinel`.
 #[proc_macro_attribute]
-pub fn sentinel(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn sentinel(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::sentinel(args.into(), item.into()).into()
 }

@@ -116,6 +116,14 @@ impl fmt::Display for BlockError {
 
 impl std::error::Error for BlockError {}
 
+/// So that a guarded function returning `std::io::Result` needs no fallback: a block becomes an
+/// `io::Error` of kind `Other` whose source is the `BlockError`.
+impl From<BlockError> for std::io::Error {
+    fn from(block: BlockError) -> std::io::Error {
+        std::io::Error::other(block)
+    }
+}
+
 /// A rule that failed validation: which rule (by resource), which field, and why.
 ///
 /// ```

@@ -42,5 +42,125 @@ pub use entry::{entry, Entry, EntryBuilder};
 pub use error::{BlockError, BlockKind, RuleError};
 pub use node::ResourceNode;
 
+/// Guards a function with a flow-control resource: `#[sentinel(resource = "x", qps = 100,
+/// fallback = f)]` on any `fn`, `async fn` or method.
+///
+/// ```
+/// use sentinel_runtime::{sentinel, BlockError};
+///
+/// #[sentinel(resource = "doc-orders", qps = 2, fallback = orders_busy)]
+/// fn place_order(id: u64, qty: u32) -> String {
+///     format!("order {id} x{qty}")
+/// }
+///
+/// fn orders_busy(id: u64, _qty: u32, err: BlockError) -> String {
+///     format!("order {id} rejected: {err}")
+/// }
+///
+/// # let _clock = sentinel_runtime::clock::MockClock::install();
+/// assert_eq!(place_order(1, 5), "order 1 x5");
+/// assert_eq!(place_order(2, 5), "order 2 x5");
+/// assert_eq!(
+///     place_order(3, 5),
+///     "order 3 rejected: resource `doc-orders` blocked by flow rule (qps 2)"
+/// );
+/// ```
+///
+/// # What it expands to
+///
+/// A `static`, lazily built resource node (the attribute's rules are that resource's defaults;
+/// rules loaded with [`rules::load_flow_rules`] override them) and an entry guard around the body.
+/// The example above is, written by hand:
+///
+/// ```
+/// # use sentinel_runtime::BlockError;
+/// # fn orders_busy(id: u64, _qty: u32, err: BlockError) -> String { String::new() }
+/// fn place_order(id: u64, qty: u32) -> String {
+///     use sentinel_runtime::__private::{DefaultRule, StaticNode}; // not a stable API
+///     static NODE: StaticNode = StaticNode::new("doc-orders", &[DefaultRule::Qps(2.0)]);
+///     let _entry = match NODE.enter() {
+///         Ok(entry) => entry,                              // admitted: hold the guard
+///         Err(blocked) => return orders_busy(id, qty, blocked),
+///     };
+///     format!("order {id} x{qty}")                         // the body; the guard drops after it
+/// }
+/// ```
+///
+/// Each call costs one entry and one exit: no rule building, no allocation, no map lookup.
+/// The exit is recorded on every path: return, `?`, panic (counted as an error), and an async
+/// future dropped half-way (the guard lives inside the future).
+///
+/// # Arguments
+///
+/// * **`resource = "name"`**: the resource's name (a non-empty string literal). Default: the
+///   function's module path and name, `concat!(module_path!(), "::", "place_order")`.
+/// * **`qps = N`**: at most `N` calls per second (integer or float literal, > 0): a
+///   [`FlowRule::qps`](rules::FlowRule::qps) default.
+/// * **`concurrency = N`**: at most `N` calls inside at once (integer literal, > 0): a
+///   [`FlowRule::concurrency`](rules::FlowRule::concurrency) default.
+/// * **`fallback = path`**: called instead of the body when the call is blocked. It takes the
+///   function's arguments in order (the receiver first, for methods), then the [`BlockError`],
+///   and returns the function's return type. For an `async fn` it may be an `async fn` (awaited)
+///   or a plain `fn`. `fallback = Self::busy` works inside `impl` blocks.
+/// * **`crate = path`**: where this crate is, for a renamed dependency (default
+///   `::sentinel_runtime`).
+///
+/// `#[sentinel]` with no arguments is valid: statistics only, under the default name.
+///
+/// # Without a fallback
+///
+/// A function returning a `Result` (any path ending in `Result`: `io::Result<T>`,
+/// `anyhow::Result<T>`, ...) returns `Err(E::from(block_error))` when blocked; `std::io::Error`
+/// implements `From<BlockError>`. Any other return type needs a fallback: compilation fails,
+/// pointing at the return type.
+///
+/// ```
+/// use sentinel_runtime::{sentinel, BlockError};
+///
+/// #[derive(Debug)]
+/// enum AppError { Busy(BlockError) }
+/// impl From<BlockError> for AppError {
+///     fn from(e: BlockError) -> Self { AppError::Busy(e) }
+/// }
+///
+/// #[sentinel(resource = "doc-lookup", concurrency = 1)]
+/// fn lookup(key: &str) -> Result<usize, AppError> {
+///     Ok(key.len()) // an `Err` returned here counts as an error in the statistics
+/// }
+///
+/// assert_eq!(lookup("abc").unwrap(), 3);
+/// ```
+///
+/// # Async functions and methods
+///
+/// ```
+/// use sentinel_runtime::{sentinel, BlockError};
+///
+/// struct Inventory { stock: u32 }
+///
+/// impl Inventory {
+///     #[sentinel(resource = "doc-reserve", concurrency = 4, fallback = Self::busy)]
+///     async fn reserve(&self, qty: u32) -> bool {
+///         qty <= self.stock
+///     }
+///
+///     async fn busy(&self, _qty: u32, _err: BlockError) -> bool {
+///         false
+///     }
+/// }
+/// # use std::future::Future;
+/// # let inv = Inventory { stock: 3 };
+/// # let waker = std::task::Waker::noop();
+/// # let mut fut = std::pin::pin!(inv.reserve(2));
+/// # assert_eq!(fut.as_mut().poll(&mut std::task::Context::from_waker(&waker)), std::task::Poll::Ready(true));
+/// ```
+///
+/// # Compile-time errors
+///
+/// Mistakes are reported together, each at the token that is wrong: an unknown or duplicate
+/// argument, a literal of the wrong type (`qps = "100"`), a zero, negative or infinite limit, a
+/// `fallback` that is not a path or does not match the function, a missing fallback, a
+/// `const fn`, or the attribute on something other than a function. The function is still
+/// emitted beside the errors, so IDE features keep working.
 #[cfg(feature = "macros")]
 pub use sentinel_macros::sentinel;

@@ -64,3 +64,36 @@ impl StaticNode {
         self.node().enter(1)
     }
 }
+
+/// Runs the body of a guarded function that returns a `Result`, so its value can be inspected.
+/// Taking `FnOnce` lets the body return borrows of captured `&mut self`.
+#[inline(always)]
+pub fn call_once<R>(body: impl FnOnce() -> R) -> R {
+    body()
+}
+
+/// The value an async function's fallback returned: a future to await, or a plain value.
+/// `Fallback(f).resolve()` picks the inherent method for a future, else [`ResolveValue`].
+#[derive(Debug)]
+pub struct Fallback<T>(pub T);
+
+impl<F: core::future::Future> Fallback<F> {
+    /// An `async fn` fallback: its future.
+    #[inline]
+    pub fn resolve(self) -> F {
+        self.0
+    }
+}
+
+/// A plain fallback of an async function: its value, ready.
+pub trait ResolveValue<T> {
+    /// The value as a ready future.
+    fn resolve(self) -> core::future::Ready<T>;
+}
+
+impl<T> ResolveValue<T> for Fallback<T> {
+    #[inline]
+    fn resolve(self) -> core::future::Ready<T> {
+        core::future::ready(self.0)
+    }
+}

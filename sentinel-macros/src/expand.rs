@@ -1,0 +1,150 @@
+//! Code generation: a `static` node, an entry guard around the body, the fallback on a block.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::parse::Parser;
+use syn::spanned::Spanned;
+use syn::{parse_quote, ItemFn, ReturnType};
+
+use crate::args::Args;
+use crate::errors::Errors;
+use crate::valid::{self, Passed};
+
+/// The attribute: parse, validate, expand. On any error the function is emitted unchanged
+/// beside the errors, so IDE features keep working.
+pub(crate) fn sentinel(args: TokenStream, item: TokenStream) -> TokenStream {
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(func) => func,
+        Err(_) => return not_a_function(item),
+    };
+    let mut errors = Errors::default();
+    let parsed =
+        (|input: syn::parse::ParseStream<'_>| Args::parse(input, &mut errors)).parse2(args);
+    let args = match parsed {
+        Ok(args) => args,
+        Err(e) => {
+            errors.push(e);
+            Args::default()
+        }
+    };
+    let passed = valid::check(&args, &func, &mut errors);
+    match errors.finish() {
+        Ok(()) => guard(args, func, &passed),
+        Err(e) => {
+            let errors = e.to_compile_error();
+            quote!(#func #errors)
+        }
+    }
+}
+
+fn not_a_function(item: TokenStream) -> TokenStream {
+    let message = match syn::parse2::<syn::TraitItemFn>(item.clone()) {
+        Ok(f) if f.default.is_none() => {
+            "#[sentinel] needs a function body to guard: put it on the function in the `impl` \
+             block, not on the trait's declaration"
+        }
+        _ => "#[sentinel] can only be put on a function (`fn` or `async fn`)",
+    };
+    let first = item
+        .clone()
+        .into_iter()
+        .next()
+        .map(|t| t.span())
+        .unwrap_or_else(Span::call_site);
+    let error = syn::Error::new(first, message).to_compile_error();
+    quote!(#item #error)
+}
+
+fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = func;
+    let krate: syn::Path = args
+        .krate
+        .clone()
+        .unwrap_or_else(|| parse_quote!(::sentinel_runtime));
+    let private = quote!(#krate::__private);
+    let name = match &args.resource {
+        Some(lit) => lit.to_token_stream(),
+        None => {
+            let ident = sig.ident.to_string();
+            quote!(::core::concat!(::core::module_path!(), "::", #ident))
+        }
+    };
+    let mut defaults = Vec::new();
+    if let Some(qps) = args.qps {
+        let v = Literal::f64_suffixed(qps.value);
+        defaults.push(quote_spanned!(qps.span=> #private::DefaultRule::Qps(#v)));
+    }
+    if let Some(c) = args.concurrency {
+        let v = Literal::u32_suffixed(c.value);
+        defaults.push(quote_spanned!(c.span=> #private::DefaultRule::Concurrency(#v)));
+    }
+
+    // Our own names are hygienic (mixed-site): the user's body cannot see or shadow them.
+    let node = syn::Ident::new("__SENTINEL_NODE", Span::mixed_site());
+    let entry = syn::Ident::new("__sentinel_entry", Span::mixed_site());
+    let blocked = syn::Ident::new("__sentinel_blocked", Span::mixed_site());
+    let result = syn::Ident::new("__sentinel_result", Span::mixed_site());
+    let is_async = sig.asyncness.is_some();
+    let is_result = valid::returns_result(&sig.output);
+
+    let on_block = match (&args.fallback, is_async) {
+        (Some(fallback), false) => quote_spanned! {fallback.span()=>
+            return #fallback(#(#passed,)* #blocked)
+        },
+        (Some(fallback), true) => quote_spanned! {fallback.span()=>
+            {
+                #[allow(unused_imports)]
+                use #private::ResolveValue as _;
+                return #private::Fallback(#fallback(#(#passed,)* #blocked)).resolve().await
+            }
+        },
+        (None, _) => {
+            let span = match &sig.output {
+                ReturnType::Type(_, ty) => ty.span(),
+                ReturnType::Default => sig.ident.span(),
+            };
+            quote_spanned! {span=>
+                return ::core::result::Result::Err(::core::convert::From::from(#blocked))
+            }
+        }
+    };
+
+    let body = if !is_result {
+        // Nothing to inspect in the result: run the body in place; the guard drops on return.
+        if is_async {
+            quote!(async move #block .await)
+        } else {
+            quote!(#block)
+        }
+    } else {
+        let run = if is_async {
+            quote!(async move #block .await)
+        } else {
+            quote!(#private::call_once(move || #block))
+        };
+        quote! {{
+            let #result = #run;
+            if ::core::result::Result::is_err(&#result) {
+                #entry.set_error();
+            }
+            #result
+        }}
+    };
+
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
+            let #entry = match #node.enter() {
+                ::core::result::Result::Ok(entry) => entry,
+                ::core::result::Result::Err(#blocked) => #on_block,
+            };
+            #body
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Checks across the arguments and the guarded function's signature.
+
+use quote::ToTokens;
+use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
+
+use crate::args::Args;
+use crate::errors::Errors;
+
+/// What the generated code passes to the fallback: `self` or an argument's name.
+pub(crate) enum Passed {
+    SelfValue(syn::token::SelfValue),
+    Name(Ident),
+}
+
+impl ToTokens for Passed {
+    fn to_tokens(&self, tokens: &mut proc_macro2::TokenStream) {
+        match self {
+            Passed::SelfValue(s) => s.to_tokens(tokens),
+            Passed::Name(n) => n.to_tokens(tokens),
+        }
+    }
+}
+
+/// Whether the function's return type is a `Result` (any path whose last segment is
+/// `Result`: `Result<T, E>`, `io::Result<T>`, `anyhow::Result<T>`).
+pub(crate) fn returns_result(output: &ReturnType) -> bool {
+    match output {
+        ReturnType::Type(_, ty) => is_result(ty),
+        ReturnType::Default => false,
+    }
+}
+
+fn is_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) => {
+            p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Result")
+        }
+        Type::Group(g) => is_result(&g.elem),
+        Type::Paren(p) => is_result(&p.elem),
+        _ => false,
+    }
+}
+
+/// Checks `func` against `args`; returns the values the fallback gets, in order.
+pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Passed> {
+    let sig = &func.sig;
+    if let Some(constness) = &sig.constness {
+        errors.at(
+            constness,
+            "#[sentinel] cannot guard a `const fn`: entering a resource reads the clock and \
+             updates statistics at run time; remove `const` or the attribute",
+        );
+    }
+    if args.fallback.is_none() && !returns_result(&sig.output) {
+        let message = "#[sentinel] needs `fallback = ...` here: when a call is blocked the \
+                       function must still return a value, and only a `Result` can carry the \
+                       `BlockError`. Add `fallback = some_fn` (taking the same arguments plus a \
+                       `BlockError`, returning the same type), or return a `Result` whose error \
+                       type implements `From<BlockError>`";
+        match &sig.output {
+            ReturnType::Type(_, ty) => errors.at(ty, message),
+            ReturnType::Default => errors.at(
+                &sig.ident,
+                format!("{message} (this function returns `()`)"),
+            ),
+        }
+    }
+    let mut passed = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(r) => passed.push(Passed::SelfValue(r.self_token)),
+            FnArg::Typed(pt) => match &*pt.pat {
+                Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                    passed.push(Passed::Name(p.ident.clone()))
+                }
+                other if args.fallback.is_some() => errors.at(
+                    other,
+                    "#[sentinel] cannot pass this argument pattern to the fallback: bind the \
+                     argument to a name (`arg: Type`) and destructure it in the body",
+                ),
+                _ => {}
+            },
+        }
+    }
+    passed
+}
