@@ -115,7 +115,7 @@ fn resource(value: &Expr, errors: &mut Errors) -> Option<LitStr> {
 enum Number {
     Int(i128),
     Float(f64),
-    NotANumber,
+    Other,
 }
 
 fn number(value: &Expr) -> Number {
@@ -124,19 +124,19 @@ fn number(value: &Expr) -> Number {
             lit: Lit::Int(i), ..
         }) => i
             .base10_parse::<i128>()
-            .map_or(Number::NotANumber, Number::Int),
+            .map_or(Number::Other, Number::Int),
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
         }) => f
             .base10_parse::<f64>()
-            .map_or(Number::NotANumber, Number::Float),
+            .map_or(Number::Other, Number::Float),
         Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match number(&u.expr) {
             Number::Int(i) => Number::Int(-i),
             Number::Float(f) => Number::Float(-f),
-            Number::NotANumber => Number::NotANumber,
+            Number::Other => Number::Other,
         },
         Expr::Group(g) => number(&g.expr),
-        _ => Number::NotANumber,
+        _ => Number::Other,
     }
 }
 
@@ -144,7 +144,7 @@ fn qps(value: &Expr, errors: &mut Errors) -> Option<WithSpan<f64>> {
     let v = match number(value) {
         Number::Int(i) => i as f64,
         Number::Float(f) => f,
-        Number::NotANumber => {
+        Number::Other => {
             errors.at(
                 value,
                 "`qps` expects a number literal, like `qps = 100` or `qps = 2.5`",
@@ -182,7 +182,7 @@ fn concurrency(value: &Expr, errors: &mut Errors) -> Option<WithSpan<u32>> {
             );
             None
         }
-        Number::Float(_) | Number::NotANumber => {
+        Number::Float(_) | Number::Other => {
             errors.at(
                 value,
                 "`concurrency` expects a whole number literal, like `concurrency = 8`",

@@ -109,7 +109,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
                 ReturnType::Default => sig.ident.span(),
             };
             quote_spanned! {span=>
-                return ::core::result::Result::Err(::core::convert::From::from(#blocked))
+                return #private::blocked_err(#blocked)
             }
         }
     };

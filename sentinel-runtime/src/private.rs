@@ -97,3 +97,10 @@ impl<T> ResolveValue<T> for Fallback<T> {
         core::future::ready(self.0)
     }
 }
+
+/// The error a guarded `Result` function returns when blocked: `E::from(block)`. Generic, so no
+/// "useless conversion" lint fires in the user's crate when `E` is `BlockError` itself.
+#[inline]
+pub fn blocked_err<T, E: From<BlockError>>(block: BlockError) -> Result<T, E> {
+    Err(E::from(block))
+}

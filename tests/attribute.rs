@@ -1,0 +1,351 @@
+//! `#[sentinel]` as users write it: every supported form, driven with the MockClock.
+//!
+//! Each test installs the MockClock first, which also serialises the tests of this binary.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::rules::{self, FlowRule};
+use sentinel_runtime::{metrics, sentinel, BlockError, BlockKind};
+
+fn stats(resource: &str) -> metrics::ResourceStats {
+    metrics::snapshot(resource).expect("the guarded function has been called")
+}
+
+/// Polls a future once on a no-op waker.
+fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    fut.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Runs a future to completion on a current-thread runtime.
+fn block_on<F: Future>(fut: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds")
+        .block_on(fut)
+}
+
+// ---- sync functions and fallbacks ----
+
+#[sentinel(resource = "attr-orders", qps = 2, fallback = orders_busy)]
+fn place_order(id: u64, qty: u32) -> String {
+    format!("placed {id} x{qty}")
+}
+
+fn orders_busy(id: u64, qty: u32, err: BlockError) -> String {
+    format!("busy {id} x{qty}: {:?}", err.kind())
+}
+
+#[test]
+fn the_fallback_gets_the_arguments_and_the_block_error() {
+    let _clock = MockClock::install();
+    assert_eq!(place_order(1, 2), "placed 1 x2");
+    assert_eq!(place_order(2, 3), "placed 2 x3");
+    assert_eq!(place_order(3, 4), "busy 3 x4: Flow");
+    let s = stats("attr-orders");
+    assert_eq!((s.pass_qps, s.block_qps, s.complete_qps), (2.0, 1.0, 2.0));
+}
+
+#[derive(Debug, PartialEq)]
+enum AppError {
+    Busy(BlockKind),
+    Parse,
+}
+
+impl From<BlockError> for AppError {
+    fn from(e: BlockError) -> Self {
+        AppError::Busy(e.kind())
+    }
+}
+
+#[sentinel(resource = "attr-parse", qps = 3)]
+fn parse(input: &str) -> Result<u32, AppError> {
+    if input.is_empty() {
+        return Err(AppError::Parse); // early return behaves as before
+    }
+    let n: u32 = input.parse().map_err(|_| AppError::Parse)?; // and so does `?`
+    Ok(n * 2)
+}
+
+#[test]
+fn a_result_function_returns_the_block_as_its_error_and_counts_err_as_error() {
+    let _clock = MockClock::install();
+    assert_eq!(parse("21"), Ok(42));
+    assert_eq!(parse(""), Err(AppError::Parse));
+    assert_eq!(parse("x"), Err(AppError::Parse));
+    assert_eq!(parse("1"), Err(AppError::Busy(BlockKind::Flow)));
+    let s = stats("attr-parse");
+    assert_eq!((s.pass_qps, s.block_qps, s.error_qps), (3.0, 1.0, 2.0));
+}
+
+#[sentinel(resource = "attr-io", concurrency = 1)]
+fn read_config(nested: bool) -> std::io::Result<u8> {
+    if nested {
+        // Inside the only slot, a nested call is blocked and comes back as an io::Error.
+        let err = read_config(false).expect_err("the only slot is taken");
+        let block = err.get_ref().and_then(|e| e.downcast_ref::<BlockError>());
+        assert_eq!(block.map(BlockError::kind), Some(BlockKind::Concurrency));
+    }
+    Ok(7)
+}
+
+#[test]
+fn io_result_functions_need_no_fallback() {
+    let _clock = MockClock::install();
+    assert_eq!(read_config(true).unwrap(), 7);
+    assert_eq!(stats("attr-io").concurrency, 0);
+}
+
+#[sentinel(resource = "attr-panics", concurrency = 1, fallback = never_called)]
+fn explode(code: u8) -> u8 {
+    panic!("boom {code}");
+}
+
+fn never_called(_code: u8, _err: BlockError) -> u8 {
+    0
+}
+
+#[test]
+fn a_panic_keeps_unwinding_counts_an_error_and_releases_the_slot() {
+    let _clock = MockClock::install();
+    let caught = catch_unwind(AssertUnwindSafe(|| explode(1)));
+    let message = caught.expect_err("the panic propagates");
+    assert_eq!(message.downcast_ref::<String>().map(String::as_str), Some("boom 1"));
+    let s = stats("attr-panics");
+    assert_eq!((s.error_qps, s.concurrency), (1.0, 0));
+    assert!(catch_unwind(AssertUnwindSafe(|| explode(2))).is_err(), "admitted again, not 0");
+}
+
+#[sentinel]
+fn statistics_only(x: u8) -> Result<u8, BlockError> {
+    Ok(x)
+}
+
+#[test]
+fn no_arguments_means_statistics_under_the_default_name() {
+    let _clock = MockClock::install();
+    for i in 0..5 {
+        assert_eq!(statistics_only(i), Ok(i));
+    }
+    let name = concat!(module_path!(), "::", "statistics_only");
+    assert_eq!(name, "attribute::statistics_only");
+    assert_eq!(stats(name).pass_qps, 5.0);
+}
+
+#[test]
+fn loaded_rules_override_the_attribute_and_unloading_restores_it() {
+    let _clock = MockClock::install();
+    rules::load_flow_rules(vec![FlowRule::qps("attr-override", 1.0)]).unwrap();
+    let calls = || (0..5).filter(|_| overridable().is_ok()).count();
+    assert_eq!(calls(), 1, "the loaded qps = 1 wins over the attribute's 4");
+    rules::load_flow_rules(vec![]).unwrap();
+    assert_eq!(calls(), 3, "back to the attribute's qps = 4: one of its 4 was used");
+}
+
+#[sentinel(resource = "attr-override", qps = 4)]
+fn overridable() -> Result<(), BlockError> {
+    Ok(())
+}
+
+// ---- generics, lifetimes, impl Trait, unsafe ----
+
+#[sentinel(resource = "attr-generic", qps = 100, fallback = first_busy)]
+fn first<'a, T>(items: &'a [T], _hint: impl AsRef<str>) -> Option<&'a T>
+where
+    T: PartialEq,
+{
+    items.first()
+}
+
+fn first_busy<T: PartialEq>(_: &[T], _: impl AsRef<str>, _: BlockError) -> Option<&T> {
+    None
+}
+
+#[sentinel(resource = "attr-impl-trait", qps = 1, fallback = shown_busy)]
+fn shown(n: u8) -> impl std::fmt::Display {
+    format!("n={n}")
+}
+
+fn shown_busy(_: u8, _: BlockError) -> String {
+    "busy".to_owned()
+}
+
+/// # Safety
+/// `p` must point to a readable `u8`.
+#[sentinel(resource = "attr-unsafe", qps = 10, fallback = read_busy)]
+unsafe fn read(p: *const u8) -> u8 {
+    // SAFETY: the caller guarantees `p` is readable.
+    unsafe { *p }
+}
+
+unsafe fn read_busy(_: *const u8, _: BlockError) -> u8 {
+    0
+}
+
+#[test]
+fn generic_lifetime_impl_trait_and_unsafe_functions() {
+    let _clock = MockClock::install();
+    assert_eq!(first(&[3, 4], "hint"), Some(&3));
+    assert_eq!(first(&["a"], String::from("h")), Some(&"a"));
+    assert_eq!(shown(7).to_string(), "n=7");
+    assert_eq!(shown(8).to_string(), "busy");
+    let byte = 9u8;
+    // SAFETY: `&byte` is a valid pointer to a u8.
+    assert_eq!(unsafe { read(&byte) }, 9);
+    assert_eq!(stats("attr-generic").pass_qps, 2.0, "one node for every instantiation");
+}
+
+// ---- methods ----
+
+#[derive(Debug, Default)]
+struct Counter {
+    hits: Vec<u32>,
+}
+
+impl Counter {
+    #[sentinel(resource = "attr-ref", qps = 1, fallback = Self::busy_ref)]
+    fn peek(&self, at: usize) -> Option<u32> {
+        self.hits.get(at).copied()
+    }
+
+    fn busy_ref(&self, _at: usize, _: BlockError) -> Option<u32> {
+        None
+    }
+
+    /// Returns a borrow of `self`: the body's borrow outlives the guard's closure.
+    #[sentinel(resource = "attr-mut", qps = 1)]
+    fn push(&mut self, v: u32) -> Result<&mut Vec<u32>, BlockError> {
+        self.hits.push(v);
+        Ok(&mut self.hits)
+    }
+
+    #[sentinel(resource = "attr-owned", fallback = Self::busy_owned)]
+    fn into_len(self) -> usize {
+        self.hits.len()
+    }
+
+    fn busy_owned(self, _: BlockError) -> usize {
+        usize::MAX
+    }
+
+    #[sentinel(resource = "attr-arc", qps = 5, fallback = Self::busy_arc)]
+    fn shared(self: Arc<Self>, extra: u32) -> u32 {
+        self.hits.iter().sum::<u32>() + extra
+    }
+
+    fn busy_arc(self: Arc<Self>, _: u32, _: BlockError) -> u32 {
+        0
+    }
+}
+
+trait Greeter {
+    fn greet(&self, name: &str) -> String;
+}
+
+impl Greeter for Counter {
+    #[sentinel(resource = "attr-trait", qps = 1, fallback = greet_busy)]
+    fn greet(&self, name: &str) -> String {
+        format!("hello {name}")
+    }
+}
+
+fn greet_busy(_: &Counter, name: &str, _: BlockError) -> String {
+    format!("later {name}")
+}
+
+#[test]
+fn methods_with_every_receiver_and_trait_impls() {
+    let _clock = MockClock::install();
+    let mut c = Counter::default();
+    c.push(5).unwrap().push(6);
+    assert_eq!(c.push(7).unwrap_err().kind(), BlockKind::Flow);
+    assert_eq!(c.peek(1), Some(6));
+    assert_eq!(c.peek(1), None, "second call blocked: Self::busy_ref answered");
+    assert_eq!(c.greet("ann"), "hello ann");
+    assert_eq!(c.greet("bob"), "later bob");
+    let arc = Arc::new(Counter { hits: vec![1, 2] });
+    assert_eq!(arc.clone().shared(10), 13);
+    assert_eq!(Counter { hits: vec![1] }.into_len(), 1);
+}
+
+// ---- async ----
+
+#[sentinel(resource = "attr-async", concurrency = 1, fallback = fetch_busy)]
+async fn fetch(key: u32, gate: tokio::sync::oneshot::Receiver<()>) -> Result<u32, String> {
+    gate.await.map_err(|_| "gate dropped".to_owned())?;
+    Ok(key * 10)
+}
+
+async fn fetch_busy(key: u32, _: tokio::sync::oneshot::Receiver<()>, err: BlockError) -> Result<u32, String> {
+    tokio::task::yield_now().await; // an async fallback is awaited
+    Err(format!("busy {key}: {}", err.kind() == BlockKind::Concurrency))
+}
+
+#[sentinel(resource = "attr-async-plain", concurrency = 1, fallback = plain_busy)]
+async fn hold(gate: tokio::sync::oneshot::Receiver<()>) -> &'static str {
+    let _ = gate.await;
+    "done"
+}
+
+fn plain_busy(_: tokio::sync::oneshot::Receiver<()>, _: BlockError) -> &'static str {
+    "plain fallback"
+}
+
+fn assert_send<T: Send>(value: T) -> T {
+    value
+}
+
+#[test]
+fn async_functions_hold_the_guard_inside_the_future() {
+    let _clock = MockClock::install();
+    let (open, gate) = tokio::sync::oneshot::channel();
+    let (_open2, gate2) = tokio::sync::oneshot::channel();
+    block_on(async move {
+        let mut first = pin!(assert_send(fetch(1, gate)));
+        assert!(poll_once(first.as_mut()).is_pending(), "waiting at the gate");
+        assert_eq!(stats("attr-async").concurrency, 1, "the guard is inside the future");
+        assert_eq!(fetch(2, gate2).await, Err("busy 2: true".to_owned()));
+        open.send(()).unwrap();
+        assert_eq!(first.await, Ok(10));
+    });
+    assert_eq!(stats("attr-async").concurrency, 0);
+}
+
+#[test]
+fn a_future_dropped_half_way_releases_its_slot_and_plain_fallbacks_work_in_async() {
+    let _clock = MockClock::install();
+    let (_keep, gate) = tokio::sync::oneshot::channel();
+    let (_keep2, gate2) = tokio::sync::oneshot::channel();
+    let mut held = Box::pin(hold(gate));
+    assert!(poll_once(held.as_mut()).is_pending());
+    assert_eq!(block_on(async { hold(gate2).await }), "plain fallback");
+    assert_eq!(stats("attr-async-plain").concurrency, 1);
+    drop(held); // cancelled at its await point
+    assert_eq!(stats("attr-async-plain").concurrency, 0, "dropping the future released it");
+    let (open, gate3) = tokio::sync::oneshot::channel();
+    open.send(()).unwrap();
+    assert_eq!(block_on(hold(gate3)), "done");
+}
+
+// ---- renamed crate ----
+
+mod renamed {
+    use sentinel_runtime as flow;
+
+    #[flow::sentinel(crate = flow, resource = "attr-renamed", qps = 1)]
+    pub fn ping() -> Result<(), flow::BlockError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_renamed_dependency_works_with_crate_path() {
+    let _clock = MockClock::install();
+    assert!(renamed::ping().is_ok());
+    assert!(renamed::ping().is_err());
+}
