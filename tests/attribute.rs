@@ -115,10 +115,16 @@ fn a_panic_keeps_unwinding_counts_an_error_and_releases_the_slot() {
     let _clock = MockClock::install();
     let caught = catch_unwind(AssertUnwindSafe(|| explode(1)));
     let message = caught.expect_err("the panic propagates");
-    assert_eq!(message.downcast_ref::<String>().map(String::as_str), Some("boom 1"));
+    assert_eq!(
+        message.downcast_ref::<String>().map(String::as_str),
+        Some("boom 1")
+    );
     let s = stats("attr-panics");
     assert_eq!((s.error_qps, s.concurrency), (1.0, 0));
-    assert!(catch_unwind(AssertUnwindSafe(|| explode(2))).is_err(), "admitted again, not 0");
+    assert!(
+        catch_unwind(AssertUnwindSafe(|| explode(2))).is_err(),
+        "admitted again, not 0"
+    );
 }
 
 #[sentinel]
@@ -144,7 +150,11 @@ fn loaded_rules_override_the_attribute_and_unloading_restores_it() {
     let calls = || (0..5).filter(|_| overridable().is_ok()).count();
     assert_eq!(calls(), 1, "the loaded qps = 1 wins over the attribute's 4");
     rules::load_flow_rules(vec![]).unwrap();
-    assert_eq!(calls(), 3, "back to the attribute's qps = 4: one of its 4 was used");
+    assert_eq!(
+        calls(),
+        3,
+        "back to the attribute's qps = 4: one of its 4 was used"
+    );
 }
 
 #[sentinel(resource = "attr-override", qps = 4)]
@@ -197,7 +207,11 @@ fn generic_lifetime_impl_trait_and_unsafe_functions() {
     let byte = 9u8;
     // SAFETY: `&byte` is a valid pointer to a u8.
     assert_eq!(unsafe { read(&byte) }, 9);
-    assert_eq!(stats("attr-generic").pass_qps, 2.0, "one node for every instantiation");
+    assert_eq!(
+        stats("attr-generic").pass_qps,
+        2.0,
+        "one node for every instantiation"
+    );
 }
 
 // ---- methods ----
@@ -265,7 +279,11 @@ fn methods_with_every_receiver_and_trait_impls() {
     c.push(5).unwrap().push(6);
     assert_eq!(c.push(7).unwrap_err().kind(), BlockKind::Flow);
     assert_eq!(c.peek(1), Some(6));
-    assert_eq!(c.peek(1), None, "second call blocked: Self::busy_ref answered");
+    assert_eq!(
+        c.peek(1),
+        None,
+        "second call blocked: Self::busy_ref answered"
+    );
     assert_eq!(c.greet("ann"), "hello ann");
     assert_eq!(c.greet("bob"), "later bob");
     let arc = Arc::new(Counter { hits: vec![1, 2] });
@@ -281,9 +299,16 @@ async fn fetch(key: u32, gate: tokio::sync::oneshot::Receiver<()>) -> Result<u32
     Ok(key * 10)
 }
 
-async fn fetch_busy(key: u32, _: tokio::sync::oneshot::Receiver<()>, err: BlockError) -> Result<u32, String> {
+async fn fetch_busy(
+    key: u32,
+    _: tokio::sync::oneshot::Receiver<()>,
+    err: BlockError,
+) -> Result<u32, String> {
     tokio::task::yield_now().await; // an async fallback is awaited
-    Err(format!("busy {key}: {}", err.kind() == BlockKind::Concurrency))
+    Err(format!(
+        "busy {key}: {}",
+        err.kind() == BlockKind::Concurrency
+    ))
 }
 
 #[sentinel(resource = "attr-async-plain", concurrency = 1, fallback = plain_busy)]
@@ -307,8 +332,15 @@ fn async_functions_hold_the_guard_inside_the_future() {
     let (_open2, gate2) = tokio::sync::oneshot::channel();
     block_on(async move {
         let mut first = pin!(assert_send(fetch(1, gate)));
-        assert!(poll_once(first.as_mut()).is_pending(), "waiting at the gate");
-        assert_eq!(stats("attr-async").concurrency, 1, "the guard is inside the future");
+        assert!(
+            poll_once(first.as_mut()).is_pending(),
+            "waiting at the gate"
+        );
+        assert_eq!(
+            stats("attr-async").concurrency,
+            1,
+            "the guard is inside the future"
+        );
         assert_eq!(fetch(2, gate2).await, Err("busy 2: true".to_owned()));
         open.send(()).unwrap();
         assert_eq!(first.await, Ok(10));
@@ -326,7 +358,11 @@ fn a_future_dropped_half_way_releases_its_slot_and_plain_fallbacks_work_in_async
     assert_eq!(block_on(async { hold(gate2).await }), "plain fallback");
     assert_eq!(stats("attr-async-plain").concurrency, 1);
     drop(held); // cancelled at its await point
-    assert_eq!(stats("attr-async-plain").concurrency, 0, "dropping the future released it");
+    assert_eq!(
+        stats("attr-async-plain").concurrency,
+        0,
+        "dropping the future released it"
+    );
     let (open, gate3) = tokio::sync::oneshot::channel();
     open.send(()).unwrap();
     assert_eq!(block_on(hold(gate3)), "done");

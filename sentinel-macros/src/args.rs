@@ -24,8 +24,14 @@ impl Parse for RawArg {
         // `crate` is a keyword: accept any identifier as the key, and check it later.
         let key = Ident::parse_any(input)?;
         input.parse::<Token![=]>().map_err(|e| {
+            // At the end of the arguments the parser's span is the whole attribute: use the key.
+            let span = if input.is_empty() || input.peek(Token![,]) {
+                key.span()
+            } else {
+                e.span()
+            };
             syn::Error::new(
-                e.span(),
+                span,
                 format!("expected `=` after `{key}`: arguments are written `{key} = value`"),
             )
         })?;
@@ -48,6 +54,8 @@ pub(crate) struct Args {
     pub(crate) qps: Option<WithSpan<f64>>,
     pub(crate) concurrency: Option<WithSpan<u32>>,
     pub(crate) fallback: Option<Path>,
+    /// `fallback = ...` was written, even if its value was refused.
+    pub(crate) fallback_given: bool,
     pub(crate) krate: Option<Path>,
 }
 
@@ -68,7 +76,10 @@ impl Args {
                 "resource" => args.resource = resource(&value, errors),
                 "qps" => args.qps = qps(&value, errors),
                 "concurrency" => args.concurrency = concurrency(&value, errors),
-                "fallback" => args.fallback = path(&value, "fallback", "fallback = busy", errors),
+                "fallback" => {
+                    args.fallback_given = true;
+                    args.fallback = path(&value, "fallback", "fallback = busy", errors);
+                }
                 "crate" => args.krate = path(&value, "crate", "crate = ::sentinel_runtime", errors),
                 _ => errors.at(
                     &key,
@@ -122,14 +133,10 @@ fn number(value: &Expr) -> Number {
     match value {
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
-        }) => i
-            .base10_parse::<i128>()
-            .map_or(Number::Other, Number::Int),
+        }) => i.base10_parse::<i128>().map_or(Number::Other, Number::Int),
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
-        }) => f
-            .base10_parse::<f64>()
-            .map_or(Number::Other, Number::Float),
+        }) => f.base10_parse::<f64>().map_or(Number::Other, Number::Float),
         Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match number(&u.expr) {
             Number::Int(i) => Number::Int(-i),
             Number::Float(f) => Number::Float(-f),

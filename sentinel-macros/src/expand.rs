@@ -37,6 +37,23 @@ pub(crate) fn sentinel(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = proc_macro2::TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
+}
+
 fn not_a_function(item: TokenStream) -> TokenStream {
     let message = match syn::parse2::<syn::TraitItemFn>(item.clone()) {
         Ok(f) if f.default.is_none() => {
@@ -108,6 +125,8 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
                 ReturnType::Type(_, ty) => ty.span(),
                 ReturnType::Default => sig.ident.span(),
             };
+            // Respanned so that a missing `From<BlockError>` is reported at the return type.
+            let private = respan(private.clone(), span);
             quote_spanned! {span=>
                 return #private::blocked_err(#blocked)
             }

@@ -51,7 +51,7 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
              updates statistics at run time; remove `const` or the attribute",
         );
     }
-    if args.fallback.is_none() && !returns_result(&sig.output) {
+    if !args.fallback_given && !returns_result(&sig.output) {
         let message = "#[sentinel] needs `fallback = ...` here: when a call is blocked the \
                        function must still return a value, and only a `Result` can carry the \
                        `BlockError`. Add `fallback = some_fn` (taking the same arguments plus a \
