@@ -36,7 +36,9 @@ fn busy(_: u64, _: u64, _: BlockError) -> u64 {
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("guarded_call");
-    g.bench_function("unguarded", |b| b.iter(|| plain(black_box(3), black_box(4))));
+    g.bench_function("unguarded", |b| {
+        b.iter(|| plain(black_box(3), black_box(4)))
+    });
     g.bench_function("#[sentinel(qps, fallback)]", |b| {
         b.iter(|| guarded_qps(black_box(3), black_box(4)))
     });

@@ -46,10 +46,13 @@ impl UserService {
 /// A generic function: one resource for every instantiation.
 #[sentinel(resource = "largest", qps = 2, fallback = largest_busy)]
 fn largest<T: PartialOrd + Copy>(items: &[T]) -> Option<T> {
-    items
-        .iter()
-        .copied()
-        .fold(None, |m, x| if m.is_some_and(|m| m >= x) { m } else { Some(x) })
+    items.iter().copied().fold(None, |m, x| {
+        if m.is_some_and(|m| m >= x) {
+            m
+        } else {
+            Some(x)
+        }
+    })
 }
 
 fn largest_busy<T: PartialOrd + Copy>(_: &[T], _: BlockError) -> Option<T> {
@@ -64,7 +67,9 @@ fn main() {
     for id in [1, 2, 3, 1] {
         match service.get(id) {
             Ok(name) => println!("  user {id}: {name}"),
-            Err(ServiceError::NotFound(why)) => println!("  user {id}: {why} (counted as an error)"),
+            Err(ServiceError::NotFound(why)) => {
+                println!("  user {id}: {why} (counted as an error)")
+            }
             Err(ServiceError::Busy(e)) => println!("  user {id}: {e}"),
         }
     }
@@ -75,13 +80,19 @@ fn main() {
     println!("largest (generic, qps = 2):");
     println!("  {:?}", largest(&[3, 9, 4]));
     println!("  {:?}", largest(&[1.5, 0.5]));
-    println!("  {:?} (blocked: the fallback answered)", largest(&['a', 'z']));
+    println!(
+        "  {:?} (blocked: the fallback answered)",
+        largest(&['a', 'z'])
+    );
 
     println!("raising users.get to qps = 100 at run time:");
     rules::load_flow_rules(vec![FlowRule::qps("users.get", 100.0)]).expect("a valid rule");
     println!("  user 2: {:?}", service.get(2).map_err(|_| "busy"));
 
     for (name, stats) in metrics::all() {
-        println!("{name:>14}: pass {} block {} error {}", stats.pass_qps, stats.block_qps, stats.error_qps);
+        println!(
+            "{name:>14}: pass {} block {} error {}",
+            stats.pass_qps, stats.block_qps, stats.error_qps
+        );
     }
 }
