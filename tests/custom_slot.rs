@@ -72,3 +72,46 @@ fn custom_slots_run_in_order_and_a_later_block_cancels_earlier_reservations() {
     );
     rules::load_flow_rules(vec![FlowRule::qps("custom-before", 1.0)]).unwrap();
 }
+
+/// Blocks the first call to "custom-probe" that reaches it (after the circuit breakers).
+struct BlockOnce(AtomicU32);
+
+impl CheckSlot for BlockOnce {
+    fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError> {
+        if ctx.resource() == "custom-probe" && self.0.swap(0, Ordering::SeqCst) == 1 {
+            return Err(BlockError::custom(ctx.resource(), "later check", 0.0));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_probe_blocked_by_a_later_slot_gives_its_place_back() {
+    use sentinel_runtime::breaker::CircuitState;
+    use sentinel_runtime::rules::CircuitBreakerRule;
+    use sentinel_runtime::slot::CIRCUIT_BREAKER_SLOT_ORDER;
+    use std::time::Duration;
+
+    let clock = MockClock::install();
+    rules::load_circuit_breaker_rules(vec![CircuitBreakerRule::error_count("custom-probe", 1)
+        .min_requests(1)
+        .recovery(Duration::from_secs(1))])
+    .unwrap();
+    entry("custom-probe").unwrap().set_error();
+    assert_eq!(
+        metrics::snapshot("custom-probe").unwrap().circuit,
+        Some(CircuitState::Open)
+    );
+    register_check_slot(CIRCUIT_BREAKER_SLOT_ORDER + 1, BlockOnce(AtomicU32::new(1)));
+    clock.advance(Duration::from_secs(1));
+    // The breaker admits this call as its only probe; the later slot blocks it.
+    assert_eq!(entry("custom-probe").unwrap_err().kind(), BlockKind::Custom);
+    // Sentinel #1638: the probe never ran, so the breaker must not stay half-open waiting.
+    let probe = entry("custom-probe").expect("the blocked probe's place was given back");
+    drop(probe);
+    assert_eq!(
+        metrics::snapshot("custom-probe").unwrap().circuit,
+        Some(CircuitState::Closed)
+    );
+    rules::load_circuit_breaker_rules(vec![]).unwrap();
+}

@@ -11,18 +11,55 @@ use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, Token, UnOp};
 use crate::errors::Errors;
 
 /// The arguments the attribute accepts, in the order the error message lists them.
-pub(crate) const KNOWN: &[&str] = &["resource", "qps", "concurrency", "fallback", "crate"];
+pub(crate) const KNOWN: &[&str] = &[
+    "resource",
+    "qps",
+    "concurrency",
+    "fallback",
+    "breaker",
+    "is_error",
+    "crate",
+];
 
-/// One `key = value`, not yet checked.
-struct RawArg {
-    key: Ident,
-    value: Expr,
+/// The arguments `breaker(...)` accepts.
+const BREAKER_KNOWN: &[&str] = &[
+    "error_ratio",
+    "error_count",
+    "slow_rt",
+    "slow_ratio",
+    "min_requests",
+    "window",
+    "recovery",
+    "probes",
+];
+
+/// `key = value`, or `key(key = value, ...)`, not yet checked.
+enum RawArg {
+    Value { key: Ident, value: Expr },
+    List { key: Ident, items: Vec<RawArg> },
+}
+
+impl RawArg {
+    fn key(&self) -> &Ident {
+        match self {
+            RawArg::Value { key, .. } | RawArg::List { key, .. } => key,
+        }
+    }
 }
 
 impl Parse for RawArg {
     fn parse(input: ParseStream<'_>) -> syn::Result<RawArg> {
         // `crate` is a keyword: accept any identifier as the key, and check it later.
         let key = Ident::parse_any(input)?;
+        if input.peek(syn::token::Paren) {
+            let content;
+            syn::parenthesized!(content in input);
+            let items = Punctuated::<RawArg, Token![,]>::parse_terminated(&content)?;
+            return Ok(RawArg::List {
+                key,
+                items: items.into_iter().collect(),
+            });
+        }
         input.parse::<Token![=]>().map_err(|e| {
             // At the end of the arguments the parser's span is the whole attribute: use the key.
             let span = if input.is_empty() || input.peek(Token![,]) {
@@ -36,7 +73,7 @@ impl Parse for RawArg {
             )
         })?;
         let value = input.parse()?;
-        Ok(RawArg { key, value })
+        Ok(RawArg::Value { key, value })
     }
 }
 
@@ -44,6 +81,24 @@ impl Parse for RawArg {
 #[derive(Clone, Copy)]
 pub(crate) struct WithSpan<T> {
     pub(crate) value: T,
+    pub(crate) span: Span,
+}
+
+/// The strategy of a `breaker(...)`.
+#[derive(Clone, Copy)]
+pub(crate) enum BreakerKind {
+    SlowRatio { max_rt_ms: u64, ratio: f64 },
+    ErrorRatio(f64),
+    ErrorCount(u32),
+}
+
+/// A checked `breaker(...)`.
+pub(crate) struct Breaker {
+    pub(crate) kind: BreakerKind,
+    pub(crate) min_requests: u32,
+    pub(crate) window_ms: u64,
+    pub(crate) recovery_ms: u64,
+    pub(crate) probes: u32,
     pub(crate) span: Span,
 }
 
@@ -57,6 +112,8 @@ pub(crate) struct Args {
     /// `fallback = ...` was written, even if its value was refused.
     pub(crate) fallback_given: bool,
     pub(crate) krate: Option<Path>,
+    pub(crate) breakers: Vec<Breaker>,
+    pub(crate) is_error: Option<Path>,
 }
 
 impl Args {
@@ -65,8 +122,33 @@ impl Args {
         let raw = Punctuated::<RawArg, Token![,]>::parse_terminated(input)?;
         let mut args = Args::default();
         let mut seen: Vec<String> = Vec::new();
-        for RawArg { key, value } in raw {
+        for arg in raw {
+            let key = arg.key().clone();
             let name = key.unraw().to_string();
+            if name == "breaker" {
+                match arg {
+                    RawArg::List { key, items } => {
+                        if let Some(b) = breaker(&key, items, errors) {
+                            args.breakers.push(b);
+                        }
+                    }
+                    RawArg::Value { key, .. } => errors.at(
+                        &key,
+                        "`breaker` takes a list: `breaker(error_ratio = 0.5, recovery = \"5s\")`",
+                    ),
+                }
+                continue;
+            }
+            let value = match arg {
+                RawArg::Value { value, .. } => value,
+                RawArg::List { key, .. } => {
+                    errors.at(
+                        &key,
+                        format!("`{name}` is written `{name} = value`, not `{name}(...)`"),
+                    );
+                    continue;
+                }
+            };
             if seen.contains(&name) && KNOWN.contains(&name.as_str()) {
                 errors.at(&key, format!("duplicate argument `{name}`: give it once"));
                 continue;
@@ -81,20 +163,191 @@ impl Args {
                     args.fallback = path(&value, "fallback", "fallback = busy", errors);
                 }
                 "crate" => args.krate = path(&value, "crate", "crate = ::sentinel_runtime", errors),
-                _ => errors.at(
-                    &key,
-                    format!(
-                        "unknown argument `{name}`: expected one of {}",
-                        KNOWN
-                            .iter()
-                            .map(|k| format!("`{k}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ),
+                "is_error" => {
+                    args.is_error = path(&value, "is_error", "is_error = counts_as_error", errors)
+                }
+                _ => errors.at(&key, unknown(&name, KNOWN)),
             }
         }
+        if let Some(extra) = args.breakers.get(8) {
+            errors.push(syn::Error::new(
+                extra.span,
+                "at most 8 `breaker(...)` per function",
+            ));
+        }
         Ok(args)
+    }
+}
+
+fn unknown(name: &str, known: &[&str]) -> String {
+    let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    format!(
+        "unknown argument `{name}`: expected one of {}",
+        list.join(", ")
+    )
+}
+
+/// Checks one `breaker(...)`: exactly one strategy, a recovery time, sane numbers.
+fn breaker(key: &Ident, items: Vec<RawArg>, errors: &mut Errors) -> Option<Breaker> {
+    let mut values: Vec<(Ident, Expr)> = Vec::new();
+    for item in items {
+        match item {
+            RawArg::Value { key, value } => {
+                let name = key.to_string();
+                if !BREAKER_KNOWN.contains(&name.as_str()) {
+                    errors.at(&key, unknown(&name, BREAKER_KNOWN));
+                } else if values.iter().any(|(k, _)| *k == key) {
+                    errors.at(
+                        &key,
+                        format!("duplicate argument `{name}` in `breaker(...)`"),
+                    );
+                } else {
+                    values.push((key, value));
+                }
+            }
+            RawArg::List { key, .. } => errors.at(&key, "`breaker(...)` does not nest"),
+        }
+    }
+    let get = |name: &str| values.iter().find(|(k, _)| k == name);
+    let strategies: Vec<&Ident> = ["error_ratio", "error_count", "slow_rt"]
+        .iter()
+        .filter_map(|s| get(s).map(|(k, _)| k))
+        .collect();
+    if let Some(second) = strategies.get(1) {
+        errors.at(
+            second,
+            "one strategy per `breaker(...)`: `error_ratio`, `error_count`, or `slow_rt` with \
+             `slow_ratio`; write another `breaker(...)` for a second strategy",
+        );
+    }
+    let kind = match (
+        get("error_ratio"),
+        get("error_count"),
+        get("slow_rt"),
+        get("slow_ratio"),
+    ) {
+        (Some((_, v)), _, _, _) => ratio(v, "error_ratio", errors).map(BreakerKind::ErrorRatio),
+        (_, Some((_, v)), _, _) => {
+            whole(v, "error_count", 1, u32::MAX, errors).map(BreakerKind::ErrorCount)
+        }
+        (_, _, Some((_, rt)), Some((_, r))) => {
+            let max_rt_ms = duration(rt, "slow_rt", errors);
+            let ratio = ratio(r, "slow_ratio", errors);
+            max_rt_ms
+                .zip(ratio)
+                .map(|(max_rt_ms, ratio)| BreakerKind::SlowRatio { max_rt_ms, ratio })
+        }
+        (_, _, Some((k, _)), None) => {
+            errors.at(
+                k,
+                "`slow_rt` needs `slow_ratio`: the share of slow calls (0..=1) that opens the \
+                 breaker",
+            );
+            None
+        }
+        (_, _, None, Some((k, _))) => {
+            errors.at(
+                k,
+                "`slow_ratio` needs `slow_rt`: the response time above which a call is slow, \
+                 like \"200ms\"",
+            );
+            None
+        }
+        (None, None, None, None) => {
+            errors.at(
+                key,
+                "`breaker(...)` needs a strategy: `error_ratio = 0.5`, `error_count = 20`, or \
+                 `slow_rt = \"200ms\", slow_ratio = 0.5`",
+            );
+            None
+        }
+    };
+    let recovery_ms = match get("recovery") {
+        Some((_, v)) => duration(v, "recovery", errors),
+        None => {
+            errors.at(
+                key,
+                "`breaker(...)` needs `recovery = \"5s\"`: how long it stays open before probing",
+            );
+            None
+        }
+    };
+    let min_requests = get("min_requests").map_or(Some(0), |(_, v)| {
+        whole(v, "min_requests", 1, u32::MAX, errors)
+    });
+    let window_ms = get("window").map_or(Some(0), |(_, v)| duration(v, "window", errors));
+    let probes = get("probes").map_or(Some(0), |(_, v)| whole(v, "probes", 1, 1_000, errors));
+    if strategies.len() > 1 {
+        return None;
+    }
+    Some(Breaker {
+        kind: kind?,
+        min_requests: min_requests?,
+        window_ms: window_ms?,
+        recovery_ms: recovery_ms?,
+        probes: probes?,
+        span: key.span(),
+    })
+}
+
+fn ratio(value: &Expr, name: &str, errors: &mut Errors) -> Option<f64> {
+    let v = match number(value) {
+        Number::Int(i) => i as f64,
+        Number::Float(f) => f,
+        Number::Other => {
+            errors.at(
+                value,
+                format!("`{name}` expects a ratio literal in 0..=1, like `{name} = 0.5`"),
+            );
+            return None;
+        }
+    };
+    if !(0.0..=1.0).contains(&v) {
+        errors.at(value, format!("`{name}` must be a ratio in 0..=1, got {v}"));
+        return None;
+    }
+    Some(v)
+}
+
+fn whole(value: &Expr, name: &str, min: u32, max: u32, errors: &mut Errors) -> Option<u32> {
+    match number(value) {
+        Number::Int(i) if i >= i128::from(min) && i <= i128::from(max) => Some(i as u32),
+        Number::Int(i) => {
+            errors.at(
+                value,
+                format!("`{name}` must be a whole number from {min} to {max}, got {i}"),
+            );
+            None
+        }
+        _ => {
+            errors.at(
+                value,
+                format!("`{name}` expects a whole number literal, like `{name} = {min}`"),
+            );
+            None
+        }
+    }
+}
+
+/// A duration literal, in milliseconds.
+pub(crate) fn duration(value: &Expr, name: &str, errors: &mut Errors) -> Option<u64> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => match crate::duration::millis(s) {
+            Ok(ms) => Some(ms),
+            Err(why) => {
+                errors.at(s, format!("`{name}`: {why}"));
+                None
+            }
+        },
+        other => {
+            errors.at(
+                other,
+                format!("`{name}` expects {}", crate::duration::ACCEPTED),
+            );
+            None
+        }
     }
 }
 
@@ -206,7 +459,7 @@ fn path(value: &Expr, name: &str, example: &str, errors: &mut Errors) -> Option<
         }) => Some(path.clone()),
         other => {
             let what = match name {
-                "fallback" => "a path to a function",
+                "fallback" | "is_error" => "a path to a function",
                 _ => "a path",
             };
             errors.at(other, format!("`{name}` expects {what}, like `{example}`"));

@@ -6,7 +6,7 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{parse_quote, ItemFn, ReturnType};
 
-use crate::args::Args;
+use crate::args::{Args, BreakerKind};
 use crate::errors::Errors;
 use crate::valid::{self, Passed};
 
@@ -35,6 +35,18 @@ pub(crate) fn sentinel(args: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#func #errors)
         }
     }
+}
+
+/// Whether a type contains `impl Trait` anywhere.
+fn mentions_impl(ty: &syn::Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) => i == "impl",
+            proc_macro2::TokenTree::Group(g) => walk(g.stream()),
+            _ => false,
+        })
+    }
+    walk(ty.to_token_stream())
 }
 
 /// `tokens` with every span set to `span`.
@@ -100,6 +112,38 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
         let v = Literal::u32_suffixed(c.value);
         defaults.push(quote_spanned!(c.span=> #private::DefaultRule::Concurrency(#v)));
     }
+    for b in &args.breakers {
+        let kind = match b.kind {
+            BreakerKind::SlowRatio { max_rt_ms, ratio } => {
+                let (ms, r) = (
+                    Literal::u64_suffixed(max_rt_ms),
+                    Literal::f64_suffixed(ratio),
+                );
+                quote!(#private::BreakerKind::SlowRatio { max_rt_ms: #ms, ratio: #r })
+            }
+            BreakerKind::ErrorRatio(r) => {
+                let r = Literal::f64_suffixed(r);
+                quote!(#private::BreakerKind::ErrorRatio(#r))
+            }
+            BreakerKind::ErrorCount(n) => {
+                let n = Literal::u32_suffixed(n);
+                quote!(#private::BreakerKind::ErrorCount(#n))
+            }
+        };
+        let min_requests = Literal::u32_suffixed(b.min_requests);
+        let window_ms = Literal::u64_suffixed(b.window_ms);
+        let recovery_ms = Literal::u64_suffixed(b.recovery_ms);
+        let probes = Literal::u32_suffixed(b.probes);
+        defaults.push(quote_spanned! {b.span=>
+            #private::DefaultRule::Breaker(#private::BreakerSpec {
+                kind: #kind,
+                min_requests: #min_requests,
+                window_ms: #window_ms,
+                recovery_ms: #recovery_ms,
+                probes: #probes,
+            })
+        });
+    }
 
     // Our own names are hygienic (mixed-site): the user's body cannot see or shadow them.
     let node = syn::Ident::new("__SENTINEL_NODE", Span::mixed_site());
@@ -133,33 +177,62 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
         }
     };
 
-    let body = if !is_result {
-        // Nothing to inspect in the result: run the body in place; the guard drops on return.
-        if is_async {
-            quote!(async move #block .await)
-        } else {
-            quote!(#block)
+    // A `Result` whose `Err` counts as an error (all of them, or those `is_error` accepts).
+    let mark_error = match (&args.is_error, is_result) {
+        (_, false) => quote!(),
+        (Some(is_error), true) => {
+            let err = syn::Ident::new(
+                "__sentinel_err",
+                Span::mixed_site().located_at(is_error.span()),
+            );
+            quote_spanned! {is_error.span()=>
+                if let ::core::result::Result::Err(#err) = &#result {
+                    if #is_error(#err) {
+                        #entry.set_error();
+                    }
+                }
+            }
         }
-    } else {
-        let run = if is_async {
-            quote!(async move #block .await)
-        } else {
-            quote!(#private::call_once(move || #block))
-        };
-        quote! {{
-            let #result = #run;
+        (None, true) => quote! {
             if ::core::result::Result::is_err(&#result) {
                 #entry.set_error();
             }
-            #result
-        }}
+        },
+    };
+    // Pin the body's result to the declared type, so a type error in `is_error` is reported
+    // against `is_error`, not inferred back into the body (`impl Trait` cannot be written here).
+    let result_type = match &sig.output {
+        ReturnType::Type(_, ty) if !mentions_impl(ty) => quote!(: #ty),
+        _ => quote!(),
+    };
+    let (enter, body) = match (is_async, is_result) {
+        // Nothing to inspect: run the body in place; the guard drops on every return.
+        (false, false) => (quote!(#node.enter()), quote!(#block)),
+        (false, true) => (
+            quote!(#node.enter()),
+            quote! {{
+                let #result #result_type = #private::call_once(move || #block);
+                #mark_error
+                #result
+            }},
+        ),
+        // The guard lives inside the future; finishing marks it not abandoned.
+        (true, _) => (
+            quote!(#node.enter_async()),
+            quote! {{
+                let #result #result_type = async move #block .await;
+                #mark_error
+                #private::finished(&#entry);
+                #result
+            }},
+        ),
     };
 
     quote! {
         #(#attrs)*
         #vis #sig {
             static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
-            let #entry = match #node.enter() {
+            let #entry = match #enter {
                 ::core::result::Result::Ok(entry) => entry,
                 ::core::result::Result::Err(#blocked) => #on_block,
             };

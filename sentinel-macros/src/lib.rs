@@ -5,6 +5,7 @@
 //! signature, [`expand`] generates the code.
 
 mod args;
+mod duration;
 mod errors;
 mod expand;
 mod valid;

@@ -65,6 +65,15 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
             ),
         }
     }
+    if let Some(is_error) = &args.is_error {
+        if !returns_result(&sig.output) {
+            errors.at(
+                is_error,
+                "`is_error` decides which `Err` values count as errors, so the function must \
+                 return a `Result`",
+            );
+        }
+    }
     let mut passed = Vec::new();
     for input in &sig.inputs {
         match input {

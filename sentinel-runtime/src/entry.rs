@@ -1,12 +1,13 @@
 //! [`Entry`], the RAII guard of an admitted call, and [`entry`] / [`EntryBuilder`] to get one.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::clock;
 use crate::error::BlockError;
-use crate::node::{ActiveRules, ResourceNode};
+use crate::node::{ActiveRules, Defaults, ResourceNode};
 use crate::registry;
 use crate::rules;
+use crate::slot::ProbeTicket;
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
 /// [`BlockError`] of the rule that blocked it.
@@ -48,16 +49,25 @@ impl<'a> EntryBuilder<'a> {
     pub fn enter(self) -> Result<Entry, BlockError> {
         let node = match registry::get(self.resource) {
             Some(node) => node,
-            None => rules::node(self.resource, &[]),
+            None => rules::node(self.resource, &Defaults::default()),
         };
         node.enter(self.count)
     }
 }
 
+/// [`Entry::set_error`] was called.
+const ERROR: u8 = 1;
+/// Held by a future that has not finished: dropped in this state, the call was abandoned.
+const PENDING: u8 = 2;
+
 /// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
 /// code: the call's concurrency is released, it is counted as complete with its response time,
 /// and as an error if [`set_error`](Entry::set_error) was called or the thread is unwinding from
 /// a panic. An async future that holds the entry and is dropped half-way releases it too.
+///
+/// A guarded `async fn` whose future is dropped before it finishes counts as complete but
+/// neither as an error nor as a success for circuit breakers: if it was a half-open probe, the
+/// probe's place is given back.
 #[derive(Debug)]
 #[must_use = "the call counts as finished as soon as the Entry is dropped"]
 pub struct Entry {
@@ -65,7 +75,8 @@ pub struct Entry {
     rules: &'static ActiveRules,
     start: u64,
     count: u32,
-    error: AtomicBool,
+    probe: ProbeTicket,
+    flags: AtomicU8,
 }
 
 impl Entry {
@@ -75,19 +86,28 @@ impl Entry {
         rules: &'static ActiveRules,
         start: u64,
         count: u32,
+        probe: ProbeTicket,
+        cancellable: bool,
     ) -> Entry {
         Entry {
             node,
             rules,
             start,
             count,
-            error: AtomicBool::new(false),
+            probe,
+            flags: AtomicU8::new(if cancellable { PENDING } else { 0 }),
         }
     }
 
-    /// Marks the call as failed: it is counted as an error when the entry is dropped.
+    /// Marks the call as failed: it is counted as an error when the entry is dropped (and by
+    /// circuit breakers).
     pub fn set_error(&self) {
-        self.error.store(true, Ordering::Relaxed);
+        self.flags.fetch_or(ERROR, Ordering::Relaxed);
+    }
+
+    /// The future holding this entry ran to completion (it was not abandoned).
+    pub(crate) fn finish(&self) {
+        self.flags.fetch_and(!PENDING, Ordering::Relaxed);
     }
 
     /// The entered resource's name.
@@ -105,10 +125,20 @@ impl Drop for Entry {
     #[inline]
     fn drop(&mut self) {
         let now = clock::now_nanos();
-        let rt_us = u32::try_from(now.saturating_sub(self.start) / 1_000).unwrap_or(u32::MAX);
-        let error = self.error.load(Ordering::Relaxed) || std::thread::panicking();
+        let rt = now.saturating_sub(self.start) / 1_000;
+        let rt_us = u32::try_from(rt).unwrap_or(u32::MAX);
+        let flags = self.flags.load(Ordering::Relaxed);
+        let panicking = std::thread::panicking();
+        let error = flags & ERROR != 0 || panicking;
+        let abandoned = flags & PENDING != 0 && !panicking;
         for gate in self.rules.releases {
             gate.exit();
+        }
+        for (i, breaker) in self.rules.breakers.iter().enumerate() {
+            let probe = self
+                .probe
+                .and_then(|(at, probe)| (usize::from(at) == i).then_some(probe));
+            breaker.on_exit(self.node.name(), now, rt, error, abandoned, probe);
         }
         self.node.stats().on_exit(now, self.count, rt_us, error);
     }

@@ -11,6 +11,8 @@ pub enum BlockKind {
     Flow,
     /// A flow rule limiting the calls inside at once.
     Concurrency,
+    /// An open (or half-open, probes taken) circuit breaker.
+    CircuitBreaker,
     /// A check slot registered by the user ([`crate::slot::register_check_slot`]).
     Custom,
 }
@@ -55,6 +57,20 @@ impl BlockError {
         }
     }
 
+    pub(crate) fn circuit_breaker(
+        resource: &'static str,
+        threshold: f64,
+        state: &'static str,
+    ) -> BlockError {
+        BlockError {
+            resource: Cow::Borrowed(resource),
+            kind: BlockKind::CircuitBreaker,
+            threshold,
+            window_ms: 0,
+            reason: Some(Cow::Borrowed(state)),
+        }
+    }
+
     /// A rejection by a user's check slot, with its reason and (if it has one) threshold.
     pub fn custom(
         resource: impl Into<Cow<'static, str>>,
@@ -86,7 +102,7 @@ impl BlockError {
         self.threshold
     }
 
-    /// A custom slot's reason, if any.
+    /// Why, in words: a custom slot's reason, or a circuit breaker's state.
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }
@@ -105,6 +121,11 @@ impl fmt::Display for BlockError {
                 self.threshold, self.window_ms
             ),
             BlockKind::Concurrency => write!(f, "concurrency rule (limit {})", self.threshold),
+            BlockKind::CircuitBreaker => write!(
+                f,
+                "circuit breaker ({})",
+                self.reason.as_deref().unwrap_or("open")
+            ),
             BlockKind::Custom => write!(
                 f,
                 "check slot ({})",

@@ -24,6 +24,7 @@
 //! Each layer uses only those below it.
 #![warn(missing_docs)]
 
+pub mod breaker;
 pub mod clock;
 mod entry;
 mod error;

@@ -1,6 +1,7 @@
 //! Reading the statistics: [`snapshot`] of one resource, [`all`] resources, and the
 //! [`last_minute`] per second.
 
+use crate::breaker::CircuitState;
 use crate::clock;
 use crate::registry;
 use crate::stat::MetricEvent;
@@ -24,10 +25,13 @@ pub struct ResourceStats {
     pub avg_rt_ms: f64,
     /// Calls inside now.
     pub concurrency: u64,
+    /// The state of the resource's circuit breakers, the most restrictive if several (Open over
+    /// HalfOpen over Closed); `None` without circuit-breaker rules.
+    pub circuit: Option<CircuitState>,
 }
 
 impl ResourceStats {
-    pub(crate) fn from_totals(t: WindowTotals) -> ResourceStats {
+    pub(crate) fn from_totals(t: WindowTotals, circuit: Option<CircuitState>) -> ResourceStats {
         // The second-level window is exactly one second, so a count is a rate.
         ResourceStats {
             pass_qps: t.pass as f64,
@@ -36,6 +40,7 @@ impl ResourceStats {
             error_qps: t.error as f64,
             avg_rt_ms: avg_rt_ms(t.rt_sum_us, t.complete),
             concurrency: t.concurrency.max(0) as u64,
+            circuit,
         }
     }
 }

@@ -1,37 +1,55 @@
-//! [`ResourceNode`]: one resource's statistics and the flow rules in force on it.
+//! [`ResourceNode`]: one resource's statistics and the rules in force on it.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::breaker::CircuitState;
 use crate::clock;
 use crate::entry::Entry;
 use crate::error::BlockError;
 use crate::metrics::ResourceStats;
-use crate::rules::FlowRule;
-use crate::slot::{self, Gate, GateShape};
+use crate::rules::{CircuitBreakerRule, FlowRule};
+use crate::slot::{self, CircuitBreaker, Gate, GateShape};
 use crate::stat::NodeStats;
 
 /// The rules in force on a node, as the entry path reads them: one pointer load.
 #[derive(Debug)]
 pub(crate) struct ActiveRules {
-    /// The checks, in order.
+    /// The flow checks, in order.
     pub(crate) gates: &'static [&'static Gate],
     /// The gates an exit must release (concurrency), so an exit skips the others.
     pub(crate) releases: &'static [&'static Gate],
+    /// The circuit breakers, checked after the flow checks.
+    pub(crate) breakers: &'static [&'static CircuitBreaker],
 }
 
 static NO_RULES: ActiveRules = ActiveRules {
     gates: &[],
     releases: &[],
+    breakers: &[],
 };
+
+/// Rules written at a resource's definition (the attribute's `qps = ...`, `breaker(...)`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Defaults {
+    pub(crate) flow: Vec<FlowRule>,
+    pub(crate) breakers: Vec<CircuitBreakerRule>,
+}
+
+impl Defaults {
+    fn is_empty(&self) -> bool {
+        self.flow.is_empty() && self.breakers.is_empty()
+    }
+}
 
 /// What changes only when rules are loaded, behind the node's lock.
 #[derive(Debug, Default)]
 struct NodeConfig {
-    /// Rules written at the resource's definition (the attribute's `qps = ...`).
-    defaults: Vec<FlowRule>,
+    defaults: Defaults,
     /// Every gate the node ever had; a rule of the same shape reuses one (keeping its counts).
     gates: Vec<&'static Gate>,
+    /// Every breaker the node ever had; an identical rule reuses one (keeping its state).
+    breakers: Vec<&'static CircuitBreaker>,
     /// Every rule set the node ever had; a recurring set is reused, not allocated again.
     sets: Vec<&'static ActiveRules>,
 }
@@ -70,7 +88,7 @@ impl ResourceNode {
     #[inline]
     pub(crate) fn active(&self) -> &'static ActiveRules {
         // SAFETY: `active` only ever holds `&NO_RULES` or a pointer from `Box::leak` (see
-        // `apply_flow_rules`); neither is ever freed or mutated, so the pointer is valid and
+        // `apply_rules`); neither is ever freed or mutated, so the pointer is valid and
         // immutable for 'static. The Acquire load pairs with the Release store that published
         // the fully built set.
         unsafe { &*self.active.load(Ordering::Acquire) }
@@ -83,12 +101,23 @@ impl ResourceNode {
     /// Enters the resource for `count` passes: runs the slot chain and returns the guard.
     #[inline]
     pub fn enter(&'static self, count: u32) -> Result<Entry, BlockError> {
+        self.enter_with(count, false)
+    }
+
+    /// Enters; `cancellable` marks an entry held by a future, which counts as abandoned
+    /// (not as a verdict) if dropped before it is marked finished.
+    #[inline]
+    pub(crate) fn enter_with(
+        &'static self,
+        count: u32,
+        cancellable: bool,
+    ) -> Result<Entry, BlockError> {
         let now = clock::now_nanos();
         let rules = self.active();
         match slot::check(self, rules, now, count) {
-            Ok(()) => {
+            Ok(probe) => {
                 self.stats.on_pass(now, count);
-                Ok(Entry::new(self, rules, now, count))
+                Ok(Entry::new(self, rules, now, count, probe, cancellable))
             }
             Err(block) => {
                 self.stats.on_block(now, count);
@@ -99,45 +128,56 @@ impl ResourceNode {
 
     /// The resource's statistics over the second-level window.
     pub fn snapshot(&self) -> ResourceStats {
-        ResourceStats::from_totals(self.stats.window(clock::now_nanos()))
+        let circuit = self.active().breakers.iter().map(|b| b.state()).max();
+        ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
+    }
+
+    /// The state of each circuit breaker in force, in rule order.
+    pub fn circuit_states(&self) -> Vec<CircuitState> {
+        self.active().breakers.iter().map(|b| b.state()).collect()
     }
 
     /// The flow rules written at the resource's definition.
-    pub fn default_rules(&self) -> Vec<FlowRule> {
-        self.config().defaults.clone()
+    pub fn default_flow_rules(&self) -> Vec<FlowRule> {
+        self.config().defaults.flow.clone()
     }
 
-    fn config(&self) -> std::sync::MutexGuard<'_, NodeConfig> {
+    /// The circuit-breaker rules written at the resource's definition.
+    pub fn default_circuit_breaker_rules(&self) -> Vec<CircuitBreakerRule> {
+        self.config().defaults.breakers.clone()
+    }
+
+    fn config(&self) -> MutexGuard<'_, NodeConfig> {
         self.config.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Sets the defaults if the node has none yet; returns whether it did.
-    pub(crate) fn adopt_defaults(&self, defaults: &[FlowRule]) -> bool {
+    pub(crate) fn adopt_defaults(&self, defaults: &Defaults) -> bool {
         let mut config = self.config();
         if config.defaults.is_empty() && !defaults.is_empty() {
-            config.defaults = defaults.to_vec();
+            config.defaults = defaults.clone();
             return true;
         }
         false
     }
 
-    /// Puts `rules` (validated, all naming this node) in force, or the defaults for `None`.
-    /// Gates of the same shape are reused with the new threshold, so no count is lost.
-    pub(crate) fn apply_flow_rules(&self, rules: Option<&[FlowRule]>) {
+    /// Puts rules in force: the loaded ones where given, else the defaults, per kind (all
+    /// validated and naming this node). Gates of the same shape are reused with the new
+    /// threshold and breakers of an identical rule are reused, so no count or state is lost.
+    pub(crate) fn apply_rules(
+        &self,
+        flow: Option<&[FlowRule]>,
+        breakers: Option<&[CircuitBreakerRule]>,
+    ) {
         let mut config = self.config();
-        let rules = rules
-            .map(<[FlowRule]>::to_vec)
-            .unwrap_or_else(|| config.defaults.clone());
         let now = clock::now_nanos();
-        let mut chosen: Vec<&'static Gate> = Vec::with_capacity(rules.len());
-        for rule in &rules {
+        let flow = flow.map_or_else(|| config.defaults.flow.clone(), <[_]>::to_vec);
+        let breakers = breakers.map_or_else(|| config.defaults.breakers.clone(), <[_]>::to_vec);
+
+        let mut gates: Vec<&'static Gate> = Vec::with_capacity(flow.len());
+        for rule in &flow {
             let shape = GateShape::of(rule);
-            let reusable = config
-                .gates
-                .iter()
-                .copied()
-                .find(|g| g.shape() == shape && !chosen.iter().any(|c| std::ptr::eq(*c, *g)));
-            let gate = match reusable {
+            let gate = match reuse(&config.gates, &gates, |g| g.shape() == shape) {
                 Some(gate) => {
                     gate.set_threshold(rule.threshold);
                     gate
@@ -148,26 +188,41 @@ impl ResourceNode {
                     gate
                 }
             };
-            chosen.push(gate);
+            gates.push(gate);
         }
-        let set = if chosen.is_empty() {
+        let mut chosen_breakers: Vec<&'static CircuitBreaker> = Vec::with_capacity(breakers.len());
+        for rule in &breakers {
+            let breaker = match reuse(&config.breakers, &chosen_breakers, |b| b.rule == *rule) {
+                Some(breaker) => breaker,
+                None => {
+                    let b: &'static CircuitBreaker =
+                        Box::leak(Box::new(CircuitBreaker::new(rule, now)));
+                    config.breakers.push(b);
+                    b
+                }
+            };
+            chosen_breakers.push(breaker);
+        }
+
+        let set = if gates.is_empty() && chosen_breakers.is_empty() {
             &NO_RULES
         } else if let Some(set) = config
             .sets
             .iter()
             .copied()
-            .find(|s| same_gates(s.gates, &chosen))
+            .find(|s| same(s.gates, &gates) && same(s.breakers, &chosen_breakers))
         {
             set
         } else {
-            let releases: Vec<&'static Gate> = chosen
+            let releases: Vec<&'static Gate> = gates
                 .iter()
                 .copied()
                 .filter(|g| g.holds_until_exit())
                 .collect();
             let set: &'static ActiveRules = Box::leak(Box::new(ActiveRules {
-                gates: Box::leak(chosen.into_boxed_slice()),
+                gates: Box::leak(gates.into_boxed_slice()),
                 releases: Box::leak(releases.into_boxed_slice()),
+                breakers: Box::leak(chosen_breakers.into_boxed_slice()),
             }));
             config.sets.push(set);
             set
@@ -177,6 +232,17 @@ impl ResourceNode {
     }
 }
 
-fn same_gates(a: &[&Gate], b: &[&Gate]) -> bool {
+/// A pooled item matching `fits` that `chosen` does not already use.
+fn reuse<T>(
+    pool: &[&'static T],
+    chosen: &[&'static T],
+    fits: impl Fn(&T) -> bool,
+) -> Option<&'static T> {
+    pool.iter()
+        .copied()
+        .find(|p| fits(p) && !chosen.iter().any(|c| std::ptr::eq(*c, *p)))
+}
+
+fn same<T>(a: &[&T], b: &[&T]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| std::ptr::eq(*x, *y))
 }

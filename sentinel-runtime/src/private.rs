@@ -5,8 +5,10 @@ use std::sync::OnceLock;
 
 pub use crate::entry::Entry;
 pub use crate::error::BlockError;
-use crate::node::ResourceNode;
-use crate::rules::FlowRule;
+use std::time::Duration;
+
+use crate::node::{Defaults, ResourceNode};
+use crate::rules::{CircuitBreakerRule, FlowRule};
 
 /// A rule written in the attribute, in a form a `static` can hold.
 #[derive(Clone, Copy, Debug)]
@@ -15,6 +17,66 @@ pub enum DefaultRule {
     Qps(f64),
     /// `concurrency = N`.
     Concurrency(u32),
+    /// `breaker(...)`.
+    Breaker(BreakerSpec),
+}
+
+/// Which strategy a `breaker(...)` uses.
+#[derive(Clone, Copy, Debug)]
+pub enum BreakerKind {
+    /// `slow_rt = "..", slow_ratio = ..`.
+    SlowRatio {
+        /// `slow_rt` in milliseconds.
+        max_rt_ms: u64,
+        /// `slow_ratio`.
+        ratio: f64,
+    },
+    /// `error_ratio = ..`.
+    ErrorRatio(f64),
+    /// `error_count = ..`.
+    ErrorCount(u32),
+}
+
+/// A `breaker(...)` of the attribute.
+#[derive(Clone, Copy, Debug)]
+pub struct BreakerSpec {
+    /// The strategy and its threshold.
+    pub kind: BreakerKind,
+    /// `min_requests` (0 for the default).
+    pub min_requests: u32,
+    /// `window` in milliseconds (0 for the default).
+    pub window_ms: u64,
+    /// `recovery` in milliseconds.
+    pub recovery_ms: u64,
+    /// `probes` (0 for the default).
+    pub probes: u32,
+}
+
+impl BreakerSpec {
+    fn rule(&self, resource: &str) -> CircuitBreakerRule {
+        let mut rule = match self.kind {
+            BreakerKind::SlowRatio { max_rt_ms, ratio } => CircuitBreakerRule::slow_request_ratio(
+                resource,
+                Duration::from_millis(max_rt_ms),
+                ratio,
+            ),
+            BreakerKind::ErrorRatio(t) => CircuitBreakerRule::error_ratio(resource, t),
+            BreakerKind::ErrorCount(t) => CircuitBreakerRule::error_count(resource, t),
+        }
+        .recovery(Duration::from_millis(self.recovery_ms));
+        if self.min_requests > 0 {
+            rule = rule.min_requests(self.min_requests);
+        }
+        if self.window_ms > 0 {
+            // The window's buckets: 10 where they divide it evenly, else 1.
+            let buckets = if self.window_ms % 10 == 0 { 10 } else { 1 };
+            rule = rule.window(Duration::from_millis(self.window_ms), buckets);
+        }
+        if self.probes > 0 {
+            rule = rule.probes(self.probes);
+        }
+        rule
+    }
 }
 
 /// The `static` node of a guarded function: built on its first call, then entered without any
@@ -46,15 +108,18 @@ impl StaticNode {
     fn init(&self) -> &'static ResourceNode {
         // The attribute checks its values at compile time; keep only rules that validate, so a
         // bad default can never panic here.
-        let defaults: Vec<FlowRule> = self
-            .defaults
-            .iter()
-            .map(|d| match *d {
-                DefaultRule::Qps(t) => FlowRule::qps(self.name, t),
-                DefaultRule::Concurrency(c) => FlowRule::concurrency(self.name, c),
-            })
-            .filter(|r| r.validate().is_ok())
-            .collect();
+        let mut defaults = Defaults::default();
+        for d in self.defaults {
+            match d {
+                DefaultRule::Qps(t) => defaults.flow.push(FlowRule::qps(self.name, *t)),
+                DefaultRule::Concurrency(c) => {
+                    defaults.flow.push(FlowRule::concurrency(self.name, *c))
+                }
+                DefaultRule::Breaker(spec) => defaults.breakers.push(spec.rule(self.name)),
+            }
+        }
+        defaults.flow.retain(|r| r.validate().is_ok());
+        defaults.breakers.retain(|r| r.validate().is_ok());
         crate::rules::node(self.name, &defaults)
     }
 
@@ -63,6 +128,19 @@ impl StaticNode {
     pub fn enter(&self) -> Result<Entry, BlockError> {
         self.node().enter(1)
     }
+
+    /// Enters for an `async fn`: the entry counts as abandoned if the future is dropped before
+    /// [`finished`] is called on it.
+    #[inline]
+    pub fn enter_async(&self) -> Result<Entry, BlockError> {
+        self.node().enter_with(1, true)
+    }
+}
+
+/// The guarded `async fn`'s body ran to completion.
+#[inline]
+pub fn finished(entry: &Entry) {
+    entry.finish();
 }
 
 /// Runs the body of a guarded function that returns a `Result`, so its value can be inspected.

@@ -1,29 +1,66 @@
-//! Rules: [`FlowRule`] as plain validated data, and [`load_flow_rules`] to replace the rules in
-//! force at run time.
+//! Rules: [`FlowRule`] and [`CircuitBreakerRule`] as plain validated data, and
+//! [`load_flow_rules`] / [`load_circuit_breaker_rules`] to replace the rules in force at run time.
 //!
 //! A resource's rules come from two places. Rules written at its definition (the attribute's
-//! `qps = ...`) are its *defaults*. Rules loaded with [`load_flow_rules`] override the defaults of
-//! every resource they name; loading a set that no longer names a resource returns it to its
-//! defaults. Loading never loses statistics: the windows live in the resource's node, and a
+//! `qps = ...`, `breaker(...)`) are its *defaults*. Loaded rules of a kind override that kind's
+//! defaults for every resource they name; loading a set that no longer names a resource returns
+//! it to its defaults. Loading never loses statistics: the windows live in the resource's node, and a
 //! loaded rule of the same shape (metric, window, sample count, strictness) as one in force keeps
 //! that rule's counts and only changes the threshold.
 
+mod breaker;
 mod flow;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
+pub use breaker::{BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_PROBES};
 pub use flow::{
     FlowMetric, FlowRule, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW, MAX_SAMPLE_COUNT, MAX_THRESHOLD,
 };
 
 use crate::error::RuleError;
-use crate::node::ResourceNode;
+use crate::node::{Defaults, ResourceNode};
 use crate::registry;
 
-/// The loaded flow rules by resource. Its lock also orders node creation against loading, so a
-/// node created while rules load sees either the old or the new set, whole.
-static LOADED: Mutex<Option<HashMap<String, Vec<FlowRule>>>> = Mutex::new(None);
+/// The loaded rules by resource, per kind. Its lock also orders node creation against loading,
+/// so a node created while rules load sees either the old or the new set, whole.
+#[derive(Default)]
+struct Loaded {
+    flow: HashMap<String, Vec<FlowRule>>,
+    breakers: HashMap<String, Vec<CircuitBreakerRule>>,
+}
+
+impl Loaded {
+    fn apply(&self, node: &ResourceNode) {
+        node.apply_rules(
+            self.flow.get(node.name()).map(Vec::as_slice),
+            self.breakers.get(node.name()).map(Vec::as_slice),
+        );
+    }
+
+    fn apply_all(&self) {
+        for node in registry::all() {
+            self.apply(node);
+        }
+    }
+}
+
+static LOADED: LazyLock<Mutex<Loaded>> = LazyLock::new(Mutex::default);
+
+fn loaded() -> std::sync::MutexGuard<'static, Loaded> {
+    LOADED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn by_resource<R>(rules: Vec<R>, resource: impl Fn(&R) -> &str) -> HashMap<String, Vec<R>> {
+    let mut map: HashMap<String, Vec<R>> = HashMap::new();
+    for rule in rules {
+        map.entry(resource(&rule).to_owned())
+            .or_default()
+            .push(rule);
+    }
+    map
+}
 
 /// Replaces the loaded flow rules with `rules`.
 ///
@@ -48,45 +85,83 @@ pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), 
     for rule in &rules {
         rule.validate()?;
     }
-    let mut by_resource: HashMap<String, Vec<FlowRule>> = HashMap::new();
-    for rule in rules {
-        by_resource
-            .entry(rule.resource.clone())
-            .or_default()
-            .push(rule);
-    }
-    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-    let loaded = loaded.insert(by_resource);
-    for node in registry::all() {
-        node.apply_flow_rules(loaded.get(node.name()).map(Vec::as_slice));
-    }
+    let mut loaded = loaded();
+    loaded.flow = by_resource(rules, |r| &r.resource);
+    loaded.apply_all();
     Ok(())
 }
 
-/// The flow rules loaded now (not the defaults), in load order per resource.
-pub fn flow_rules() -> Vec<FlowRule> {
-    let loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut rules: Vec<FlowRule> = loaded
+/// Replaces the loaded circuit-breaker rules with `rules`, with the same validation and
+/// default-versus-loaded semantics as [`load_flow_rules`]. A loaded rule identical to one in
+/// force keeps that breaker's state; any other starts closed.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, CircuitBreakerRule};
+/// use std::time::Duration;
+///
+/// let rule = CircuitBreakerRule::error_count("doc-breaker", 3).recovery(Duration::from_secs(5));
+/// rules::load_circuit_breaker_rules(vec![rule]).unwrap();
+///
+/// let bad = CircuitBreakerRule::error_ratio("doc-breaker", 2.0).recovery(Duration::from_secs(5));
+/// let err = rules::load_circuit_breaker_rules(vec![bad]).unwrap_err();
+/// assert_eq!((err.resource(), err.field()), ("doc-breaker", "threshold"));
+/// # rules::load_circuit_breaker_rules(vec![]).unwrap();
+/// ```
+pub fn load_circuit_breaker_rules(
+    rules: impl IntoIterator<Item = CircuitBreakerRule>,
+) -> Result<(), RuleError> {
+    let rules: Vec<CircuitBreakerRule> = rules.into_iter().collect();
+    for rule in &rules {
+        rule.validate()?;
+    }
+    let grouped = by_resource(rules, |r| &r.resource);
+    if let Some((resource, _)) = grouped
         .iter()
-        .flat_map(|m| m.values().flatten().cloned())
-        .collect();
-    rules.sort_by(|a, b| a.resource.cmp(&b.resource));
-    rules
+        .find(|(_, r)| r.len() > MAX_BREAKERS_PER_RESOURCE)
+    {
+        return Err(RuleError::new(
+            resource,
+            "resource",
+            format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
+        ));
+    }
+    let mut loaded = loaded();
+    loaded.breakers = grouped;
+    loaded.apply_all();
+    Ok(())
+}
+
+fn sorted<R: Clone>(map: &HashMap<String, Vec<R>>) -> Vec<R> {
+    let mut names: Vec<&String> = map.keys().collect();
+    names.sort();
+    names
+        .into_iter()
+        .flat_map(|n| map[n].iter().cloned())
+        .collect()
+}
+
+/// The flow rules loaded now (not the defaults), by resource name, in load order per resource.
+pub fn flow_rules() -> Vec<FlowRule> {
+    sorted(&loaded().flow)
+}
+
+/// The circuit-breaker rules loaded now (not the defaults), by resource name.
+pub fn circuit_breaker_rules() -> Vec<CircuitBreakerRule> {
+    sorted(&loaded().breakers)
 }
 
 /// The node named `name`, created with `defaults` (validated by the caller) and with any loaded
 /// rules for it in force. An existing node without defaults adopts these.
-pub(crate) fn node(name: &str, defaults: &[FlowRule]) -> &'static ResourceNode {
-    let loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-    let loaded_for = |name: &str| loaded.as_ref().and_then(|m| m.get(name)).map(Vec::as_slice);
+pub(crate) fn node(name: &str, defaults: &Defaults) -> &'static ResourceNode {
+    let loaded = loaded();
     let mut created = false;
     let node = registry::get_or_create(name, |node| {
         node.adopt_defaults(defaults);
-        node.apply_flow_rules(loaded_for(name));
+        loaded.apply(node);
         created = true;
     });
     if !created && node.adopt_defaults(defaults) {
-        node.apply_flow_rules(loaded_for(name));
+        loaded.apply(node);
     }
     node
 }

@@ -5,16 +5,19 @@
 //! counted as a pass), and the call is counted as a block. An admitted call is counted as a pass;
 //! its [`Entry`](crate::Entry)'s drop records the exit.
 //!
-//! Built in: the flow checks at [`FLOW_SLOT_ORDER`] (Sentinel's order). Later checks (warm-up,
-//! throttling, circuit breaking, hotspot, system) take their own order numbers the same way.
+//! Built in: the flow checks at [`FLOW_SLOT_ORDER`] and the circuit breakers at
+//! [`CIRCUIT_BREAKER_SLOT_ORDER`] (Sentinel's orders). Later checks (hotspot, system) take their
+//! own order numbers the same way.
 //! A user adds a check with [`register_check_slot`]; with none registered the chain costs nothing
 //! beyond the built-in checks.
 
+pub(crate) mod breaker;
 mod gate;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
+pub(crate) use breaker::{CircuitBreaker, Probe};
 pub(crate) use gate::{Gate, GateShape};
 
 use crate::error::BlockError;
@@ -22,6 +25,11 @@ use crate::node::{ActiveRules, ResourceNode};
 
 /// Order of the built-in flow checks (QPS and concurrency), as in Sentinel.
 pub const FLOW_SLOT_ORDER: i32 = -2_000;
+/// Order of the built-in circuit breakers, as in Sentinel's degrade slot.
+pub const CIRCUIT_BREAKER_SLOT_ORDER: i32 = -1_000;
+
+/// A probe admitted by the breaker at this index of the node's rule set.
+pub(crate) type ProbeTicket = Option<(u8, Probe)>;
 
 /// What a check slot sees of the call being entered.
 #[derive(Debug)]
@@ -88,8 +96,9 @@ type Registered = (i32, Arc<dyn CheckSlot>);
 static CUSTOM: RwLock<Vec<Registered>> = RwLock::new(Vec::new());
 static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
 
-/// Adds a check to every resource's chain, run in ascending `order` (the built-in flow checks
-/// are at [`FLOW_SLOT_ORDER`]; a custom slot with the same order runs after them).
+/// Adds a check to every resource's chain, run in ascending `order` (the built-in checks are at
+/// [`FLOW_SLOT_ORDER`] and [`CIRCUIT_BREAKER_SLOT_ORDER`]; a custom slot with the same order as a
+/// built-in one runs after it).
 pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     let mut custom = CUSTOM.write().unwrap_or_else(PoisonError::into_inner);
     let at = custom.partition_point(|(o, _)| *o <= order);
@@ -97,34 +106,80 @@ pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     HAS_CUSTOM.store(true, Ordering::Release);
 }
 
-/// Runs the checks for one entry. On a block, every check that had admitted is cancelled.
+/// Runs the checks for one entry: the probe ticket if a breaker admitted it as a probe. On a
+/// block, every check that had admitted is cancelled.
 #[inline]
 pub(crate) fn check(
     node: &ResourceNode,
     rules: &ActiveRules,
     now: u64,
     count: u32,
-) -> Result<(), BlockError> {
+) -> Result<ProbeTicket, BlockError> {
     if HAS_CUSTOM.load(Ordering::Acquire) {
         return check_with_custom(node, rules, now, count);
     }
-    check_gates(node, rules.gates, now, count)
+    check_built_in(node, rules, now, count)
 }
 
+/// The flow gates, then the circuit breakers.
+#[inline]
+fn check_built_in(
+    node: &ResourceNode,
+    rules: &ActiveRules,
+    now: u64,
+    count: u32,
+) -> Result<ProbeTicket, BlockError> {
+    check_gates(node, rules, now, count)?;
+    if rules.breakers.is_empty() {
+        return Ok(None);
+    }
+    check_breakers(node, rules, now).inspect_err(|_| cancel_gates(rules.gates, now, count))
+}
+
+/// The flow gates; on a block, the gates that had admitted are cancelled.
 #[inline]
 fn check_gates(
     node: &ResourceNode,
-    gates: &[&Gate],
+    rules: &ActiveRules,
     now: u64,
     count: u32,
 ) -> Result<(), BlockError> {
-    for (i, gate) in gates.iter().enumerate() {
+    for (i, gate) in rules.gates.iter().enumerate() {
         if let Err(block) = gate.try_enter(node.name(), now, count) {
-            cancel_gates(&gates[..i], now, count);
+            cancel_gates(&rules.gates[..i], now, count);
             return Err(block);
         }
     }
     Ok(())
+}
+
+/// The circuit breakers; at most one makes the call its probe. On a block, that probe is given
+/// back.
+fn check_breakers(
+    node: &ResourceNode,
+    rules: &ActiveRules,
+    now: u64,
+) -> Result<ProbeTicket, BlockError> {
+    let mut ticket: ProbeTicket = None;
+    for (i, breaker) in rules.breakers.iter().enumerate() {
+        match breaker.try_enter(node.name(), now, ticket.is_some()) {
+            Ok(None) => {}
+            Ok(Some(probe)) => ticket = Some((i as u8, probe)),
+            Err(block) => {
+                release_probe(rules, ticket);
+                return Err(block);
+            }
+        }
+    }
+    Ok(ticket)
+}
+
+fn release_probe(rules: &ActiveRules, ticket: ProbeTicket) {
+    if let Some((i, probe)) = ticket {
+        if let Some(breaker) = rules.breakers.get(usize::from(i)) {
+            breaker.release_probe(probe);
+        }
+    }
 }
 
 fn cancel_gates(gates: &[&Gate], now: u64, count: u32) {
@@ -133,35 +188,58 @@ fn cancel_gates(gates: &[&Gate], now: u64, count: u32) {
     }
 }
 
+/// Runs custom slots in order; on a block, cancels the ones of this group that had admitted.
+fn run_custom(slots: &[Registered], ctx: &SlotContext<'_>) -> Result<(), BlockError> {
+    for (i, (_, slot)) in slots.iter().enumerate() {
+        if let Err(block) = slot.check(ctx) {
+            cancel_custom(&slots[..i], ctx);
+            return Err(block);
+        }
+    }
+    Ok(())
+}
+
+fn cancel_custom(slots: &[Registered], ctx: &SlotContext<'_>) {
+    slots.iter().rev().for_each(|(_, s)| s.cancel(ctx));
+}
+
+/// The chain with custom slots interleaved by order: before the flow gates, between them and the
+/// breakers, after the breakers. A block anywhere cancels everything that admitted before it.
 #[cold]
 fn check_with_custom(
     node: &ResourceNode,
     rules: &ActiveRules,
     now: u64,
     count: u32,
-) -> Result<(), BlockError> {
+) -> Result<ProbeTicket, BlockError> {
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
     let ctx = SlotContext { node, now, count };
-    let split = custom.partition_point(|(o, _)| *o < FLOW_SLOT_ORDER);
-    let (before, after) = custom.split_at(split);
-    let cancel_custom = |done: &[Registered]| done.iter().rev().for_each(|(_, s)| s.cancel(&ctx));
-    for (i, (_, slot)) in before.iter().enumerate() {
-        if let Err(block) = slot.check(&ctx) {
-            cancel_custom(&before[..i]);
-            return Err(block);
-        }
-    }
-    if let Err(block) = check_gates(node, rules.gates, now, count) {
-        cancel_custom(before);
-        return Err(block);
-    }
-    for (i, (_, slot)) in after.iter().enumerate() {
-        if let Err(block) = slot.check(&ctx) {
-            cancel_custom(&after[..i]);
-            cancel_gates(rules.gates, now, count);
-            cancel_custom(before);
-            return Err(block);
-        }
-    }
-    Ok(())
+    let flow_at = custom.partition_point(|(o, _)| *o < FLOW_SLOT_ORDER);
+    let breaker_at = custom.partition_point(|(o, _)| *o < CIRCUIT_BREAKER_SLOT_ORDER);
+    let (before, between, after) = (
+        &custom[..flow_at],
+        &custom[flow_at..breaker_at],
+        &custom[breaker_at..],
+    );
+    run_custom(before, &ctx)?;
+    let undo_before = |block| {
+        cancel_custom(before, &ctx);
+        block
+    };
+    check_gates(node, rules, now, count).map_err(undo_before)?;
+    let undo_gates = |block| {
+        cancel_gates(rules.gates, now, count);
+        undo_before(block)
+    };
+    run_custom(between, &ctx).map_err(undo_gates)?;
+    let undo_between = |block| {
+        cancel_custom(between, &ctx);
+        undo_gates(block)
+    };
+    let ticket = check_breakers(node, rules, now).map_err(undo_between)?;
+    run_custom(after, &ctx).map_err(|block| {
+        release_probe(rules, ticket);
+        undo_between(block)
+    })?;
+    Ok(ticket)
 }

@@ -200,6 +200,20 @@ impl LeapArray {
             .sum()
     }
 
+    /// Like [`sum`](Self::sum), counting only periods from `floor` on.
+    pub(crate) fn sum_from(&self, now: u64, event: MetricEvent, floor: u64) -> u64 {
+        let period = self.period(now);
+        let tag = word::tag_of(period);
+        // Periods before `floor` are this many or more periods old.
+        let len =
+            (self.buckets.len() as u64).min(period.saturating_sub(floor).saturating_add(1)) as u32;
+        self.buckets
+            .iter()
+            .filter_map(|b| b.raw_in_window(event, tag, len))
+            .map(u64::from)
+            .sum()
+    }
+
     /// The smallest response time (microseconds) in the window ending at `now`.
     pub fn min_rt(&self, now: u64) -> Option<u32> {
         let tag = word::tag_of(self.period(now));

@@ -1,0 +1,71 @@
+//! Duration literals: `"500ms"`, `"10s"`, `"1m"`, `"1h"`, checked at compile time.
+
+use syn::LitStr;
+
+/// What the error messages list as accepted.
+pub(crate) const ACCEPTED: &str =
+    "a duration string like \"500ms\", \"10s\", \"1m\" or \"1h\" (units: ms, s, m, h)";
+
+/// Milliseconds of a duration literal, or what is wrong with it.
+pub(crate) fn millis(lit: &LitStr) -> Result<u64, String> {
+    let text = lit.value();
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    if digits.is_empty() {
+        return Err(format!("expected {ACCEPTED}, got {text:?}"));
+    }
+    let per_unit: u64 = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "" => return Err(format!("{text:?} has no unit: expected {ACCEPTED}")),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: expected {ACCEPTED}"
+            ))
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is too large"))?;
+    let ms = n
+        .checked_mul(per_unit)
+        .filter(|&ms| ms <= u64::from(u32::MAX))
+        .ok_or_else(|| format!("{text:?} is too long: at most 4294967295 ms"))?;
+    if ms == 0 {
+        return Err(format!("{text:?} must be greater than zero"));
+    }
+    Ok(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(s: &str) -> Result<u64, String> {
+        millis(&LitStr::new(s, proc_macro2::Span::call_site()))
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(ms("500ms"), Ok(500));
+        assert_eq!(ms("10s"), Ok(10_000));
+        assert_eq!(ms("2m"), Ok(120_000));
+        assert_eq!(ms("1h"), Ok(3_600_000));
+        assert_eq!(ms(" 7 s "), Ok(7_000));
+    }
+
+    #[test]
+    fn mistakes() {
+        assert!(ms("10").unwrap_err().contains("no unit"));
+        assert!(ms("10d").unwrap_err().contains("unknown unit"));
+        assert!(ms("0s").unwrap_err().contains("greater than zero"));
+        assert!(ms("s").unwrap_err().contains("expected"));
+        assert!(ms("1.5s").unwrap_err().contains("unknown unit"));
+        assert!(ms("99999999999h").unwrap_err().contains("too long"));
+    }
+}

@@ -1,0 +1,79 @@
+//! Circuit-breaker states and state-change listeners. The rules are
+//! [`rules::CircuitBreakerRule`](crate::rules::CircuitBreakerRule).
+
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+
+/// The state of a circuit breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CircuitState {
+    /// Calls pass and are counted.
+    Closed,
+    /// A limited number of probe calls pass; their outcome closes or reopens the breaker.
+    HalfOpen,
+    /// Every call is blocked until the recovery time has passed.
+    Open,
+}
+
+impl fmt::Display for CircuitState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CircuitState::Closed => "closed",
+            CircuitState::HalfOpen => "half-open",
+            CircuitState::Open => "open",
+        })
+    }
+}
+
+/// One transition of a circuit breaker, as listeners receive it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct StateChange {
+    /// The resource whose breaker changed.
+    pub resource: &'static str,
+    /// The state before.
+    pub from: CircuitState,
+    /// The state after.
+    pub to: CircuitState,
+    /// The figure that caused the change:
+    /// Closed -> Open: the slow ratio, error ratio or error count that reached the threshold;
+    /// Open -> HalfOpen: the milliseconds spent open;
+    /// HalfOpen -> Open: the failed or slow probe's response time in milliseconds;
+    /// HalfOpen -> Closed: the number of probes that succeeded.
+    pub figure: f64,
+    /// When, on the runtime clock (nanoseconds).
+    pub at_nanos: u64,
+}
+
+type Listener = Arc<dyn Fn(&StateChange) + Send + Sync>;
+
+static LISTENERS: RwLock<Vec<Listener>> = RwLock::new(Vec::new());
+
+/// Calls `listener` on every circuit-breaker transition of every resource, in the order the
+/// transitions happen for each breaker (a breaker's transitions are serialised, and its
+/// listeners run before its next transition).
+///
+/// A listener runs on the thread that caused the transition. It must not enter the resource
+/// whose change it is observing (that could need the same breaker's next transition).
+///
+/// ```
+/// use sentinel_runtime::breaker::{on_state_change, CircuitState};
+/// on_state_change(|change| {
+///     if change.to == CircuitState::Open {
+///         eprintln!("{} opened at {}", change.resource, change.figure);
+///     }
+/// });
+/// ```
+pub fn on_state_change(listener: impl Fn(&StateChange) + Send + Sync + 'static) {
+    LISTENERS
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Arc::new(listener));
+}
+
+pub(crate) fn notify(change: &StateChange) {
+    let listeners = LISTENERS.read().unwrap_or_else(PoisonError::into_inner);
+    for listener in listeners.iter() {
+        listener(change);
+    }
+}

@@ -1,0 +1,394 @@
+//! The circuit-breaker check: an atomic state machine per rule.
+//!
+//! The whole state is one word: `[state:2][generation:30][probes admitted:16][probes succeeded:16]`.
+//! Admitting a probe is a CAS on it, so no number of threads gets more than `probes` calls
+//! through in half-open. Changing state (and generation) happens under the breaker's
+//! `transitions` lock, which also runs the listeners, so they see the transitions in order; the
+//! hot path (a closed breaker) never takes it.
+
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Mutex, PoisonError};
+
+use crossbeam_utils::CachePadded;
+
+use crate::breaker::{self, CircuitState, StateChange};
+use crate::error::BlockError;
+use crate::rules::{BreakerStrategy, CircuitBreakerRule};
+use crate::stat::{LeapArray, MetricEvent};
+
+const CLOSED: u64 = 0;
+const OPEN: u64 = 1;
+const HALF_OPEN: u64 = 2;
+const GEN_MASK: u64 = (1 << 30) - 1;
+const ADMITTED: u64 = 1 << 16;
+const COUNT_MASK: u64 = 0xFFFF;
+
+fn word(state: u64, generation: u64) -> u64 {
+    (state << 62) | ((generation & GEN_MASK) << 32)
+}
+fn state_of(w: u64) -> u64 {
+    w >> 62
+}
+fn generation_of(w: u64) -> u64 {
+    (w >> 32) & GEN_MASK
+}
+fn admitted_of(w: u64) -> u64 {
+    (w >> 16) & COUNT_MASK
+}
+fn succeeded_of(w: u64) -> u64 {
+    w & COUNT_MASK
+}
+fn public(state: u64) -> CircuitState {
+    match state {
+        CLOSED => CircuitState::Closed,
+        OPEN => CircuitState::Open,
+        _ => CircuitState::HalfOpen,
+    }
+}
+
+/// A probe ticket: which generation of half-open admitted the call.
+pub(crate) type Probe = u32;
+
+/// One circuit-breaker rule in force on a node.
+#[derive(Debug)]
+pub(crate) struct CircuitBreaker {
+    pub(crate) rule: CircuitBreakerRule,
+    state: CachePadded<AtomicU64>,
+    /// When the current generation began (written before it is published).
+    since: AtomicU64,
+    /// Finished calls (Complete) and failed or slow ones (Error) while closed.
+    stats: LeapArray,
+    /// The window counts only periods from this one on (the breaker's last close).
+    floor: AtomicU64,
+    recovery_nanos: u64,
+    /// Response time above which a call is slow, in microseconds (slow-ratio rules).
+    slow_above_us: Option<u64>,
+    transitions: Mutex<()>,
+}
+
+impl CircuitBreaker {
+    /// A closed breaker for a validated `rule`.
+    pub(crate) fn new(rule: &CircuitBreakerRule, now: u64) -> CircuitBreaker {
+        let window_ms = rule.window.as_millis() as u64;
+        let sample_count = rule.sample_count.max(1);
+        let bucket = (window_ms * 1_000_000 / u64::from(sample_count)).max(1);
+        CircuitBreaker {
+            rule: rule.clone(),
+            state: CachePadded::new(AtomicU64::new(word(CLOSED, 0))),
+            since: AtomicU64::new(now),
+            stats: LeapArray::from_parts(bucket, sample_count, now),
+            floor: AtomicU64::new(0),
+            recovery_nanos: u64::try_from(rule.recovery.as_nanos()).unwrap_or(u64::MAX),
+            slow_above_us: match rule.strategy {
+                BreakerStrategy::SlowRequestRatio { max_rt, .. } => {
+                    Some(u64::try_from(max_rt.as_micros()).unwrap_or(u64::MAX))
+                }
+                _ => None,
+            },
+            transitions: Mutex::new(()),
+        }
+    }
+
+    /// The breaker's state now.
+    pub(crate) fn state(&self) -> CircuitState {
+        public(state_of(self.state.load(Acquire)))
+    }
+
+    fn threshold(&self) -> f64 {
+        match self.rule.strategy {
+            BreakerStrategy::SlowRequestRatio { threshold, .. }
+            | BreakerStrategy::ErrorRatio { threshold } => threshold,
+            BreakerStrategy::ErrorCount { threshold } => f64::from(threshold),
+        }
+    }
+
+    fn blocked(&self, resource: &'static str, why: &'static str) -> BlockError {
+        BlockError::circuit_breaker(resource, self.threshold(), why)
+    }
+
+    fn expired(&self, now: u64) -> bool {
+        now.saturating_sub(self.since.load(Acquire)) >= self.recovery_nanos
+    }
+
+    /// Admits the call (`Ok(None)`), admits it as a probe (`Ok(Some(ticket))`), or blocks it.
+    /// A call already probing another breaker is not made a probe here too.
+    #[inline]
+    pub(crate) fn try_enter(
+        &self,
+        resource: &'static str,
+        now: u64,
+        already_probing: bool,
+    ) -> Result<Option<Probe>, BlockError> {
+        loop {
+            let w = self.state.load(Acquire);
+            match state_of(w) {
+                CLOSED => return Ok(None),
+                OPEN if self.expired(now) => {
+                    let open_ms = now.saturating_sub(self.since.load(Acquire)) as f64 / 1e6;
+                    self.transition(resource, w, HALF_OPEN, now, open_ms);
+                }
+                OPEN => return Err(self.blocked(resource, "open")),
+                _ if already_probing => {
+                    return Err(self.blocked(resource, "half-open, probing another breaker"))
+                }
+                _ if admitted_of(w) < u64::from(self.rule.probes) => {
+                    if self
+                        .state
+                        .compare_exchange_weak(w, w + ADMITTED, AcqRel, Acquire)
+                        .is_ok()
+                    {
+                        return Ok(Some(generation_of(w) as Probe));
+                    }
+                }
+                // Every probe is out and none decided within `recovery`: start a new round, so
+                // a probe that never reports cannot keep the breaker half-open forever.
+                _ if self.expired(now) => {
+                    self.transition(resource, w, HALF_OPEN, now, 0.0);
+                }
+                _ => return Err(self.blocked(resource, "half-open, all probes taken")),
+            }
+        }
+    }
+
+    /// A probe admitted by this breaker did not run (a later check blocked it, or its future
+    /// was dropped): give its place back without a verdict.
+    pub(crate) fn release_probe(&self, probe: Probe) {
+        let mut w = self.state.load(Acquire);
+        while state_of(w) == HALF_OPEN && generation_of(w) == u64::from(probe) && admitted_of(w) > 0
+        {
+            match self
+                .state
+                .compare_exchange_weak(w, w - ADMITTED, AcqRel, Acquire)
+            {
+                Ok(_) => return,
+                Err(seen) => w = seen,
+            }
+        }
+    }
+
+    /// Records the exit of a call this breaker admitted.
+    pub(crate) fn on_exit(
+        &self,
+        resource: &'static str,
+        now: u64,
+        rt_us: u64,
+        failed: bool,
+        abandoned: bool,
+        probe: Option<Probe>,
+    ) {
+        let bad = failed || self.slow_above_us.is_some_and(|max| rt_us > max);
+        if let Some(probe) = probe {
+            if abandoned {
+                self.release_probe(probe);
+            } else {
+                self.probe_finished(resource, probe, bad, now, rt_us);
+            }
+            return;
+        }
+        if abandoned {
+            return;
+        }
+        self.stats.add(now, MetricEvent::Complete, 1);
+        if bad {
+            self.stats.add(now, MetricEvent::Error, 1);
+        }
+        let w = self.state.load(Acquire);
+        if state_of(w) != CLOSED {
+            return;
+        }
+        let floor = self.floor.load(Acquire);
+        let total = self.stats.sum_from(now, MetricEvent::Complete, floor);
+        if total < u64::from(self.rule.min_requests) {
+            return;
+        }
+        let bad_calls = self.stats.sum_from(now, MetricEvent::Error, floor);
+        let (figure, reached) = match self.rule.strategy {
+            BreakerStrategy::SlowRequestRatio { threshold, .. }
+            | BreakerStrategy::ErrorRatio { threshold } => {
+                let ratio = bad_calls as f64 / total as f64;
+                (ratio, ratio >= threshold)
+            }
+            BreakerStrategy::ErrorCount { threshold } => {
+                (bad_calls as f64, bad_calls >= u64::from(threshold))
+            }
+        };
+        if reached {
+            self.transition(resource, w, OPEN, now, figure);
+        }
+    }
+
+    fn probe_finished(
+        &self,
+        resource: &'static str,
+        probe: Probe,
+        bad: bool,
+        now: u64,
+        rt_us: u64,
+    ) {
+        loop {
+            let w = self.state.load(Acquire);
+            if state_of(w) != HALF_OPEN || generation_of(w) != u64::from(probe) {
+                return; // a verdict or a new round came first: this result is stale
+            }
+            if bad {
+                self.transition(resource, w, OPEN, now, rt_us as f64 / 1_000.0);
+                return;
+            }
+            let succeeded = succeeded_of(w) + 1;
+            if succeeded >= u64::from(self.rule.probes) {
+                self.transition(resource, w, CLOSED, now, succeeded as f64);
+                return;
+            }
+            if self
+                .state
+                .compare_exchange_weak(w, w + 1, AcqRel, Acquire)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Moves from the state and generation of `expected` to `to` (a new generation), unless
+    /// another transition came first. Listeners run under the lock, in transition order.
+    #[cold]
+    fn transition(&self, resource: &'static str, expected: u64, to: u64, now: u64, figure: f64) {
+        let _serialised = self
+            .transitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut w = self.state.load(Acquire);
+        loop {
+            // Only transitions change state and generation, and they hold this lock.
+            if state_of(w) != state_of(expected) || generation_of(w) != generation_of(expected) {
+                return;
+            }
+            self.since.store(now, Release);
+            if to == CLOSED {
+                // The window starts afresh: what happened before the breaker opened is gone.
+                self.floor.store(self.stats.period(now), Release);
+            }
+            let next = word(to, generation_of(w) + 1);
+            match self.state.compare_exchange(w, next, AcqRel, Acquire) {
+                Ok(_) => break,
+                Err(seen) => w = seen,
+            }
+        }
+        if to != state_of(expected) {
+            breaker::notify(&StateChange {
+                resource,
+                from: public(state_of(expected)),
+                to: public(to),
+                figure,
+                at_nanos: now,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const MS: u64 = 1_000_000;
+    const T0: u64 = 3_600_000 * MS;
+
+    fn breaker(rule: CircuitBreakerRule) -> CircuitBreaker {
+        CircuitBreaker::new(&rule.recovery(Duration::from_secs(5)), T0)
+    }
+
+    fn call(b: &CircuitBreaker, at: u64, failed: bool) -> Result<(), BlockError> {
+        let probe = b.try_enter("r", at, false)?;
+        b.on_exit("r", at, 0, failed, false, probe);
+        Ok(())
+    }
+
+    #[test]
+    fn error_count_opens_exactly_at_the_threshold_and_not_before_min_requests() {
+        let b = breaker(CircuitBreakerRule::error_count("r", 3).min_requests(4));
+        for _ in 0..3 {
+            call(&b, T0, true).unwrap();
+        }
+        assert_eq!(
+            b.state(),
+            CircuitState::Closed,
+            "3 errors but only 3 < 4 calls"
+        );
+        call(&b, T0, false).unwrap();
+        assert_eq!(b.state(), CircuitState::Open, "4 calls, 3 errors");
+        assert_eq!(
+            call(&b, T0 + 4_999 * MS, false).unwrap_err().kind(),
+            crate::BlockKind::CircuitBreaker
+        );
+    }
+
+    #[test]
+    fn half_open_admits_exactly_the_probes_then_closes_on_success() {
+        let b = breaker(
+            CircuitBreakerRule::error_ratio("r", 0.5)
+                .min_requests(2)
+                .probes(2),
+        );
+        call(&b, T0, true).unwrap();
+        call(&b, T0, true).unwrap();
+        assert_eq!(b.state(), CircuitState::Open);
+        let later = T0 + 5_000 * MS;
+        let p1 = b.try_enter("r", later, false).unwrap();
+        let p2 = b.try_enter("r", later, false).unwrap();
+        assert!(p1.is_some() && p2.is_some());
+        assert!(
+            b.try_enter("r", later, false).is_err(),
+            "a third probe is refused"
+        );
+        b.on_exit("r", later, 0, false, false, p1);
+        assert_eq!(b.state(), CircuitState::HalfOpen);
+        b.on_exit("r", later, 0, false, false, p2);
+        assert_eq!(b.state(), CircuitState::Closed);
+        // The window started afresh: one more error does not reopen it.
+        call(&b, later, true).unwrap();
+        assert_eq!(b.state(), CircuitState::Closed);
+    }
+
+    #[test]
+    fn an_abandoned_probe_gives_its_place_back_and_a_silent_one_expires() {
+        let b = breaker(CircuitBreakerRule::error_count("r", 1).min_requests(1));
+        call(&b, T0, true).unwrap();
+        let later = T0 + 5_000 * MS;
+        let probe = b.try_enter("r", later, false).unwrap();
+        b.on_exit("r", later, 0, false, true, probe);
+        let again = b.try_enter("r", later, false).unwrap();
+        assert!(again.is_some(), "the dropped probe's place was given back");
+        // This probe never reports: after `recovery` a new round starts.
+        assert!(b.try_enter("r", later + 4_999 * MS, false).is_err());
+        let next_round = b.try_enter("r", later + 5_000 * MS, false).unwrap();
+        assert!(next_round.is_some());
+        // The stale probe's late success decides nothing.
+        b.on_exit("r", later + 5_001 * MS, 0, false, false, again);
+        assert_eq!(b.state(), CircuitState::HalfOpen);
+        b.on_exit("r", later + 5_001 * MS, 0, false, false, next_round);
+        assert_eq!(b.state(), CircuitState::Closed);
+    }
+
+    #[test]
+    fn slow_calls_count_against_a_slow_ratio_breaker() {
+        let rule = CircuitBreakerRule::slow_request_ratio("r", Duration::from_millis(100), 0.5)
+            .min_requests(4);
+        let b = breaker(rule);
+        for rt_ms in [50, 150, 90, 100] {
+            let p = b.try_enter("r", T0, false).unwrap();
+            b.on_exit("r", T0, rt_ms * 1_000, false, false, p);
+        }
+        assert_eq!(
+            b.state(),
+            CircuitState::Closed,
+            "1 slow of 4 (100 ms is not slower than max)"
+        );
+        let p = b.try_enter("r", T0, false).unwrap();
+        b.on_exit("r", T0, 101_000, false, false, p);
+        assert_eq!(b.state(), CircuitState::Closed, "2 of 5 = 0.4");
+        let p = b.try_enter("r", T0, false).unwrap();
+        b.on_exit("r", T0, 500_000, false, false, p);
+        assert_eq!(b.state(), CircuitState::Open, "3 of 6 = 0.5");
+    }
+}
