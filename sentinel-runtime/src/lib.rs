@@ -103,10 +103,46 @@ pub use node::ResourceNode;
 ///   function's arguments in order (the receiver first, for methods), then the [`BlockError`],
 ///   and returns the function's return type. For an `async fn` it may be an `async fn` (awaited)
 ///   or a plain `fn`. `fallback = Self::busy` works inside `impl` blocks.
+/// * **`breaker(...)`**: a circuit breaker ([`rules::CircuitBreakerRule`]) as a default. One
+///   strategy per `breaker(...)`, several `breaker(...)` allowed:
+///   `breaker(error_ratio = 0.5, ...)`, `breaker(error_count = 20, ...)`, or
+///   `breaker(slow_rt = "200ms", slow_ratio = 0.5, ...)`; then `recovery = "5s"` (required: how
+///   long it stays open), and optionally `min_requests = 10`, `window = "10s"`, `probes = 3`.
+///   Durations are string literals with the units `ms`, `s`, `m`, `h`, checked at compile time.
+/// * **`is_error = path`**: a `fn(&E) -> bool` deciding which `Err` values of a `Result`
+///   function count as errors (by default all do), like Sentinel's `exceptionsToIgnore`.
 /// * **`crate = path`**: where this crate is, for a renamed dependency (default
 ///   `::sentinel_runtime`).
 ///
 /// `#[sentinel]` with no arguments is valid: statistics only, under the default name.
+///
+/// ```
+/// use sentinel_runtime::{sentinel, BlockError};
+///
+/// #[derive(Debug, PartialEq)]
+/// enum PayError { Declined, Timeout, Busy }
+/// impl From<BlockError> for PayError {
+///     fn from(_: BlockError) -> Self { PayError::Busy }
+/// }
+/// fn is_failure(e: &PayError) -> bool {
+///     *e == PayError::Timeout // a declined card is an answer, not a failure
+/// }
+///
+/// #[sentinel(
+///     resource = "doc-pay",
+///     is_error = is_failure,
+///     breaker(error_count = 2, min_requests = 1, recovery = "5s")
+/// )]
+/// fn pay(outcome: Result<(), PayError>) -> Result<(), PayError> {
+///     outcome
+/// }
+///
+/// # let _clock = sentinel_runtime::clock::MockClock::install();
+/// assert_eq!(pay(Err(PayError::Declined)), Err(PayError::Declined)); // not counted
+/// assert_eq!(pay(Err(PayError::Timeout)), Err(PayError::Timeout));
+/// assert_eq!(pay(Err(PayError::Timeout)), Err(PayError::Timeout)); // 2 errors: opens
+/// assert_eq!(pay(Ok(())), Err(PayError::Busy));
+/// ```
 ///
 /// # Without a fallback
 ///
@@ -160,8 +196,10 @@ pub use node::ResourceNode;
 ///
 /// Mistakes are reported together, each at the token that is wrong: an unknown or duplicate
 /// argument, a literal of the wrong type (`qps = "100"`), a zero, negative or infinite limit, a
-/// `fallback` that is not a path or does not match the function, a missing fallback, a
-/// `const fn`, or the attribute on something other than a function. The function is still
+/// bad duration (`"5"`, `"5d"`, `"0s"`), a `breaker(...)` with two strategies, none, a ratio
+/// outside `0..=1` or no `recovery`, a `fallback` or `is_error` that is not a path or does not
+/// match the function, a missing fallback, a `const fn`, or the attribute on something other
+/// than a function. The function is still
 /// emitted beside the errors, so IDE features keep working.
 #[cfg(feature = "macros")]
 pub use sentinel_macros::sentinel;

@@ -392,3 +392,50 @@ mod tests {
         assert_eq!(b.state(), CircuitState::Open, "3 of 6 = 0.5");
     }
 }
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+    use std::time::Duration;
+
+    const MS: u64 = 1_000_000;
+    const T0: u64 = 3_600_000 * MS;
+
+    #[test]
+    fn ratio_counts_every_call_in_a_multi_second_window() {
+        let rule = CircuitBreakerRule::error_ratio("r", 0.5)
+            .min_requests(4)
+            .window(Duration::from_secs(2), 10)
+            .recovery(Duration::from_secs(3));
+        let b = CircuitBreaker::new(&rule, T0);
+        for (i, failed) in [false, false, false, false, true].into_iter().enumerate() {
+            // Calls at 0, 500, 1000, 1500 and 2000 ms; the last fails.
+            let at = T0 + i as u64 * 500 * MS;
+            let probe = b.try_enter("r", at, false).unwrap();
+            b.on_exit("r", at, 0, failed, false, probe);
+        }
+        let at = T0 + 2_000 * MS;
+        assert_eq!(
+            b.stats.sum_from(at, MetricEvent::Complete, 0),
+            4,
+            "calls at 500..=2000 ms"
+        );
+        assert_eq!(
+            b.state(),
+            CircuitState::Closed,
+            "1 failure in 4 calls of the window"
+        );
+        let fail = || {
+            let probe = b.try_enter("r", at, false).unwrap();
+            b.on_exit("r", at, 0, true, false, probe);
+        };
+        fail();
+        assert_eq!(
+            b.state(),
+            CircuitState::Closed,
+            "2 failures in 5 calls: 0.4"
+        );
+        fail();
+        assert_eq!(b.state(), CircuitState::Open, "3 failures in 6 calls: 0.5");
+    }
+}
