@@ -16,6 +16,12 @@ pub(crate) const KNOWN: &[&str] = &[
     "qps",
     "concurrency",
     "fallback",
+    "window",
+    "strict",
+    "warm_up",
+    "cold_factor",
+    "max_wait",
+    "relate",
     "breaker",
     "is_error",
     "crate",
@@ -114,6 +120,13 @@ pub(crate) struct Args {
     pub(crate) krate: Option<Path>,
     pub(crate) breakers: Vec<Breaker>,
     pub(crate) is_error: Option<Path>,
+    /// `window = ".."` in milliseconds, with the key's span.
+    pub(crate) window: Option<WithSpan<u64>>,
+    pub(crate) strict: Option<WithSpan<bool>>,
+    pub(crate) warm_up: Option<WithSpan<u64>>,
+    pub(crate) cold_factor: Option<WithSpan<f64>>,
+    pub(crate) max_wait: Option<WithSpan<u64>>,
+    pub(crate) relate: Option<LitStr>,
 }
 
 impl Args {
@@ -166,6 +179,12 @@ impl Args {
                 "is_error" => {
                     args.is_error = path(&value, "is_error", "is_error = counts_as_error", errors)
                 }
+                "window" => args.window = spanned(&key, duration(&value, "window", errors)),
+                "warm_up" => args.warm_up = spanned(&key, duration(&value, "warm_up", errors)),
+                "max_wait" => args.max_wait = spanned(&key, duration(&value, "max_wait", errors)),
+                "strict" => args.strict = spanned(&key, boolean(&value, "strict", errors)),
+                "cold_factor" => args.cold_factor = spanned(&key, cold_factor(&value, errors)),
+                "relate" => args.relate = string(&value, "relate", "relate = \"writes\"", errors),
                 _ => errors.at(&key, unknown(&name, KNOWN)),
             }
         }
@@ -352,6 +371,11 @@ pub(crate) fn duration(value: &Expr, name: &str, errors: &mut Errors) -> Option<
 }
 
 fn resource(value: &Expr, errors: &mut Errors) -> Option<LitStr> {
+    string(value, "resource", "resource = \"orders\"", errors)
+}
+
+/// A non-empty string literal.
+fn string(value: &Expr, name: &str, example: &str, errors: &mut Errors) -> Option<LitStr> {
     match value {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
@@ -361,18 +385,61 @@ fn resource(value: &Expr, errors: &mut Errors) -> Option<LitStr> {
         }) => {
             errors.at(
                 s,
-                "`resource` must not be empty: write a name, like `resource = \"orders\"`",
+                format!("`{name}` must not be empty: write a name, like `{example}`"),
             );
             None
         }
         other => {
             errors.at(
                 other,
-                "`resource` expects a string literal, like `resource = \"orders\"`",
+                format!("`{name}` expects a string literal, like `{example}`"),
             );
             None
         }
     }
+}
+
+fn spanned<T>(key: &Ident, value: Option<T>) -> Option<WithSpan<T>> {
+    value.map(|value| WithSpan {
+        value,
+        span: key.span(),
+    })
+}
+
+fn boolean(value: &Expr, name: &str, errors: &mut Errors) -> Option<bool> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => Some(b.value),
+        other => {
+            errors.at(other, format!("`{name}` expects `true` or `false`"));
+            None
+        }
+    }
+}
+
+fn cold_factor(value: &Expr, errors: &mut Errors) -> Option<f64> {
+    let v = match number(value) {
+        Number::Int(i) => i as f64,
+        Number::Float(f) => f,
+        Number::Other => {
+            errors.at(
+                value,
+                "`cold_factor` expects a number literal greater than 1, like `cold_factor = 3`",
+            );
+            return None;
+        }
+    };
+    if !v.is_finite() || v <= 1.0 {
+        errors.at(
+            value,
+            format!(
+                "`cold_factor` must be greater than 1 (the cold rate is qps / cold_factor), got {v}"
+            ),
+        );
+        return None;
+    }
+    Some(v)
 }
 
 /// A number literal, possibly negated: its value as written, or why it is not one.

@@ -106,7 +106,32 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
     let mut defaults = Vec::new();
     if let Some(qps) = args.qps {
         let v = Literal::f64_suffixed(qps.value);
-        defaults.push(quote_spanned!(qps.span=> #private::DefaultRule::Qps(#v)));
+        let window_ms = Literal::u64_suffixed(args.window.map_or(1_000, |w| w.value));
+        let strict = args.strict.is_some_and(|s| s.value);
+        let warm_up_ms = Literal::u64_suffixed(args.warm_up.map_or(0, |w| w.value));
+        let cold_factor = Literal::f64_suffixed(args.cold_factor.map_or(3.0, |c| c.value));
+        let max_wait = match args.max_wait {
+            Some(w) => {
+                let ms = Literal::u64_suffixed(w.value);
+                quote!(::core::option::Option::Some(#ms))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let relate = match &args.relate {
+            Some(r) => quote!(::core::option::Option::Some(#r)),
+            None => quote!(::core::option::Option::None),
+        };
+        defaults.push(quote_spanned! {qps.span=>
+            #private::DefaultRule::Flow(#private::FlowSpec {
+                threshold: #v,
+                window_ms: #window_ms,
+                strict: #strict,
+                warm_up_ms: #warm_up_ms,
+                cold_factor: #cold_factor,
+                max_wait_ms: #max_wait,
+                relate: #relate,
+            })
+        });
     }
     if let Some(c) = args.concurrency {
         let v = Literal::u32_suffixed(c.value);
@@ -205,37 +230,48 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
         ReturnType::Type(_, ty) if !mentions_impl(ty) => quote!(: #ty),
         _ => quote!(),
     };
-    let (enter, body) = match (is_async, is_result) {
+    let body = match (is_async, is_result) {
         // Nothing to inspect: run the body in place; the guard drops on every return.
-        (false, false) => (quote!(#node.enter()), quote!(#block)),
-        (false, true) => (
-            quote!(#node.enter()),
-            quote! {{
-                let #result #result_type = #private::call_once(move || #block);
-                #mark_error
-                #result
-            }},
-        ),
+        (false, false) => quote!(#block),
+        (false, true) => quote! {{
+            let #result #result_type = #private::call_once(move || #block);
+            #mark_error
+            #result
+        }},
         // The guard lives inside the future; finishing marks it not abandoned.
-        (true, _) => (
-            quote!(#node.enter_async()),
-            quote! {{
-                let #result #result_type = async move #block .await;
-                #mark_error
-                #private::finished(&#entry);
-                #result
-            }},
-        ),
+        (true, _) => quote! {{
+            let #result #result_type = async move #block .await;
+            #mark_error
+            #private::finished(&#entry);
+            #result
+        }},
+    };
+    // A sync caller sleeps through a throttling wait inside `enter`; an async caller awaits it
+    // holding the reservation, which gives everything back if the future is dropped.
+    let enter = if is_async {
+        let reservation = syn::Ident::new("__sentinel_reservation", Span::mixed_site());
+        quote! {
+            let #reservation = match #node.reserve_async() {
+                ::core::result::Result::Ok(reservation) => reservation,
+                ::core::result::Result::Err(#blocked) => #on_block,
+            };
+            #private::wait_for_turn(&#reservation).await;
+            let #entry = #reservation.into_entry();
+        }
+    } else {
+        quote! {
+            let #entry = match #node.enter() {
+                ::core::result::Result::Ok(entry) => entry,
+                ::core::result::Result::Err(#blocked) => #on_block,
+            };
+        }
     };
 
     quote! {
         #(#attrs)*
         #vis #sig {
             static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
-            let #entry = match #enter {
-                ::core::result::Result::Ok(entry) => entry,
-                ::core::result::Result::Err(#blocked) => #on_block,
-            };
+            #enter
             #body
         }
     }

@@ -41,6 +41,55 @@ fn is_result(ty: &Type) -> bool {
     }
 }
 
+/// The traffic-shaping options shape the `qps` rule, and only combine in meaningful ways.
+fn check_shaping(args: &Args, errors: &mut Errors) {
+    let needs_qps = [
+        ("window", args.window.map(|w| w.span)),
+        ("strict", args.strict.map(|w| w.span)),
+        ("warm_up", args.warm_up.map(|w| w.span)),
+        ("max_wait", args.max_wait.map(|w| w.span)),
+        ("relate", args.relate.as_ref().map(|r| r.span())),
+    ];
+    if args.qps.is_none() {
+        for (name, span) in needs_qps {
+            if let Some(span) = span {
+                errors.push(syn::Error::new(
+                    span,
+                    format!("`{name}` shapes the `qps` rule: add `qps = N`"),
+                ));
+            }
+        }
+    }
+    if let (Some(c), None) = (args.cold_factor, args.warm_up) {
+        errors.push(syn::Error::new(
+            c.span,
+            "`cold_factor` needs `warm_up = \"10s\"` (how long the rate takes to warm up)",
+        ));
+    }
+    if let (Some(w), Some(window)) = (args.warm_up, args.window) {
+        if window.value != 1_000 {
+            errors.push(syn::Error::new(
+                w.span,
+                "`warm_up` works on a per-second rate: remove `window` or make it \"1s\"",
+            ));
+        }
+    }
+    if let Some(related) = &args.relate {
+        if args.warm_up.is_some() || args.max_wait.is_some() {
+            errors.at(
+                related,
+                "`relate` cannot be combined with `warm_up` or `max_wait`",
+            );
+        }
+        if args.window.is_some_and(|w| w.value != 1_000) {
+            errors.at(
+                related,
+                "`relate` counts the related resource's passes per second: remove `window`",
+            );
+        }
+    }
+}
+
 /// Checks `func` against `args`; returns the values the fallback gets, in order.
 pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Passed> {
     let sig = &func.sig;
@@ -65,6 +114,7 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
             ),
         }
     }
+    check_shaping(args, errors);
     if let Some(is_error) = &args.is_error {
         if !returns_result(&sig.output) {
             errors.at(

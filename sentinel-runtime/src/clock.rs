@@ -41,6 +41,27 @@ pub fn now_nanos() -> u64 {
     }
 }
 
+/// Waits until the runtime clock reads `deadline`. Under a [`MockClock`], moves the mock clock
+/// forward to `deadline` instead (never backwards), so a throttled call in a test takes no real
+/// time and cannot hang a single-threaded test.
+pub(crate) fn sleep_until(deadline: u64) {
+    if MOCK_ACTIVE.load(Ordering::Acquire) {
+        MOCK_NOW.fetch_max(deadline, Ordering::AcqRel);
+        return;
+    }
+    let now = now_nanos();
+    if deadline > now {
+        std::thread::sleep(Duration::from_nanos(deadline - now));
+    }
+}
+
+/// After an async wait for `deadline`: under a [`MockClock`], moves it forward to `deadline`.
+pub(crate) fn catch_up_mock(deadline: u64) {
+    if MOCK_ACTIVE.load(Ordering::Acquire) {
+        MOCK_NOW.fetch_max(deadline, Ordering::AcqRel);
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[inline]
 fn real_nanos() -> u64 {
@@ -86,7 +107,8 @@ fn real_nanos() -> u64 {
 /// ```
 ///
 /// Installing starts the mock at a whole hour, so second and minute buckets line up the same way
-/// in every run. Only one mock can be installed at a time: a second [`install`](MockClock::install)
+/// in every run. A throttled call's wait moves the mock clock forward to the end of the wait
+/// instead of sleeping. Only one mock can be installed at a time: a second [`install`](MockClock::install)
 /// (from another test running in parallel) waits until the first handle is dropped, so tests that
 /// use the mock clock run one after another and stay deterministic.
 ///

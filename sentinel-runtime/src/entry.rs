@@ -1,5 +1,6 @@
 //! [`Entry`], the RAII guard of an admitted call, and [`entry`] / [`EntryBuilder`] to get one.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::clock;
@@ -7,7 +8,7 @@ use crate::error::BlockError;
 use crate::node::{ActiveRules, Defaults, ResourceNode};
 use crate::registry;
 use crate::rules;
-use crate::slot::ProbeTicket;
+use crate::slot::{self, Admission, ProbeTicket};
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
 /// [`BlockError`] of the rule that blocked it.
@@ -52,6 +53,79 @@ impl<'a> EntryBuilder<'a> {
             None => rules::node(self.resource, &Defaults::default()),
         };
         node.enter(self.count)
+    }
+}
+
+/// A call admitted by every check, not yet entered: it may have to wait for its throttling turn
+/// first. Dropped without [`into_entry`](Reservation::into_entry) (an async caller's future
+/// dropped while waiting), it gives back everything the checks reserved.
+#[derive(Debug)]
+#[must_use = "a Reservation is given back when dropped"]
+pub struct Reservation {
+    node: &'static ResourceNode,
+    rules: &'static ActiveRules,
+    at: u64,
+    count: u32,
+    admission: Admission,
+    cancellable: bool,
+}
+
+impl Reservation {
+    #[inline]
+    pub(crate) fn new(
+        node: &'static ResourceNode,
+        rules: &'static ActiveRules,
+        at: u64,
+        count: u32,
+        admission: Admission,
+        cancellable: bool,
+    ) -> Reservation {
+        Reservation {
+            node,
+            rules,
+            at,
+            count,
+            admission,
+            cancellable,
+        }
+    }
+
+    /// How long the caller must wait for its throttling turn, in nanoseconds (0: pass now).
+    #[inline]
+    pub fn wait_nanos(&self) -> u64 {
+        self.admission.wait
+    }
+
+    /// When the caller's turn comes, on the runtime clock.
+    #[inline]
+    pub fn turn(&self) -> u64 {
+        self.at.saturating_add(self.admission.wait)
+    }
+
+    /// The call passes now: counted as a pass, and guarded by the returned [`Entry`].
+    #[inline]
+    pub fn into_entry(self) -> Entry {
+        let this = ManuallyDrop::new(self);
+        let now = if this.admission.wait == 0 {
+            this.at
+        } else {
+            clock::now_nanos()
+        };
+        this.node.stats().on_pass(now, this.count);
+        Entry::new(
+            this.node,
+            this.rules,
+            now,
+            this.count,
+            this.admission.probe,
+            this.cancellable,
+        )
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        slot::cancel(self.node, self.rules, self.at, self.count, self.admission);
     }
 }
 

@@ -34,6 +34,7 @@ pub struct BlockError {
     threshold: f64,
     window_ms: u64,
     reason: Option<Cow<'static, str>>,
+    related: Option<&'static str>,
 }
 
 impl BlockError {
@@ -44,7 +45,20 @@ impl BlockError {
             threshold,
             window_ms,
             reason: None,
+            related: None,
         }
+    }
+
+    /// The same error, with why in words.
+    pub(crate) fn because(mut self, reason: &'static str) -> BlockError {
+        self.reason = Some(Cow::Borrowed(reason));
+        self
+    }
+
+    /// The same error, from a rule counting the `related` resource.
+    pub(crate) fn because_related(mut self, related: &'static str) -> BlockError {
+        self.related = Some(related);
+        self
     }
 
     pub(crate) fn concurrency(resource: &'static str, limit: f64) -> BlockError {
@@ -54,6 +68,7 @@ impl BlockError {
             threshold: limit,
             window_ms: 0,
             reason: None,
+            related: None,
         }
     }
 
@@ -68,6 +83,7 @@ impl BlockError {
             threshold,
             window_ms: 0,
             reason: Some(Cow::Borrowed(state)),
+            related: None,
         }
     }
 
@@ -83,6 +99,7 @@ impl BlockError {
             threshold,
             window_ms: 0,
             reason: Some(reason.into()),
+            related: None,
         }
     }
 
@@ -102,7 +119,12 @@ impl BlockError {
         self.threshold
     }
 
-    /// Why, in words: a custom slot's reason, or a circuit breaker's state.
+    /// The related resource whose traffic the blocking rule counts, if it counts another one.
+    pub fn related(&self) -> Option<&str> {
+        self.related
+    }
+
+    /// Why, in words: a custom slot's reason, a circuit breaker's state, or throttling.
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }
@@ -112,14 +134,24 @@ impl fmt::Display for BlockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "resource `{}` blocked by ", self.resource)?;
         match self.kind {
-            BlockKind::Flow if self.window_ms == 1_000 => {
-                write!(f, "flow rule (qps {})", self.threshold)
+            BlockKind::Flow => {
+                if self.window_ms == 1_000 {
+                    write!(f, "flow rule (qps {})", self.threshold)?;
+                } else {
+                    write!(
+                        f,
+                        "flow rule ({} per {} ms)",
+                        self.threshold, self.window_ms
+                    )?;
+                }
+                if let Some(related) = self.related {
+                    write!(f, " counting related resource `{related}`")?;
+                }
+                match &self.reason {
+                    Some(reason) => write!(f, ": {reason}"),
+                    None => Ok(()),
+                }
             }
-            BlockKind::Flow => write!(
-                f,
-                "flow rule ({} per {} ms)",
-                self.threshold, self.window_ms
-            ),
             BlockKind::Concurrency => write!(f, "concurrency rule (limit {})", self.threshold),
             BlockKind::CircuitBreaker => write!(
                 f,

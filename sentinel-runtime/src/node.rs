@@ -5,11 +5,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::breaker::CircuitState;
 use crate::clock;
-use crate::entry::Entry;
+use crate::entry::{Entry, Reservation};
 use crate::error::BlockError;
 use crate::metrics::ResourceStats;
 use crate::rules::{CircuitBreakerRule, FlowRule};
-use crate::slot::{self, CircuitBreaker, Gate, GateShape};
+use crate::slot::{self, CircuitBreaker, Gate, GateShape, Resolve};
 use crate::stat::NodeStats;
 
 /// The rules in force on a node, as the entry path reads them: one pointer load.
@@ -98,27 +98,38 @@ impl ResourceNode {
         &self.stats
     }
 
-    /// Enters the resource for `count` passes: runs the slot chain and returns the guard.
+    /// Enters the resource for `count` passes: runs the slot chain and returns the guard. A
+    /// throttled call sleeps this thread until its turn (under a
+    /// [`MockClock`](crate::clock::MockClock), the wait moves the mock clock forward instead).
     #[inline]
     pub fn enter(&'static self, count: u32) -> Result<Entry, BlockError> {
-        self.enter_with(count, false)
+        let reservation = self.reserve(count, false)?;
+        if reservation.wait_nanos() > 0 {
+            clock::sleep_until(reservation.turn());
+        }
+        Ok(reservation.into_entry())
     }
 
-    /// Enters; `cancellable` marks an entry held by a future, which counts as abandoned
-    /// (not as a verdict) if dropped before it is marked finished.
+    /// Runs the slot chain without waiting: the admission, to be turned into an [`Entry`] once
+    /// its throttling turn (if any) has come. `cancellable` marks an entry held by a future,
+    /// which counts as abandoned (not as a verdict) if dropped before it is marked finished.
     #[inline]
-    pub(crate) fn enter_with(
+    pub(crate) fn reserve(
         &'static self,
         count: u32,
         cancellable: bool,
-    ) -> Result<Entry, BlockError> {
+    ) -> Result<Reservation, BlockError> {
         let now = clock::now_nanos();
         let rules = self.active();
         match slot::check(self, rules, now, count) {
-            Ok(probe) => {
-                self.stats.on_pass(now, count);
-                Ok(Entry::new(self, rules, now, count, probe, cancellable))
-            }
+            Ok(admission) => Ok(Reservation::new(
+                self,
+                rules,
+                now,
+                count,
+                admission,
+                cancellable,
+            )),
             Err(block) => {
                 self.stats.on_block(now, count);
                 Err(block)
@@ -168,6 +179,7 @@ impl ResourceNode {
         &self,
         flow: Option<&[FlowRule]>,
         breakers: Option<&[CircuitBreakerRule]>,
+        resolve: Resolve,
     ) {
         let mut config = self.config();
         let now = clock::now_nanos();
@@ -177,13 +189,13 @@ impl ResourceNode {
         let mut gates: Vec<&'static Gate> = Vec::with_capacity(flow.len());
         for rule in &flow {
             let shape = GateShape::of(rule);
-            let gate = match reuse(&config.gates, &gates, |g| g.shape() == shape) {
+            let gate = match reuse(&config.gates, &gates, |g| g.fits(&shape)) {
                 Some(gate) => {
                     gate.set_threshold(rule.threshold);
                     gate
                 }
                 None => {
-                    let gate: &'static Gate = Box::leak(Box::new(Gate::new(rule, now)));
+                    let gate: &'static Gate = Box::leak(Box::new(Gate::new(rule, now, resolve)));
                     config.gates.push(gate);
                     gate
                 }

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-pub use crate::entry::Entry;
+pub use crate::entry::{Entry, Reservation};
 pub use crate::error::BlockError;
 use std::time::Duration;
 
@@ -17,8 +17,50 @@ pub enum DefaultRule {
     Qps(f64),
     /// `concurrency = N`.
     Concurrency(u32),
+    /// `qps = N` with shaping options (`window`, `strict`, `warm_up`, `max_wait`, `relate`).
+    Flow(FlowSpec),
     /// `breaker(...)`.
     Breaker(BreakerSpec),
+}
+
+/// A `qps = N` rule of the attribute with its shaping options.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowSpec {
+    /// `qps`: passes per window.
+    pub threshold: f64,
+    /// `window` in milliseconds (1000 by default).
+    pub window_ms: u64,
+    /// `strict`.
+    pub strict: bool,
+    /// `warm_up` in milliseconds (0: none).
+    pub warm_up_ms: u64,
+    /// `cold_factor` (3 by default).
+    pub cold_factor: f64,
+    /// `max_wait` in milliseconds: throttle.
+    pub max_wait_ms: Option<u64>,
+    /// `relate`.
+    pub relate: Option<&'static str>,
+}
+
+impl FlowSpec {
+    fn rule(&self, resource: &str) -> FlowRule {
+        let mut rule = FlowRule::qps(resource, self.threshold).strict(self.strict);
+        if self.window_ms != 1_000 {
+            // The window's buckets: 10 where they divide it evenly, else 1.
+            let buckets = if self.window_ms % 10 == 0 { 10 } else { 1 };
+            rule = rule.window(Duration::from_millis(self.window_ms), buckets);
+        }
+        if self.warm_up_ms > 0 {
+            rule = rule.warm_up(Duration::from_millis(self.warm_up_ms), self.cold_factor);
+        }
+        if let Some(ms) = self.max_wait_ms {
+            rule = rule.throttle(Duration::from_millis(ms));
+        }
+        if let Some(related) = self.relate {
+            rule = rule.relate(related);
+        }
+        rule
+    }
 }
 
 /// Which strategy a `breaker(...)` uses.
@@ -115,6 +157,7 @@ impl StaticNode {
                 DefaultRule::Concurrency(c) => {
                     defaults.flow.push(FlowRule::concurrency(self.name, *c))
                 }
+                DefaultRule::Flow(spec) => defaults.flow.push(spec.rule(self.name)),
                 DefaultRule::Breaker(spec) => defaults.breakers.push(spec.rule(self.name)),
             }
         }
@@ -129,11 +172,75 @@ impl StaticNode {
         self.node().enter(1)
     }
 
-    /// Enters for an `async fn`: the entry counts as abandoned if the future is dropped before
-    /// [`finished`] is called on it.
+    /// Admission for an `async fn`: await [`wait_for_turn`], then
+    /// [`Reservation::into_entry`]. The entry counts as abandoned if the future is dropped
+    /// before [`finished`] is called on it.
     #[inline]
-    pub fn enter_async(&self) -> Result<Entry, BlockError> {
-        self.node().enter_with(1, true)
+    pub fn reserve_async(&self) -> Result<Reservation, BlockError> {
+        self.node().reserve(1, true)
+    }
+}
+
+/// Waits, without blocking the executor's thread, for a throttled call's turn. With the
+/// `tokio` feature (default) this is a tokio timer; without it, a helper thread wakes the task.
+#[inline]
+pub async fn wait_for_turn(reservation: &Reservation) {
+    let wait = reservation.wait_nanos();
+    if wait > 0 {
+        timer::sleep(std::time::Duration::from_nanos(wait)).await;
+        crate::clock::catch_up_mock(reservation.turn());
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod timer {
+    pub(super) async fn sleep(d: std::time::Duration) {
+        tokio::time::sleep(d).await;
+    }
+}
+
+#[cfg(not(feature = "tokio"))]
+mod timer {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::task::{Context, Poll, Waker};
+    use std::time::{Duration, Instant};
+
+    /// A runtime-agnostic sleep: one helper thread per waiting call wakes the task.
+    pub(super) fn sleep(d: Duration) -> Sleep {
+        Sleep {
+            until: Instant::now() + d,
+            waker: Arc::new(Mutex::new(None)),
+            started: false,
+        }
+    }
+
+    pub(super) struct Sleep {
+        until: Instant,
+        waker: Arc<Mutex<Option<Waker>>>,
+        started: bool,
+    }
+
+    impl Future for Sleep {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if Instant::now() >= self.until {
+                return Poll::Ready(());
+            }
+            *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(cx.waker().clone());
+            if !self.started {
+                self.started = true;
+                let (until, waker) = (self.until, Arc::clone(&self.waker));
+                std::thread::spawn(move || {
+                    std::thread::sleep(until.saturating_duration_since(Instant::now()));
+                    if let Some(w) = waker.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                        w.wake();
+                    }
+                });
+            }
+            Poll::Pending
+        }
     }
 }
 

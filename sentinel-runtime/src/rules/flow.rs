@@ -13,6 +13,18 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
 /// ...in ten buckets of 100 ms, so a boundary burst is bounded by a tenth of the window.
 pub const DEFAULT_SAMPLE_COUNT: u32 = 10;
 
+/// Sentinel's cold start: after a period of low traffic the allowed rate starts at
+/// `threshold / cold_factor` and rises to the threshold over `period`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WarmUp {
+    /// How long the rate takes to rise from cold to the threshold (positive, whole
+    /// milliseconds).
+    pub period: Duration,
+    /// How much lower the cold rate is: `threshold / cold_factor` (finite, > 1; Sentinel's
+    /// default is 3).
+    pub cold_factor: f64,
+}
+
 /// What a flow rule counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -48,14 +60,42 @@ pub enum FlowMetric {
 ///   length `W` holds at most `threshold` passes**. The price: sustained throughput can be up to
 ///   `1/N` lower, since one extra bucket is always counted.
 ///
+/// # Control behaviours (QPS rules)
+///
+/// * **Reject** (default): a call over the threshold is blocked at once.
+/// * **Warm-up** (`.warm_up(period, cold_factor)`): Sentinel's token model. With
+///   `warning = period_s * threshold / (cold_factor - 1)`,
+///   `max = warning + 2 * period_s * threshold / (1 + cold_factor)` and
+///   `slope = (cold_factor - 1) / threshold / (max - warning)`, the stored tokens start at `max`
+///   (cold); once a second they are refilled at `threshold` per second while below `warning`
+///   (or while traffic is under `threshold / cold_factor`), capped at `max`, and reduced by the
+///   previous second's passes. Above `warning` the allowed rate is
+///   `1 / ((tokens - warning) * slope + 1 / threshold)`; below it, the threshold. Needs the
+///   default one-second window.
+/// * **Throttling** (`.throttle(max_wait)`): calls pass at evenly spaced times, `window /
+///   threshold` apart (1 / QPS), kept in nanoseconds. A call whose turn is more than `max_wait`
+///   away is blocked; otherwise the caller waits for its turn (a thread sleeps, an `async fn`
+///   awaits a timer). Each turn is taken with a CAS, so no two callers share one.
+/// * **Warm-up + throttling**: both; the spacing follows the warm-up rate.
+///
+/// # Related resource (QPS rules)
+///
+/// `.relate("writes")` makes the rule count the *other* resource's passes per second instead of
+/// this one's, e.g. to throttle reads while writes are heavy: a call is blocked while `writes`
+/// passed at least `threshold` calls in its last second. If the related resource has no node
+/// yet, calls pass. Not combined with warm-up or throttling; needs the default window.
+///
 /// ```
 /// use sentinel_runtime::rules::FlowRule;
 /// use std::time::Duration;
 ///
 /// let api = FlowRule::qps("api", 100.0).strict(true);
+/// let cold_start = FlowRule::qps("search", 200.0).warm_up(Duration::from_secs(10), 3.0);
+/// let paced = FlowRule::qps("mailer", 20.0).throttle(Duration::from_millis(500));
+/// let reads = FlowRule::qps("reads", 50.0).relate("writes");
 /// let db = FlowRule::concurrency("db", 8);
 /// let per_minute = FlowRule::qps("report", 10.0).window(Duration::from_secs(60), 60);
-/// # let _ = (api, db, per_minute);
+/// # let _ = (api, db, per_minute, cold_start, paced, reads);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -74,6 +114,12 @@ pub struct FlowRule {
     pub sample_count: u32,
     /// Use the strict window (QPS rules): see the type's docs.
     pub strict: bool,
+    /// Warm up from cold (QPS rules): see the type's docs.
+    pub warm_up: Option<WarmUp>,
+    /// Throttle (pace) instead of rejecting, queueing a call at most this long (QPS rules).
+    pub max_wait: Option<Duration>,
+    /// Count this other resource's passes instead (QPS rules).
+    pub relate: Option<String>,
 }
 
 impl FlowRule {
@@ -86,6 +132,9 @@ impl FlowRule {
             window: DEFAULT_WINDOW,
             sample_count: DEFAULT_SAMPLE_COUNT,
             strict: false,
+            warm_up: None,
+            max_wait: None,
+            relate: None,
         }
     }
 
@@ -109,6 +158,27 @@ impl FlowRule {
     /// `threshold` passes) or the default one.
     pub fn strict(mut self, strict: bool) -> FlowRule {
         self.strict = strict;
+        self
+    }
+
+    /// Warms up from cold over `period`, starting at `threshold / cold_factor`.
+    pub fn warm_up(mut self, period: Duration, cold_factor: f64) -> FlowRule {
+        self.warm_up = Some(WarmUp {
+            period,
+            cold_factor,
+        });
+        self
+    }
+
+    /// Paces calls evenly instead of rejecting them, queueing each at most `max_wait`.
+    pub fn throttle(mut self, max_wait: Duration) -> FlowRule {
+        self.max_wait = Some(max_wait);
+        self
+    }
+
+    /// Counts `resource`'s passes per second instead of this rule's own resource's.
+    pub fn relate(mut self, resource: impl Into<String>) -> FlowRule {
+        self.relate = Some(resource.into());
         self
     }
 
@@ -167,6 +237,79 @@ impl FlowRule {
                 ),
             );
         }
+        self.validate_behaviour()
+    }
+
+    /// The control behaviour and relation: QPS rules only, and only in combinations that mean
+    /// something.
+    fn validate_behaviour(&self) -> Result<(), RuleError> {
+        let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
+        let qps_only = |field: &'static str| {
+            err(
+                field,
+                "applies to QPS rules only, not to concurrency rules".into(),
+            )
+        };
+        let default_window = self.window == DEFAULT_WINDOW;
+        if let Some(w) = self.warm_up {
+            if self.metric != FlowMetric::Qps {
+                return qps_only("warm_up");
+            }
+            if w.period.is_zero() || w.period.subsec_nanos() % 1_000_000 != 0 {
+                return err(
+                    "warm_up",
+                    format!(
+                        "must be a positive whole number of milliseconds, got {:?}",
+                        w.period
+                    ),
+                );
+            }
+            if !w.cold_factor.is_finite() || w.cold_factor <= 1.0 {
+                return err(
+                    "cold_factor",
+                    format!(
+                        "must be a finite number greater than 1, got {}",
+                        w.cold_factor
+                    ),
+                );
+            }
+            if !default_window {
+                return err(
+                    "window",
+                    "must be the default 1 s with warm_up (the warm-up curve is per second)".into(),
+                );
+            }
+        }
+        if let Some(max_wait) = self.max_wait {
+            if self.metric != FlowMetric::Qps {
+                return qps_only("max_wait");
+            }
+            if max_wait > Duration::from_secs(3_600) {
+                return err("max_wait", format!("must be at most 1 h, got {max_wait:?}"));
+            }
+        }
+        if let Some(related) = &self.relate {
+            if self.metric != FlowMetric::Qps {
+                return qps_only("relate");
+            }
+            if related.is_empty() {
+                return err("relate", "must name a resource".into());
+            }
+            if self.warm_up.is_some() || self.max_wait.is_some() {
+                return err(
+                    "relate",
+                    "cannot be combined with warm_up or max_wait".into(),
+                );
+            }
+            if !default_window {
+                return err(
+                    "window",
+                    "must be the default 1 s with relate (the related resource's passes per \
+                     second are counted)"
+                        .into(),
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -205,12 +348,67 @@ mod tests {
     }
 
     #[test]
+    fn each_bad_behaviour_is_named() {
+        let secs = Duration::from_secs;
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).warm_up(Duration::ZERO, 3.0)),
+            "warm_up"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).warm_up(secs(10), 1.0)),
+            "cold_factor"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).warm_up(secs(10), f64::NAN)),
+            "cold_factor"
+        );
+        assert_eq!(
+            field_of(
+                FlowRule::qps("r", 1.0)
+                    .warm_up(secs(10), 3.0)
+                    .window(secs(60), 60)
+            ),
+            "window"
+        );
+        assert_eq!(
+            field_of(FlowRule::concurrency("r", 1).warm_up(secs(10), 3.0)),
+            "warm_up"
+        );
+        assert_eq!(
+            field_of(FlowRule::concurrency("r", 1).throttle(secs(1))),
+            "max_wait"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).throttle(secs(7_200))),
+            "max_wait"
+        );
+        assert_eq!(field_of(FlowRule::qps("r", 1.0).relate("")), "relate");
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).relate("w").throttle(secs(1))),
+            "relate"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).relate("w").window(secs(60), 6)),
+            "window"
+        );
+    }
+
+    #[test]
     fn good_rules_pass() {
         for rule in [
             FlowRule::qps("r", 0.0),
             FlowRule::qps("r", 100.5).strict(true),
             FlowRule::concurrency("r", 4),
             FlowRule::qps("r", 1.0).window(Duration::from_secs(3_600), 60),
+            FlowRule::qps("r", 10.0).warm_up(Duration::from_secs(10), 3.0),
+            FlowRule::qps("r", 10.0).throttle(Duration::ZERO),
+            FlowRule::qps("r", 10.0)
+                .warm_up(Duration::from_secs(10), 2.0)
+                .throttle(Duration::from_millis(500)),
+            FlowRule::qps("r", 10.0).relate("w"),
+            FlowRule::qps("r", 10.0)
+                .window(Duration::from_secs(60), 60)
+                .throttle(Duration::ZERO),
         ] {
             assert_eq!(rule.validate(), Ok(()), "{rule:?}");
         }

@@ -16,7 +16,8 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 
 pub use breaker::{BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_PROBES};
 pub use flow::{
-    FlowMetric, FlowRule, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW, MAX_SAMPLE_COUNT, MAX_THRESHOLD,
+    FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW, MAX_SAMPLE_COUNT,
+    MAX_THRESHOLD,
 };
 
 use crate::error::RuleError;
@@ -36,6 +37,7 @@ impl Loaded {
         node.apply_rules(
             self.flow.get(node.name()).map(Vec::as_slice),
             self.breakers.get(node.name()).map(Vec::as_slice),
+            registry::get,
         );
     }
 

@@ -1,4 +1,5 @@
-//! The built-in flow checks: a QPS gate and a concurrency gate, each reserving atomically.
+//! The built-in flow checks, one [`Gate`] per flow rule in force: exact QPS admission (reject or
+//! warm-up), throttling, concurrency and related-resource gates.
 //!
 //! Sentinel, sentinel-golang and sentinel-rust read the count, decide, and add the pass later,
 //! so concurrent callers over-admit. Here a caller adds its pass first (one `fetch_add`) and
@@ -11,43 +12,57 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 
 use crossbeam_utils::CachePadded;
 
+use super::qps::QpsGate;
+use super::related::{RelatedGate, Resolve};
+use super::throttle::ThrottleGate;
 use crate::error::BlockError;
 use crate::rules::{FlowMetric, FlowRule};
-use crate::stat::word::{self, Landing};
-use crate::stat::FastDiv;
 
 /// What makes two rules need different gates; anything else (the threshold) is updated in place,
-/// keeping the gate's counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// keeping the gate's counts. Warm-up curves depend on the threshold, so for them it is part of
+/// the shape.
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct GateShape {
     metric: FlowMetric,
     window_ms: u64,
     sample_count: u32,
     strict: bool,
+    warm_up: Option<(u64, u64, u64)>,
+    max_wait: Option<u64>,
+    relate: Option<String>,
 }
 
 impl GateShape {
     pub(crate) fn of(rule: &FlowRule) -> GateShape {
-        match rule.metric {
-            FlowMetric::Concurrency => GateShape {
+        if rule.metric == FlowMetric::Concurrency {
+            return GateShape {
                 metric: FlowMetric::Concurrency,
                 window_ms: 0,
                 sample_count: 0,
                 strict: false,
-            },
-            _ => GateShape {
-                metric: FlowMetric::Qps,
-                window_ms: rule.window_ms(),
-                sample_count: rule.sample_count,
-                strict: rule.strict,
-            },
+                warm_up: None,
+                max_wait: None,
+                relate: None,
+            };
+        }
+        GateShape {
+            metric: FlowMetric::Qps,
+            window_ms: rule.window_ms(),
+            sample_count: rule.sample_count,
+            strict: rule.strict,
+            warm_up: rule.warm_up.map(|w| {
+                let period = w.period.as_millis() as u64;
+                (period, w.cold_factor.to_bits(), rule.threshold.to_bits())
+            }),
+            max_wait: rule.max_wait.map(|d| d.as_nanos() as u64),
+            relate: rule.relate.clone(),
         }
     }
 }
 
 /// A rule's threshold as the gate reads it on every call.
 #[derive(Debug)]
-struct Threshold {
+pub(crate) struct Threshold {
     /// `floor(threshold)`, the count compared against.
     limit: AtomicU64,
     /// The threshold as given (`f64` bits), for the error.
@@ -55,7 +70,7 @@ struct Threshold {
 }
 
 impl Threshold {
-    fn new(threshold: f64) -> Threshold {
+    pub(crate) fn new(threshold: f64) -> Threshold {
         let t = Threshold {
             limit: AtomicU64::new(0),
             given: AtomicU64::new(0),
@@ -64,199 +79,18 @@ impl Threshold {
         t
     }
 
-    fn set(&self, threshold: f64) {
+    pub(crate) fn set(&self, threshold: f64) {
         self.given.store(threshold.to_bits(), Release);
         self.limit.store(threshold.floor() as u64, Release);
     }
 
     #[inline]
-    fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.limit.load(Acquire)
     }
 
-    fn given(&self) -> f64 {
+    pub(crate) fn given(&self) -> f64 {
         f64::from_bits(self.given.load(Acquire))
-    }
-}
-
-/// The period word: `tag` (32 bits) | sum of the earlier buckets (31 bits) | ready (1 bit).
-const READY: u64 = 1;
-const PREV_MAX: u64 = (1 << 31) - 1;
-
-fn period_word(tag: u32, prev: Option<u64>) -> u64 {
-    match prev {
-        Some(sum) => (u64::from(tag) << 32) | (sum.min(PREV_MAX) << 1) | READY,
-        None => u64::from(tag) << 32,
-    }
-}
-
-/// Exact admission over a sliding window of passes.
-///
-/// The ring has at least `N + 1` buckets (a power of two, so indexing is a mask) so that both
-/// window modes fit. `period` names the newest period
-/// any caller has reached, with the (cached) sum of the earlier buckets in the window; a caller
-/// adds into the current bucket, then checks that `period` has not moved meanwhile. The thread
-/// that moves `period` first publishes the move (not yet ready) and only then sums the earlier
-/// buckets, so an add into an earlier bucket is either in that sum or sees the move and is
-/// rolled back and retried: a late add can never slip past the cached sum.
-#[derive(Debug)]
-pub(crate) struct QpsGate {
-    period: CachePadded<AtomicU64>,
-    ring: Box<[AtomicU64]>,
-    /// Divides by the bucket length.
-    bucket: FastDiv,
-    /// The ring's length is a power of two (at least `N + 1`): index = period & mask.
-    mask: u64,
-    /// Earlier buckets counted with the current one: `N - 1`, or `N` when strict.
-    span: u64,
-    sample_count: u32,
-    threshold: Threshold,
-    window_ms: u64,
-}
-
-impl QpsGate {
-    fn new(rule: &FlowRule, now: u64) -> QpsGate {
-        // Validated rules have n >= 1 dividing the window; stay panic-free even so.
-        let n = u64::from(rule.sample_count.max(1));
-        let bucket_nanos = (rule.window_ms() * 1_000_000 / n).max(1);
-        let len = (n + 1).next_power_of_two();
-        let stale = word::tag_of((now / bucket_nanos).wrapping_sub(len));
-        QpsGate {
-            period: CachePadded::new(AtomicU64::new(period_word(stale, None))),
-            ring: (0..len)
-                .map(|_| AtomicU64::new(word::pack(stale, 0)))
-                .collect(),
-            bucket: FastDiv::new(bucket_nanos),
-            mask: len - 1,
-            span: if rule.strict { n } else { n - 1 },
-            sample_count: n as u32,
-            threshold: Threshold::new(rule.threshold),
-            window_ms: rule.window_ms(),
-        }
-    }
-
-    #[inline]
-    fn slot(&self, period: u64) -> &AtomicU64 {
-        &self.ring[(period & self.mask) as usize]
-    }
-
-    /// Tries to reserve `count` passes at `now`.
-    #[inline]
-    fn try_acquire(&self, now: u64, count: u32) -> bool {
-        let limit = self.threshold.limit();
-        let count64 = u64::from(count);
-        if count64 > limit {
-            return false;
-        }
-        let mut period = self.bucket.div(now);
-        loop {
-            let pw = self.period.load(SeqCst);
-            let tag = word::tag_of(period);
-            let age = word::age(tag, word::tag(pw));
-            if age > 0 {
-                self.advance(pw, period);
-                continue;
-            }
-            if age < 0 {
-                // The gate has reached a later period than this (slightly stale) reading.
-                period = period.wrapping_add(age.unsigned_abs() as u64);
-                continue;
-            }
-            let prev = if pw & READY != 0 {
-                (pw >> 1) & PREV_MAX
-            } else {
-                self.sum_earlier(period)
-            };
-            let slot = self.slot(period);
-            let old = slot.fetch_add(count64, SeqCst);
-            let held = if word::tag(old) == tag {
-                u64::from(word::value(old)) + count64
-            } else if word::landing(tag, word::tag(old)) == Landing::Restart {
-                match restart(slot, tag, count) {
-                    Some(held) => held,
-                    None => continue,
-                }
-            } else {
-                rollback(slot, word::tag(old), count);
-                continue;
-            };
-            if word::tag(self.period.load(SeqCst)) != tag {
-                rollback(slot, tag, count);
-                continue;
-            }
-            if prev + held > limit {
-                rollback(slot, tag, count);
-                return false;
-            }
-            return true;
-        }
-    }
-
-    /// Undoes a reservation made at `now` (a later check blocked the call).
-    fn cancel(&self, now: u64, count: u32) {
-        let period = self.bucket.div(now);
-        rollback(self.slot(period), word::tag_of(period), count);
-    }
-
-    #[cold]
-    fn advance(&self, seen: u64, period: u64) {
-        let tag = word::tag_of(period);
-        let pending = period_word(tag, None);
-        if self
-            .period
-            .compare_exchange(seen, pending, SeqCst, SeqCst)
-            .is_ok()
-        {
-            let sum = self.sum_earlier(period);
-            // Fails harmlessly if another caller moved on meanwhile.
-            let _ =
-                self.period
-                    .compare_exchange(pending, period_word(tag, Some(sum)), SeqCst, SeqCst);
-        }
-    }
-
-    /// Passes in the `span` buckets before `period`.
-    fn sum_earlier(&self, period: u64) -> u64 {
-        (1..=self.span)
-            .map(|back| {
-                let p = period.wrapping_sub(back);
-                let w = self.slot(p).load(SeqCst);
-                if word::tag(w) == word::tag_of(p) {
-                    u64::from(word::value(w))
-                } else {
-                    0
-                }
-            })
-            .sum()
-    }
-}
-
-/// Our `fetch_add` landed on a stale word: restart it at `tag` holding our `count`. Returns
-/// `None` when another caller restarted it first (our add went with the old value: add again).
-#[cold]
-fn restart(slot: &AtomicU64, tag: u32, count: u32) -> Option<u64> {
-    let mut current = slot.load(SeqCst);
-    loop {
-        if word::landing(tag, word::tag(current)) == Landing::Merge {
-            return None;
-        }
-        match slot.compare_exchange(current, word::pack(tag, count), SeqCst, SeqCst) {
-            Ok(_) => return Some(u64::from(count)),
-            Err(seen) => current = seen,
-        }
-    }
-}
-
-/// Takes `count` back out of the word if it still belongs to `tag` (a restart already dropped it
-/// otherwise).
-fn rollback(slot: &AtomicU64, tag: u32, count: u32) {
-    let mut current = slot.load(SeqCst);
-    while word::tag(current) == tag && word::value(current) >= count {
-        let next = word::pack(tag, word::value(current) - count);
-        match slot.compare_exchange_weak(current, next, SeqCst, SeqCst) {
-            Ok(_) => return,
-            Err(seen) => current = seen,
-        }
     }
 }
 
@@ -287,79 +121,105 @@ impl ConcurrencyGate {
 
 /// One flow rule in force on a node.
 #[derive(Debug)]
-pub(crate) enum Gate {
+pub(crate) struct Gate {
+    shape: GateShape,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
     Qps(QpsGate),
+    Throttle(ThrottleGate),
     Concurrency(ConcurrencyGate),
+    Related(RelatedGate),
 }
 
 impl Gate {
-    pub(crate) fn new(rule: &FlowRule, now: u64) -> Gate {
-        match rule.metric {
-            FlowMetric::Concurrency => Gate::Concurrency(ConcurrencyGate {
+    /// The gate for a validated `rule`; `resolve` finds a related resource's node.
+    pub(crate) fn new(rule: &FlowRule, now: u64, resolve: Resolve) -> Gate {
+        Gate {
+            shape: GateShape::of(rule),
+            kind: Kind::new(rule, now, resolve),
+        }
+    }
+
+    /// Whether this gate can serve `shape` (then only its threshold changes).
+    pub(crate) fn fits(&self, shape: &GateShape) -> bool {
+        self.shape == *shape
+    }
+}
+
+impl Kind {
+    fn new(rule: &FlowRule, now: u64, resolve: Resolve) -> Kind {
+        match (&rule.metric, &rule.relate, rule.max_wait) {
+            (FlowMetric::Concurrency, _, _) => Kind::Concurrency(ConcurrencyGate {
                 inside: CachePadded::new(AtomicU64::new(0)),
                 threshold: Threshold::new(rule.threshold),
             }),
-            _ => Gate::Qps(QpsGate::new(rule, now)),
+            (_, Some(related), _) => {
+                Kind::Related(RelatedGate::new(related, rule.threshold, resolve))
+            }
+            (_, None, Some(_)) => Kind::Throttle(ThrottleGate::new(rule)),
+            _ => Kind::Qps(QpsGate::new(rule, now)),
         }
     }
+}
 
-    pub(crate) fn shape(&self) -> GateShape {
-        match self {
-            Gate::Qps(g) => GateShape {
-                metric: FlowMetric::Qps,
-                window_ms: g.window_ms,
-                sample_count: g.sample_count,
-                strict: g.span == u64::from(g.sample_count),
-            },
-            Gate::Concurrency(_) => GateShape {
-                metric: FlowMetric::Concurrency,
-                window_ms: 0,
-                sample_count: 0,
-                strict: false,
-            },
-        }
-    }
-
+impl Gate {
     pub(crate) fn set_threshold(&self, threshold: f64) {
-        match self {
-            Gate::Qps(g) => g.threshold.set(threshold),
-            Gate::Concurrency(g) => g.threshold.set(threshold),
+        match &self.kind {
+            Kind::Qps(g) => g.threshold.set(threshold),
+            Kind::Throttle(g) => g.set_threshold(threshold),
+            Kind::Concurrency(g) => g.threshold.set(threshold),
+            Kind::Related(g) => g.threshold.set(threshold),
         }
     }
 
-    /// Reserves `count` at `now`, or says which rule blocked.
+    /// Reserves `count` at `now`: how long the caller must wait for its turn (0 unless
+    /// throttled), or which rule blocked.
     #[inline]
     pub(crate) fn try_enter(
         &self,
         resource: &'static str,
         now: u64,
         count: u32,
-    ) -> Result<(), BlockError> {
-        match self {
-            Gate::Qps(g) if g.try_acquire(now, count) => Ok(()),
-            Gate::Qps(g) => Err(BlockError::flow(resource, g.threshold.given(), g.window_ms)),
-            Gate::Concurrency(g) if g.try_acquire() => Ok(()),
-            Gate::Concurrency(g) => Err(BlockError::concurrency(resource, g.threshold.given())),
+    ) -> Result<u64, BlockError> {
+        match &self.kind {
+            Kind::Qps(g) if g.try_acquire(now, count) => Ok(0),
+            Kind::Qps(g) => Err(BlockError::flow(resource, g.threshold.given(), g.window_ms)),
+            Kind::Throttle(g) => g.try_acquire(now, count).ok_or_else(|| {
+                BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
+                    .because("throttled: the next turn is further away than max_wait")
+            }),
+            Kind::Concurrency(g) if g.try_acquire() => Ok(0),
+            Kind::Concurrency(g) => Err(BlockError::concurrency(resource, g.threshold.given())),
+            Kind::Related(g) if g.admits(now, count) => Ok(0),
+            Kind::Related(g) => {
+                Err(BlockError::flow(resource, g.threshold.given(), 1_000)
+                    .because_related(g.related))
+            }
         }
     }
 
-    /// Undoes a successful [`try_enter`](Self::try_enter) of a call a later check blocked.
+    /// Undoes a successful [`try_enter`](Self::try_enter) of a call a later check blocked. A
+    /// throttling turn is not given back (later turns are already spaced after it).
     pub(crate) fn cancel(&self, now: u64, count: u32) {
-        match self {
-            Gate::Qps(g) => g.cancel(now, count),
-            Gate::Concurrency(g) => g.release(),
+        match &self.kind {
+            Kind::Qps(g) => g.cancel(now, count),
+            Kind::Concurrency(g) => g.release(),
+            Kind::Throttle(_) | Kind::Related(_) => {}
         }
     }
 
     /// Whether an admitted call holds something of this gate until its exit.
     pub(crate) fn holds_until_exit(&self) -> bool {
-        matches!(self, Gate::Concurrency(_))
+        matches!(self.kind, Kind::Concurrency(_))
     }
 
     /// The exit of an admitted call.
     #[inline]
     pub(crate) fn exit(&self) {
-        if let Gate::Concurrency(g) = self {
+        if let Kind::Concurrency(g) = &self.kind {
             g.release();
         }
     }
@@ -367,9 +227,9 @@ impl Gate {
     /// Callers inside (concurrency gates).
     #[cfg(test)]
     pub(crate) fn inside(&self) -> u64 {
-        match self {
-            Gate::Concurrency(g) => g.inside.load(Acquire),
-            Gate::Qps(_) => 0,
+        match &self.kind {
+            Kind::Concurrency(g) => g.inside.load(Acquire),
+            _ => 0,
         }
     }
 }
@@ -382,8 +242,16 @@ mod tests {
     const MS: u64 = 1_000_000;
     const T0: u64 = 3_600_000 * MS;
 
+    fn no_nodes(_: &str) -> Option<&'static crate::node::ResourceNode> {
+        None
+    }
+
+    fn gate(rule: FlowRule) -> Gate {
+        Gate::new(&rule, T0, no_nodes)
+    }
+
     fn qps(threshold: f64, strict: bool) -> Gate {
-        Gate::new(&FlowRule::qps("r", threshold).strict(strict), T0)
+        gate(FlowRule::qps("r", threshold).strict(strict))
     }
 
     fn admitted(g: &Gate, at: u64, calls: u32) -> u32 {
@@ -493,12 +361,83 @@ mod tests {
 
     #[test]
     fn concurrency_gate_counts_inside() {
-        let g = Gate::new(&FlowRule::concurrency("r", 2), T0);
+        let g = gate(FlowRule::concurrency("r", 2));
         assert!(g.try_enter("r", T0, 1).is_ok());
         assert!(g.try_enter("r", T0, 1).is_ok());
         assert!(g.try_enter("r", T0, 1).is_err());
         assert_eq!(g.inside(), 2);
         g.exit();
         assert!(g.try_enter("r", T0, 1).is_ok());
+    }
+
+    fn turns(g: &Gate, at: u64, calls: u32) -> Vec<Option<u64>> {
+        (0..calls).map(|_| g.try_enter("r", at, 1).ok()).collect()
+    }
+
+    #[test]
+    fn throttling_spaces_passes_exactly_at_5000_per_second() {
+        let g = gate(FlowRule::qps("r", 5_000.0).throttle(Duration::from_millis(1)));
+        // 200 us apart to the nanosecond; the 6th turn would be 1.0 ms away: still within.
+        let waits = turns(&g, T0, 7);
+        let expected: Vec<Option<u64>> = vec![
+            Some(0),
+            Some(200_000),
+            Some(400_000),
+            Some(600_000),
+            Some(800_000),
+            Some(1_000_000),
+            None,
+        ];
+        assert_eq!(waits, expected);
+        // Once its turn has come, a caller passes at once.
+        assert_eq!(g.try_enter("r", T0 + 1_200_000, 1).ok(), Some(0));
+    }
+
+    #[test]
+    fn throttling_rejects_a_wait_longer_than_max_wait_and_zero_threshold() {
+        let g = gate(FlowRule::qps("r", 10.0).throttle(Duration::from_millis(250)));
+        let waits = turns(&g, T0, 4);
+        assert_eq!(waits, vec![Some(0), Some(100 * MS), Some(200 * MS), None]);
+        let err = g.try_enter("r", T0, 1).unwrap_err();
+        assert_eq!(err.kind(), crate::BlockKind::Flow);
+        assert!(err.to_string().contains("throttled"), "{err}");
+        let none = gate(FlowRule::qps("r", 0.0).throttle(Duration::from_secs(1)));
+        assert!(none.try_enter("r", T0, 1).is_err());
+    }
+
+    #[test]
+    fn eight_threads_never_share_a_throttling_turn() {
+        use std::sync::{Barrier, Mutex};
+        let g = gate(FlowRule::qps("r", 5_000.0).throttle(Duration::from_secs(10)));
+        let turns = Mutex::new(Vec::new());
+        let barrier = Barrier::new(8);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    barrier.wait();
+                    for _ in 0..500 {
+                        let wait = g.try_enter("r", T0, 1).expect("within max_wait");
+                        turns.lock().unwrap().push(T0 + wait);
+                    }
+                });
+            }
+        });
+        let mut turns = turns.into_inner().unwrap();
+        turns.sort_unstable();
+        assert_eq!(turns.len(), 4_000);
+        for (i, pair) in turns.windows(2).enumerate() {
+            assert_eq!(
+                pair[1] - pair[0],
+                200_000,
+                "turns {i} and {} are not 200 us apart",
+                i + 1
+            );
+        }
+    }
+
+    #[test]
+    fn warm_up_gate_admits_the_cold_rate_first() {
+        let g = gate(FlowRule::qps("r", 90.0).warm_up(Duration::from_secs(10), 3.0));
+        assert_eq!(admitted(&g, T0, 200), 30, "cold: 90 / 3");
     }
 }

@@ -13,12 +13,17 @@
 
 pub(crate) mod breaker;
 mod gate;
+mod qps;
+mod related;
+mod throttle;
+mod warm_up;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 pub(crate) use breaker::{CircuitBreaker, Probe};
 pub(crate) use gate::{Gate, GateShape};
+pub(crate) use related::Resolve;
 
 use crate::error::BlockError;
 use crate::node::{ActiveRules, ResourceNode};
@@ -30,6 +35,15 @@ pub const CIRCUIT_BREAKER_SLOT_ORDER: i32 = -1_000;
 
 /// A probe admitted by the breaker at this index of the node's rule set.
 pub(crate) type ProbeTicket = Option<(u8, Probe)>;
+
+/// What the chain decided for an admitted call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Admission {
+    /// The probe ticket, if a half-open breaker admitted the call as its probe.
+    pub(crate) probe: ProbeTicket,
+    /// Nanoseconds the caller must wait for its throttling turn (0: pass now).
+    pub(crate) wait: u64,
+}
 
 /// What a check slot sees of the call being entered.
 #[derive(Debug)]
@@ -106,15 +120,14 @@ pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     HAS_CUSTOM.store(true, Ordering::Release);
 }
 
-/// Runs the checks for one entry: the probe ticket if a breaker admitted it as a probe. On a
-/// block, every check that had admitted is cancelled.
+/// Runs the checks for one entry. On a block, every check that had admitted is cancelled.
 #[inline]
 pub(crate) fn check(
     node: &ResourceNode,
     rules: &ActiveRules,
     now: u64,
     count: u32,
-) -> Result<ProbeTicket, BlockError> {
+) -> Result<Admission, BlockError> {
     if HAS_CUSTOM.load(Ordering::Acquire) {
         return check_with_custom(node, rules, now, count);
     }
@@ -128,29 +141,53 @@ fn check_built_in(
     rules: &ActiveRules,
     now: u64,
     count: u32,
-) -> Result<ProbeTicket, BlockError> {
-    check_gates(node, rules, now, count)?;
+) -> Result<Admission, BlockError> {
+    let wait = check_gates(node, rules, now, count)?;
     if rules.breakers.is_empty() {
-        return Ok(None);
+        return Ok(Admission { probe: None, wait });
     }
-    check_breakers(node, rules, now).inspect_err(|_| cancel_gates(rules.gates, now, count))
+    let probe =
+        check_breakers(node, rules, now).inspect_err(|_| cancel_gates(rules.gates, now, count))?;
+    Ok(Admission { probe, wait })
 }
 
-/// The flow gates; on a block, the gates that had admitted are cancelled.
+/// The flow gates: the longest throttling wait among them. On a block, the gates that had
+/// admitted are cancelled.
 #[inline]
 fn check_gates(
     node: &ResourceNode,
     rules: &ActiveRules,
     now: u64,
     count: u32,
-) -> Result<(), BlockError> {
+) -> Result<u64, BlockError> {
+    let mut wait = 0;
     for (i, gate) in rules.gates.iter().enumerate() {
-        if let Err(block) = gate.try_enter(node.name(), now, count) {
-            cancel_gates(&rules.gates[..i], now, count);
-            return Err(block);
+        match gate.try_enter(node.name(), now, count) {
+            Ok(w) => wait = wait.max(w),
+            Err(block) => {
+                cancel_gates(&rules.gates[..i], now, count);
+                return Err(block);
+            }
         }
     }
-    Ok(())
+    Ok(wait)
+}
+
+/// Undoes every check's admission of a call that will not run after all (an async caller's
+/// future dropped while waiting for its throttling turn).
+pub(crate) fn cancel(
+    node: &ResourceNode,
+    rules: &ActiveRules,
+    now: u64,
+    count: u32,
+    admission: Admission,
+) {
+    release_probe(rules, admission.probe);
+    cancel_gates(rules.gates, now, count);
+    if HAS_CUSTOM.load(Ordering::Acquire) {
+        let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
+        cancel_custom(&custom, &SlotContext { node, now, count });
+    }
 }
 
 /// The circuit breakers; at most one makes the call its probe. On a block, that probe is given
@@ -211,7 +248,7 @@ fn check_with_custom(
     rules: &ActiveRules,
     now: u64,
     count: u32,
-) -> Result<ProbeTicket, BlockError> {
+) -> Result<Admission, BlockError> {
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
     let ctx = SlotContext { node, now, count };
     let flow_at = custom.partition_point(|(o, _)| *o < FLOW_SLOT_ORDER);
@@ -226,7 +263,7 @@ fn check_with_custom(
         cancel_custom(before, &ctx);
         block
     };
-    check_gates(node, rules, now, count).map_err(undo_before)?;
+    let wait = check_gates(node, rules, now, count).map_err(undo_before)?;
     let undo_gates = |block| {
         cancel_gates(rules.gates, now, count);
         undo_before(block)
@@ -236,10 +273,10 @@ fn check_with_custom(
         cancel_custom(between, &ctx);
         undo_gates(block)
     };
-    let ticket = check_breakers(node, rules, now).map_err(undo_between)?;
+    let probe = check_breakers(node, rules, now).map_err(undo_between)?;
     run_custom(after, &ctx).map_err(|block| {
-        release_probe(rules, ticket);
+        release_probe(rules, probe);
         undo_between(block)
     })?;
-    Ok(ticket)
+    Ok(Admission { probe, wait })
 }

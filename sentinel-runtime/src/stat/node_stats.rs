@@ -248,6 +248,13 @@ impl NodeStats {
         t
     }
 
+    /// Passes over the second-level window ending at `now`.
+    pub(crate) fn passes(&self, now: u64) -> u64 {
+        let mut passes = 0;
+        self.each_shard(|s| passes += s.second.sum(now, MetricEvent::Pass));
+        passes
+    }
+
     /// Per-second totals over the minute window ending at `now`, oldest first; seconds with no
     /// traffic are left out.
     pub(crate) fn minute(&self, now: u64) -> Vec<SecondTotals> {
