@@ -10,11 +10,30 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use governor::{Quota, RateLimiter};
-use sentinel_runtime::__private::{DefaultRule, StaticNode};
+use sentinel_runtime::__private::{DefaultRule, FlowSpec, StaticNode};
 use sentinel_runtime::clock::now_nanos;
 
 static QPS_NODE: StaticNode = StaticNode::new("bench-qps", &[DefaultRule::Qps(2e9)]);
 static STATS_NODE: StaticNode = StaticNode::new("bench-stats", &[]);
+
+/// A QPS rule high enough that every call passes, with the given shaping.
+const fn shaped(warm_up_ms: u64, max_wait_ms: Option<u64>) -> FlowSpec {
+    FlowSpec {
+        threshold: 2e9,
+        window_ms: 1_000,
+        strict: false,
+        warm_up_ms,
+        cold_factor: 3.0,
+        max_wait_ms,
+        relate: None,
+    }
+}
+
+static WARM_UP_NODE: StaticNode =
+    StaticNode::new("bench-warm-up", &[DefaultRule::Flow(shaped(10_000, None))]);
+/// 2e9 per second: turns 0.5 ns apart, so a caller never waits; this measures the pacing CAS.
+static THROTTLE_NODE: StaticNode =
+    StaticNode::new("bench-throttle", &[DefaultRule::Flow(shaped(0, Some(500)))]);
 
 /// The simplest correct windowed limiter: one lock around ten 100 ms buckets.
 struct NaiveWindow {
@@ -94,6 +113,8 @@ fn bench(c: &mut Criterion) {
     };
     let sentinel_qps = || drop(black_box(QPS_NODE.enter().unwrap()));
     let sentinel_stats = || drop(black_box(STATS_NODE.enter().unwrap()));
+    let sentinel_warm_up = || drop(black_box(WARM_UP_NODE.enter().unwrap()));
+    let sentinel_throttle = || drop(black_box(THROTTLE_NODE.enter().unwrap()));
     let sentinel_by_name = || drop(black_box(sentinel_runtime::entry("bench-by-name").unwrap()));
     let governor_check = || {
         black_box(governor.check()).unwrap();
@@ -112,6 +133,12 @@ fn bench(c: &mut Criterion) {
     });
     one.bench_function("sentinel entry(&str), no rule: entry+exit", |b| {
         b.iter(sentinel_by_name)
+    });
+    one.bench_function("sentinel static node, warm-up rule: entry+exit", |b| {
+        b.iter(sentinel_warm_up)
+    });
+    one.bench_function("sentinel static node, throttling rule: entry+exit", |b| {
+        b.iter(sentinel_throttle)
     });
     one.bench_function("governor check", |b| b.iter(governor_check));
     one.bench_function("naive mutex window: entry+exit", |b| {

@@ -103,6 +103,15 @@ pub use node::ResourceNode;
 ///   function's arguments in order (the receiver first, for methods), then the [`BlockError`],
 ///   and returns the function's return type. For an `async fn` it may be an `async fn` (awaited)
 ///   or a plain `fn`. `fallback = Self::busy` works inside `impl` blocks.
+/// * **`window = "1m"`**, **`strict = true`**: the `qps` rule's window (then `qps` counts calls
+///   per window: `qps = 100, window = "1m"` is 100 a minute) and the strict window mode (see
+///   [`rules::FlowRule`]).
+/// * **`warm_up = "10s"`**, **`cold_factor = 3`**: the `qps` rule warms up from cold, starting at
+///   `qps / cold_factor` (default 3) and reaching `qps` after the warm-up period.
+/// * **`max_wait = "500ms"`**: the `qps` rule throttles instead of rejecting: calls pass
+///   `1 / qps` apart, waiting at most `max_wait` for their turn (a sync caller sleeps; an
+///   `async fn` awaits a tokio timer, never blocking the executor's thread).
+/// * **`relate = "writes"`**: the `qps` rule counts the passes of the resource `writes` instead.
 /// * **`breaker(...)`**: a circuit breaker ([`rules::CircuitBreakerRule`]) as a default. One
 ///   strategy per `breaker(...)`, several `breaker(...)` allowed:
 ///   `breaker(error_ratio = 0.5, ...)`, `breaker(error_count = 20, ...)`, or
@@ -196,7 +205,7 @@ pub use node::ResourceNode;
 ///
 /// Mistakes are reported together, each at the token that is wrong: an unknown or duplicate
 /// argument, a literal of the wrong type (`qps = "100"`), a zero, negative or infinite limit, a
-/// bad duration (`"5"`, `"5d"`, `"0s"`), a `breaker(...)` with two strategies, none, a ratio
+/// bad duration (`"5"`, `"5d"`, `"0s"`), `cold_factor <= 1`, a shaping option without `qps`, a `breaker(...)` with two strategies, none, a ratio
 /// outside `0..=1` or no `recovery`, a `fallback` or `is_error` that is not a path or does not
 /// match the function, a missing fallback, a `const fn`, or the attribute on something other
 /// than a function. The function is still
