@@ -90,23 +90,27 @@ impl Reservation {
         }
     }
 
-    /// How long the caller must wait for its throttling turn, in nanoseconds (0: pass now).
+    /// How long from now the caller must wait for its throttling turn, in nanoseconds (0: pass
+    /// now).
     #[inline]
     pub fn wait_nanos(&self) -> u64 {
-        self.admission.wait
+        match self.admission.turn {
+            0 => 0,
+            turn => turn.saturating_sub(clock::precise_nanos()),
+        }
     }
 
-    /// When the caller's turn comes, on the runtime clock.
+    /// When the caller's turn comes, on the runtime's precise clock (0: at once).
     #[inline]
     pub fn turn(&self) -> u64 {
-        self.at.saturating_add(self.admission.wait)
+        self.admission.turn
     }
 
     /// The call passes now: counted as a pass, and guarded by the returned [`Entry`].
     #[inline]
     pub fn into_entry(self) -> Entry {
         let this = ManuallyDrop::new(self);
-        let now = if this.admission.wait == 0 {
+        let now = if this.admission.turn == 0 {
             this.at
         } else {
             clock::now_nanos()
@@ -209,9 +213,7 @@ impl Drop for Entry {
             gate.exit();
         }
         for (i, breaker) in self.rules.breakers.iter().enumerate() {
-            let probe = self
-                .probe
-                .and_then(|(at, probe)| (usize::from(at) == i).then_some(probe));
+            let probe = self.probe.for_breaker(i);
             breaker.on_exit(self.node.name(), now, rt, error, abandoned, probe);
         }
         self.node.stats().on_exit(now, self.count, rt_us, error);

@@ -103,11 +103,23 @@ impl ResourceNode {
     /// [`MockClock`](crate::clock::MockClock), the wait moves the mock clock forward instead).
     #[inline]
     pub fn enter(&'static self, count: u32) -> Result<Entry, BlockError> {
-        let reservation = self.reserve(count, false)?;
-        if reservation.wait_nanos() > 0 {
-            clock::sleep_until(reservation.turn());
+        let now = clock::now_nanos();
+        let rules = self.active();
+        match slot::check(self, rules, now, count) {
+            Ok(admission) if admission.turn == 0 => {
+                self.stats.on_pass(now, count);
+                Ok(Entry::new(self, rules, now, count, admission.probe, false))
+            }
+            Ok(admission) => {
+                let reservation = Reservation::new(self, rules, now, count, admission, false);
+                clock::sleep_until(reservation.turn());
+                Ok(reservation.into_entry())
+            }
+            Err(block) => {
+                self.stats.on_block(now, count);
+                Err(block)
+            }
         }
-        Ok(reservation.into_entry())
     }
 
     /// Runs the slot chain without waiting: the admission, to be turned into an [`Entry`] once

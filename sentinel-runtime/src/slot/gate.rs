@@ -15,6 +15,7 @@ use crossbeam_utils::CachePadded;
 use super::qps::QpsGate;
 use super::related::{RelatedGate, Resolve};
 use super::throttle::ThrottleGate;
+use crate::clock;
 use crate::error::BlockError;
 use crate::rules::{FlowMetric, FlowRule};
 
@@ -175,8 +176,8 @@ impl Gate {
         }
     }
 
-    /// Reserves `count` at `now`: how long the caller must wait for its turn (0 unless
-    /// throttled), or which rule blocked.
+    /// Reserves `count` at `now`: the time of the caller's throttling turn (0: pass now), or
+    /// which rule blocked.
     #[inline]
     pub(crate) fn try_enter(
         &self,
@@ -184,10 +185,22 @@ impl Gate {
         now: u64,
         count: u32,
     ) -> Result<u64, BlockError> {
+        self.try_enter_at(resource, now, clock::precise_nanos, count)
+    }
+
+    /// [`try_enter`](Self::try_enter), with the precise clock a throttling gate reads.
+    #[inline]
+    fn try_enter_at(
+        &self,
+        resource: &'static str,
+        now: u64,
+        precise: impl FnOnce() -> u64,
+        count: u32,
+    ) -> Result<u64, BlockError> {
         match &self.kind {
             Kind::Qps(g) if g.try_acquire(now, count) => Ok(0),
             Kind::Qps(g) => Err(BlockError::flow(resource, g.threshold.given(), g.window_ms)),
-            Kind::Throttle(g) => g.try_acquire(now, count).ok_or_else(|| {
+            Kind::Throttle(g) => g.try_acquire(precise(), count).ok_or_else(|| {
                 BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
                     .because("throttled: the next turn is further away than max_wait")
             }),
@@ -370,8 +383,13 @@ mod tests {
         assert!(g.try_enter("r", T0, 1).is_ok());
     }
 
+    /// Each call's wait for its throttling turn at `at`, or `None` if blocked.
     fn turns(g: &Gate, at: u64, calls: u32) -> Vec<Option<u64>> {
-        (0..calls).map(|_| g.try_enter("r", at, 1).ok()).collect()
+        (0..calls).map(|_| wait(g, at)).collect()
+    }
+
+    fn wait(g: &Gate, at: u64) -> Option<u64> {
+        g.try_enter_at("r", at, || at, 1).ok().map(|turn| turn - at)
     }
 
     #[test]
@@ -390,7 +408,7 @@ mod tests {
         ];
         assert_eq!(waits, expected);
         // Once its turn has come, a caller passes at once.
-        assert_eq!(g.try_enter("r", T0 + 1_200_000, 1).ok(), Some(0));
+        assert_eq!(wait(&g, T0 + 1_200_000), Some(0));
     }
 
     #[test]
@@ -398,11 +416,11 @@ mod tests {
         let g = gate(FlowRule::qps("r", 10.0).throttle(Duration::from_millis(250)));
         let waits = turns(&g, T0, 4);
         assert_eq!(waits, vec![Some(0), Some(100 * MS), Some(200 * MS), None]);
-        let err = g.try_enter("r", T0, 1).unwrap_err();
+        let err = g.try_enter_at("r", T0, || T0, 1).unwrap_err();
         assert_eq!(err.kind(), crate::BlockKind::Flow);
         assert!(err.to_string().contains("throttled"), "{err}");
         let none = gate(FlowRule::qps("r", 0.0).throttle(Duration::from_secs(1)));
-        assert!(none.try_enter("r", T0, 1).is_err());
+        assert!(none.try_enter_at("r", T0, || T0, 1).is_err());
     }
 
     #[test]
@@ -416,7 +434,7 @@ mod tests {
                 s.spawn(|| {
                     barrier.wait();
                     for _ in 0..500 {
-                        let wait = g.try_enter("r", T0, 1).expect("within max_wait");
+                        let wait = wait(&g, T0).expect("within max_wait");
                         turns.lock().unwrap().push(T0 + wait);
                     }
                 });

@@ -33,16 +33,43 @@ pub const FLOW_SLOT_ORDER: i32 = -2_000;
 /// Order of the built-in circuit breakers, as in Sentinel's degrade slot.
 pub const CIRCUIT_BREAKER_SLOT_ORDER: i32 = -1_000;
 
-/// A probe admitted by the breaker at this index of the node's rule set.
-pub(crate) type ProbeTicket = Option<(u8, Probe)>;
+/// A probe admitted by a breaker of the node's rule set: `(index + 1) << 32 | probe`, or 0 for
+/// none. One 8-byte word, so it is written and read back whole (a struct with narrower fields is
+/// written in pieces and read back as one word, which stalls store forwarding on the entry path).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ProbeTicket(u64);
+
+impl ProbeTicket {
+    /// Not a probe.
+    pub(crate) const NONE: ProbeTicket = ProbeTicket(0);
+
+    fn new(index: usize, probe: Probe) -> ProbeTicket {
+        ProbeTicket(((index as u64 + 1) << 32) | u64::from(probe))
+    }
+
+    fn is_some(self) -> bool {
+        self.0 != 0
+    }
+
+    /// The probe, if the breaker at `index` admitted it.
+    #[inline]
+    pub(crate) fn for_breaker(self, index: usize) -> Option<Probe> {
+        (self.0 >> 32 == index as u64 + 1).then_some(self.0 as Probe)
+    }
+
+    fn get(self) -> Option<(usize, Probe)> {
+        self.is_some()
+            .then(|| ((self.0 >> 32) as usize - 1, self.0 as Probe))
+    }
+}
 
 /// What the chain decided for an admitted call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Admission {
     /// The probe ticket, if a half-open breaker admitted the call as its probe.
     pub(crate) probe: ProbeTicket,
-    /// Nanoseconds the caller must wait for its throttling turn (0: pass now).
-    pub(crate) wait: u64,
+    /// When the caller's throttling turn comes, on the precise clock (0: pass now).
+    pub(crate) turn: u64,
 }
 
 /// What a check slot sees of the call being entered.
@@ -142,17 +169,20 @@ fn check_built_in(
     now: u64,
     count: u32,
 ) -> Result<Admission, BlockError> {
-    let wait = check_gates(node, rules, now, count)?;
+    let turn = check_gates(node, rules, now, count)?;
     if rules.breakers.is_empty() {
-        return Ok(Admission { probe: None, wait });
+        return Ok(Admission {
+            probe: ProbeTicket::NONE,
+            turn,
+        });
     }
     let probe =
         check_breakers(node, rules, now).inspect_err(|_| cancel_gates(rules.gates, now, count))?;
-    Ok(Admission { probe, wait })
+    Ok(Admission { probe, turn })
 }
 
-/// The flow gates: the longest throttling wait among them. On a block, the gates that had
-/// admitted are cancelled.
+/// The flow gates: the latest throttling turn among them (0: none). On a block, the gates that
+/// had admitted are cancelled.
 #[inline]
 fn check_gates(
     node: &ResourceNode,
@@ -160,17 +190,17 @@ fn check_gates(
     now: u64,
     count: u32,
 ) -> Result<u64, BlockError> {
-    let mut wait = 0;
+    let mut turn = 0;
     for (i, gate) in rules.gates.iter().enumerate() {
         match gate.try_enter(node.name(), now, count) {
-            Ok(w) => wait = wait.max(w),
+            Ok(t) => turn = turn.max(t),
             Err(block) => {
                 cancel_gates(&rules.gates[..i], now, count);
                 return Err(block);
             }
         }
     }
-    Ok(wait)
+    Ok(turn)
 }
 
 /// Undoes every check's admission of a call that will not run after all (an async caller's
@@ -197,11 +227,11 @@ fn check_breakers(
     rules: &ActiveRules,
     now: u64,
 ) -> Result<ProbeTicket, BlockError> {
-    let mut ticket: ProbeTicket = None;
+    let mut ticket = ProbeTicket::NONE;
     for (i, breaker) in rules.breakers.iter().enumerate() {
         match breaker.try_enter(node.name(), now, ticket.is_some()) {
             Ok(None) => {}
-            Ok(Some(probe)) => ticket = Some((i as u8, probe)),
+            Ok(Some(probe)) => ticket = ProbeTicket::new(i, probe),
             Err(block) => {
                 release_probe(rules, ticket);
                 return Err(block);
@@ -212,8 +242,8 @@ fn check_breakers(
 }
 
 fn release_probe(rules: &ActiveRules, ticket: ProbeTicket) {
-    if let Some((i, probe)) = ticket {
-        if let Some(breaker) = rules.breakers.get(usize::from(i)) {
+    if let Some((i, probe)) = ticket.get() {
+        if let Some(breaker) = rules.breakers.get(i) {
             breaker.release_probe(probe);
         }
     }
@@ -263,7 +293,7 @@ fn check_with_custom(
         cancel_custom(before, &ctx);
         block
     };
-    let wait = check_gates(node, rules, now, count).map_err(undo_before)?;
+    let turn = check_gates(node, rules, now, count).map_err(undo_before)?;
     let undo_gates = |block| {
         cancel_gates(rules.gates, now, count);
         undo_before(block)
@@ -278,5 +308,5 @@ fn check_with_custom(
         release_probe(rules, probe);
         undo_between(block)
     })?;
-    Ok(Admission { probe, wait })
+    Ok(Admission { probe, turn })
 }

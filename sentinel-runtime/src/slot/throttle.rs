@@ -65,8 +65,9 @@ impl ThrottleGate {
         (cost.is_finite() && cost < u64::MAX as f64).then_some(cost as u64)
     }
 
-    /// Takes the next turn for `count` passes: how long to wait for it, or `None` if it is more
-    /// than `max_wait` away.
+    /// Takes the next turn for `count` passes at `now` (a precise reading: the coarse clock's
+    /// 1–4 ms would make callers pass up to a tick late): the turn's time, or `None` if it is
+    /// more than `max_wait` away.
     #[inline]
     pub(super) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
         let cost = self.cost(now, count)?;
@@ -88,7 +89,7 @@ impl ThrottleGate {
                     if let Some(curve) = &self.warm {
                         curve.record_pass(now, count);
                     }
-                    return Some(wait);
+                    return Some(turn);
                 }
                 Err(seen) => latest = seen,
             }

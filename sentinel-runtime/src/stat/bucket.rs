@@ -98,6 +98,33 @@ impl MetricBucket {
         )
     }
 
+    /// The one-writer fast path: adds `value` to `event` with a plain load and store if the
+    /// counter already belongs to the period tagged `tag` and nothing saturates. Returns false
+    /// (changing nothing) when the general path is needed: a new period, or saturation.
+    #[inline(always)]
+    pub(crate) fn bump_exclusive(&self, event: MetricEvent, tag: u32, value: u32) -> bool {
+        let word = &self.words[event.index()];
+        let w = word.load(Ordering::Relaxed);
+        if word::tag(w) != tag {
+            return false;
+        }
+        let encoded = event.encode(value);
+        match event.merge() {
+            Merge::Add => {
+                if word::value(w) > u32::MAX - encoded {
+                    return false;
+                }
+                word.store(w + u64::from(encoded), Ordering::Release);
+            }
+            Merge::Max => {
+                if encoded > word::value(w) {
+                    word.store(word::pack(tag, encoded), Ordering::Release);
+                }
+            }
+        }
+        true
+    }
+
     /// The raw (encoded) value of `event` if it belongs to one of the `len` periods ending at
     /// the period tagged `tag`.
     #[inline]

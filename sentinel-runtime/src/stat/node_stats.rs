@@ -159,8 +159,25 @@ impl NodeStats {
         }
     }
 
-    #[inline]
+    /// Adds `value` to `event`: a plain load and store in the common case (this thread is the
+    /// shard's only writer and the counter is already in this period), else the general add,
+    /// which restarts a stale counter and folds what it held into the minute window.
+    #[inline(always)]
     fn add(&self, w: &Writer<'_>, now: u64, pos: Position, event: MetricEvent, value: u32) {
+        if w.exclusive
+            && w.shard
+                .second
+                .bucket_at(pos)
+                .bump_exclusive(event, pos.tag(), value)
+        {
+            return;
+        }
+        self.add_slow(w, now, pos, event, value);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn add_slow(&self, w: &Writer<'_>, now: u64, pos: Position, event: MetricEvent, value: u32) {
         if let Some((start, raw)) = w.shard.second.add_at(pos, event, value, w.exclusive) {
             self.fold(now, start, event, raw);
         }
