@@ -145,7 +145,7 @@ impl NodeStats {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn writer(&self, now: u64) -> Writer<'_> {
         match self.shards.get(current_slot()) {
             Some(cell) => Writer {
@@ -208,7 +208,7 @@ impl NodeStats {
     }
 
     /// An admitted entry of `count` at `now`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn on_pass(&self, now: u64, count: u32) {
         let w = self.writer(now);
         let pos = second_position(now);
@@ -225,7 +225,7 @@ impl NodeStats {
     }
 
     /// The exit of an admitted entry of `count`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u32, error: bool) {
         let w = self.writer(now);
         let pos = second_position(now);
