@@ -390,3 +390,42 @@ fn a_per_minute_window_limits_calls_per_minute_while_metrics_stay_per_second() {
         "a minute on: 3 more"
     );
 }
+
+#[sentinel(
+    resource = "paced-warm",
+    qps = 100,
+    warm_up = "10s",
+    cold_factor = 3,
+    max_wait = "1s"
+)]
+fn paced_warm() -> Result<(), BlockError> {
+    Ok(())
+}
+
+#[test]
+fn warm_up_with_throttling_paces_at_the_warm_up_rate() {
+    let clock = MockClock::install();
+    let mut spacing = |calls: usize| {
+        let mut at = Vec::new();
+        for _ in 0..calls {
+            paced_warm().expect("within max_wait");
+            at.push(clock.now_nanos());
+        }
+        at.windows(2).map(|w| w[1] - w[0]).collect::<Vec<u64>>()
+    };
+    // Cold: the rate is 100 / 3 per second, so turns are exactly 30 ms apart.
+    let cold = spacing(10);
+    assert!(
+        cold.iter().all(|&gap| gap == 30_000_000),
+        "cold spacing {cold:?}"
+    );
+    // Keep it busy through the warm-up period: the spacing shrinks to 1 / 100 s.
+    for _ in 0..12 {
+        spacing(101);
+    }
+    let warm = spacing(10);
+    assert!(
+        warm.iter().all(|&gap| gap == 10_000_000),
+        "warm spacing {warm:?}"
+    );
+}
