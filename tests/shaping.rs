@@ -405,7 +405,7 @@ fn paced_warm() -> Result<(), BlockError> {
 #[test]
 fn warm_up_with_throttling_paces_at_the_warm_up_rate() {
     let clock = MockClock::install();
-    let mut spacing = |calls: usize| {
+    let spacing = |calls: usize| {
         let mut at = Vec::new();
         for _ in 0..calls {
             paced_warm().expect("within max_wait");

@@ -310,17 +310,7 @@ fn breaker(key: &Ident, items: Vec<RawArg>, errors: &mut Errors) -> Option<Break
 }
 
 fn ratio(value: &Expr, name: &str, errors: &mut Errors) -> Option<f64> {
-    let v = match number(value) {
-        Number::Int(i) => i as f64,
-        Number::Float(f) => f,
-        Number::Other => {
-            errors.at(
-                value,
-                format!("`{name}` expects a ratio literal in 0..=1, like `{name} = 0.5`"),
-            );
-            return None;
-        }
-    };
+    let v = float(value, name, &format!("{name} = 0.5"), errors)?;
     if !(0.0..=1.0).contains(&v) {
         errors.at(value, format!("`{name}` must be a ratio in 0..=1, got {v}"));
         return None;
@@ -418,18 +408,23 @@ fn boolean(value: &Expr, name: &str, errors: &mut Errors) -> Option<bool> {
     }
 }
 
-fn cold_factor(value: &Expr, errors: &mut Errors) -> Option<f64> {
-    let v = match number(value) {
-        Number::Int(i) => i as f64,
-        Number::Float(f) => f,
+/// A number literal (integer or float, possibly negated) as `f64`.
+fn float(value: &Expr, name: &str, example: &str, errors: &mut Errors) -> Option<f64> {
+    match number(value) {
+        Number::Int(i) => Some(i as f64),
+        Number::Float(f) => Some(f),
         Number::Other => {
             errors.at(
                 value,
-                "`cold_factor` expects a number literal greater than 1, like `cold_factor = 3`",
+                format!("`{name}` expects a number literal, like `{example}`"),
             );
-            return None;
+            None
         }
-    };
+    }
+}
+
+fn cold_factor(value: &Expr, errors: &mut Errors) -> Option<f64> {
+    let v = float(value, "cold_factor", "cold_factor = 3", errors)?;
     if !v.is_finite() || v <= 1.0 {
         errors.at(
             value,
@@ -468,17 +463,7 @@ fn number(value: &Expr) -> Number {
 }
 
 fn qps(value: &Expr, errors: &mut Errors) -> Option<WithSpan<f64>> {
-    let v = match number(value) {
-        Number::Int(i) => i as f64,
-        Number::Float(f) => f,
-        Number::Other => {
-            errors.at(
-                value,
-                "`qps` expects a number literal, like `qps = 100` or `qps = 2.5`",
-            );
-            return None;
-        }
-    };
+    let v = float(value, "qps", "qps = 100` or `qps = 2.5", errors)?;
     if !v.is_finite() || v <= 0.0 {
         errors.at(
             value,

@@ -55,17 +55,7 @@ pub fn precise_nanos() -> u64 {
 
 #[cfg(target_os = "linux")]
 fn precise_real_nanos() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: as in `real_nanos`; CLOCK_MONOTONIC exists on every Linux.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-    }
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
+    read_clock(libc::CLOCK_MONOTONIC)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -97,16 +87,23 @@ pub(crate) fn catch_up_mock(deadline: u64) {
 #[cfg(target_os = "linux")]
 #[inline]
 fn real_nanos() -> u64 {
+    read_clock(libc::CLOCK_MONOTONIC_COARSE)
+}
+
+/// Nanoseconds on the Linux clock `id`.
+#[cfg(target_os = "linux")]
+#[inline]
+fn read_clock(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call, and
-    // CLOCK_MONOTONIC_COARSE is a clock id every Linux since 2.6.32 supports. On the impossible
-    // failure the zeroed `ts` is kept, which reads as an early time and is handled like a clock
-    // going backwards (see `stat::LeapArray`).
+    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call, and both ids used
+    // here (CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE) exist on every Linux since 2.6.32. On the
+    // impossible failure the zeroed `ts` is kept, which reads as an early time and is handled
+    // like a clock going backwards (see `stat::LeapArray`).
     unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts);
+        libc::clock_gettime(id, &mut ts);
     }
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)

@@ -165,38 +165,7 @@ impl CircuitBreakerRule {
         if self.min_requests == 0 {
             return err("min_requests", "must be at least 1".into());
         }
-        if self.sample_count == 0 || self.sample_count > super::MAX_SAMPLE_COUNT {
-            return err(
-                "sample_count",
-                format!(
-                    "must be in 1..={}, got {}",
-                    super::MAX_SAMPLE_COUNT,
-                    self.sample_count
-                ),
-            );
-        }
-        let ms = self.window.as_millis();
-        if self.window.is_zero()
-            || self.window.subsec_nanos() % 1_000_000 != 0
-            || ms > u128::from(u32::MAX)
-        {
-            return err(
-                "window",
-                format!(
-                    "must be a positive whole number of milliseconds, got {:?}",
-                    self.window
-                ),
-            );
-        }
-        if ms % u128::from(self.sample_count) != 0 {
-            return err(
-                "window",
-                format!(
-                    "({ms} ms) must be divisible by sample_count ({})",
-                    self.sample_count
-                ),
-            );
-        }
+        super::window::validate(&self.resource, self.window, self.sample_count)?;
         if self.recovery.is_zero() {
             return err(
                 "recovery",

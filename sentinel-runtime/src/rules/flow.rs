@@ -206,37 +206,7 @@ impl FlowRule {
                 format!("must be at most {MAX_THRESHOLD}, got {t}"),
             );
         }
-        if self.sample_count == 0 || self.sample_count > MAX_SAMPLE_COUNT {
-            return err(
-                "sample_count",
-                format!(
-                    "must be in 1..={MAX_SAMPLE_COUNT}, got {}",
-                    self.sample_count
-                ),
-            );
-        }
-        if self.window.is_zero() || self.window.subsec_nanos() % 1_000_000 != 0 {
-            return err(
-                "window",
-                format!(
-                    "must be a positive whole number of milliseconds, got {:?}",
-                    self.window
-                ),
-            );
-        }
-        if self.window.as_millis() > u128::from(u32::MAX) {
-            return err("window", format!("must be at most {} ms", u32::MAX));
-        }
-        if self.window_ms() % u64::from(self.sample_count) != 0 {
-            return err(
-                "window",
-                format!(
-                    "({} ms) must be divisible by sample_count ({})",
-                    self.window_ms(),
-                    self.sample_count
-                ),
-            );
-        }
+        super::window::validate(&self.resource, self.window, self.sample_count)?;
         self.validate_behaviour()
     }
 

@@ -10,6 +10,7 @@
 
 mod breaker;
 mod flow;
+mod window;
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
