@@ -336,3 +336,18 @@ fn a_second_mock_clock_waits_for_the_first() {
         "the second mock started after the first ended"
     );
 }
+
+#[test]
+fn the_oldest_second_of_the_minute_window_keeps_all_its_buckets() {
+    let clock = MockClock::install();
+    // One call late in second 0; the same 100 ms bucket is reused (and folded) 59.9 s later,
+    // when second 0 is still the oldest of the 60 the minute window reports.
+    clock.advance(Duration::from_millis(950));
+    drop(entry("minute-edge").unwrap());
+    clock.advance(Duration::from_millis(59_000));
+    drop(entry("minute-edge").unwrap());
+    let seconds = metrics::last_minute("minute-edge").unwrap();
+    let passes: Vec<u64> = seconds.iter().map(|s| s.pass).collect();
+    assert_eq!(passes, vec![1, 1], "{seconds:?}");
+    assert_eq!(seconds[1].second - seconds[0].second, 59);
+}

@@ -183,11 +183,12 @@ impl NodeStats {
         }
     }
 
-    /// Moves a value displaced from a 100 ms bucket into the minute window, if it is recent.
+    /// Moves a value displaced from a 100 ms bucket into the minute window, if its second is
+    /// still one of the window's 60.
     #[cold]
     fn fold(&self, now: u64, start: u64, event: MetricEvent, raw: u32) {
-        let within = now.saturating_sub(start) < self.minute.interval_nanos() - SECOND_NANOS;
-        if raw == 0 || start > now || !within {
+        let oldest_second = (now / SECOND_NANOS).saturating_sub(u64::from(MINUTE_BUCKETS) - 1);
+        if raw == 0 || start > now || start / SECOND_NANOS < oldest_second {
             return;
         }
         let value = match event {
