@@ -46,7 +46,9 @@ impl<'a> EntryBuilder<'a> {
         self
     }
 
-    /// Runs the slot chain: `Ok(Entry)` if admitted.
+    /// Runs the slot chain: `Ok(Entry)` if admitted. On a resource with a throttling rule, a
+    /// call whose turn is not yet due sleeps this thread until it is (in async code, guard an
+    /// `async fn` with the attribute instead: it awaits its turn without blocking the executor).
     pub fn enter(self) -> Result<Entry, BlockError> {
         let node = match registry::get(self.resource) {
             Some(node) => node,
