@@ -123,6 +123,7 @@ fn warm_attr() -> bool {
     true
 }
 
+/// The fallback of every sync function here: "not admitted".
 fn cold(_: BlockError) -> bool {
     false
 }
@@ -137,13 +138,9 @@ fn the_attribute_warms_up_from_cold() {
     );
 }
 
-#[sentinel(resource = "paced", qps = 5000, max_wait = "1ms", fallback = paced_busy)]
+#[sentinel(resource = "paced", qps = 5000, max_wait = "1ms", fallback = cold)]
 fn paced() -> bool {
     true
-}
-
-fn paced_busy(_: BlockError) -> bool {
-    false
 }
 
 #[test]
@@ -366,13 +363,9 @@ fn a_related_rule_blocks_while_the_other_resource_is_busy() {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-#[sentinel(resource = "per-minute", qps = 3, window = "1m", fallback = later)]
+#[sentinel(resource = "per-minute", qps = 3, window = "1m", fallback = cold)]
 fn per_minute() -> bool {
     true
-}
-
-fn later(_: BlockError) -> bool {
-    false
 }
 
 #[test]

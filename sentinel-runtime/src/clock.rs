@@ -34,11 +34,7 @@ const NANOS_PER_HOUR: u64 = 3_600 * 1_000_000_000;
 /// Only differences between readings mean anything; the origin is unspecified.
 #[inline]
 pub fn now_nanos() -> u64 {
-    if MOCK_ACTIVE.load(Ordering::Acquire) {
-        MOCK_NOW.load(Ordering::Acquire)
-    } else {
-        real_nanos().wrapping_add(OFFSET.load(Ordering::Relaxed))
-    }
+    mock_or(real_nanos)
 }
 
 /// The runtime's time with full resolution: `CLOCK_MONOTONIC` (same timebase as [`now_nanos`],
@@ -46,10 +42,16 @@ pub fn now_nanos() -> u64 {
 /// enough: a throttled call's turn, and the sleep until it.
 #[inline]
 pub fn precise_nanos() -> u64 {
+    mock_or(precise_real_nanos)
+}
+
+/// The installed mock's reading, else `real()` shifted by the monotonic offset.
+#[inline(always)]
+fn mock_or(real: fn() -> u64) -> u64 {
     if MOCK_ACTIVE.load(Ordering::Acquire) {
         MOCK_NOW.load(Ordering::Acquire)
     } else {
-        precise_real_nanos().wrapping_add(OFFSET.load(Ordering::Relaxed))
+        real().wrapping_add(OFFSET.load(Ordering::Relaxed))
     }
 }
 
