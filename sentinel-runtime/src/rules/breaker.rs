@@ -6,6 +6,10 @@ use crate::error::RuleError;
 
 /// The most probes a breaker admits in half-open.
 pub const MAX_PROBES: u32 = 1_000;
+/// The longest `recovery` a breaker accepts.
+pub const MAX_RECOVERY: Duration = Duration::from_secs(24 * 3_600);
+/// The largest `min_requests` a breaker accepts.
+pub const MAX_MIN_REQUESTS: u32 = 1_000_000_000;
 /// The most circuit-breaker rules one resource can have.
 pub const MAX_BREAKERS_PER_RESOURCE: usize = 8;
 
@@ -162,14 +166,24 @@ impl CircuitBreakerRule {
                 }
             }
         }
-        if self.min_requests == 0 {
-            return err("min_requests", "must be at least 1".into());
+        if self.min_requests == 0 || self.min_requests > MAX_MIN_REQUESTS {
+            return err(
+                "min_requests",
+                format!(
+                    "must be in 1..={MAX_MIN_REQUESTS}, got {}",
+                    self.min_requests
+                ),
+            );
         }
         super::window::validate(&self.resource, self.window, self.sample_count)?;
-        if self.recovery.is_zero() {
+        if self.recovery.is_zero() || self.recovery > MAX_RECOVERY {
             return err(
                 "recovery",
-                "must be positive: how long the breaker stays open before probing".into(),
+                format!(
+                    "must be positive and at most {MAX_RECOVERY:?} (how long the breaker stays \
+                     open before probing), got {:?}",
+                    self.recovery
+                ),
             );
         }
         if self.probes == 0 || self.probes > MAX_PROBES {
@@ -244,6 +258,10 @@ mod tests {
         assert_eq!(
             field_of(ok(CircuitBreakerRule::error_count("r", 1)).probes(0)),
             "probes"
+        );
+        assert_eq!(
+            field_of(CircuitBreakerRule::error_count("r", 1).recovery(Duration::MAX)),
+            "recovery"
         );
     }
 }

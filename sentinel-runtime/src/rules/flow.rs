@@ -12,6 +12,13 @@ pub const MAX_SAMPLE_COUNT: u32 = 10_000;
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
 /// ...in ten buckets of 100 ms, so a boundary burst is bounded by a tenth of the window.
 pub const DEFAULT_SAMPLE_COUNT: u32 = 10;
+/// The largest `cold_factor` a warm-up accepts: a larger one would start so cold that it admits
+/// nothing for the whole warm-up period.
+pub const MAX_COLD_FACTOR: f64 = 100.0;
+/// The longest `max_wait` a throttling rule accepts.
+pub const MAX_WAIT_LIMIT: Duration = Duration::from_secs(3_600);
+/// The longest warm-up period a rule accepts.
+pub const MAX_WARM_UP: Duration = Duration::from_secs(24 * 3_600);
 
 /// Sentinel's cold start: after a period of low traffic the allowed rate starts at
 /// `threshold / cold_factor` and rises to the threshold over `period`.
@@ -225,20 +232,25 @@ impl FlowRule {
             if self.metric != FlowMetric::Qps {
                 return qps_only("warm_up");
             }
-            if w.period.is_zero() || w.period.subsec_nanos() % 1_000_000 != 0 {
+            if w.period.is_zero()
+                || w.period.subsec_nanos() % 1_000_000 != 0
+                || w.period > MAX_WARM_UP
+            {
                 return err(
                     "warm_up",
                     format!(
-                        "must be a positive whole number of milliseconds, got {:?}",
+                        "must be a positive whole number of milliseconds, at most {MAX_WARM_UP:?}, \
+                         got {:?}",
                         w.period
                     ),
                 );
             }
-            if !w.cold_factor.is_finite() || w.cold_factor <= 1.0 {
+            if !w.cold_factor.is_finite() || w.cold_factor <= 1.0 || w.cold_factor > MAX_COLD_FACTOR
+            {
                 return err(
                     "cold_factor",
                     format!(
-                        "must be a finite number greater than 1, got {}",
+                        "must be greater than 1 and at most {MAX_COLD_FACTOR}, got {}",
                         w.cold_factor
                     ),
                 );
@@ -254,8 +266,11 @@ impl FlowRule {
             if self.metric != FlowMetric::Qps {
                 return qps_only("max_wait");
             }
-            if max_wait > Duration::from_secs(3_600) {
-                return err("max_wait", format!("must be at most 1 h, got {max_wait:?}"));
+            if max_wait > MAX_WAIT_LIMIT {
+                return err(
+                    "max_wait",
+                    format!("must be at most {MAX_WAIT_LIMIT:?}, got {max_wait:?}"),
+                );
             }
         }
         if let Some(related) = &self.relate {
@@ -331,6 +346,14 @@ mod tests {
         assert_eq!(
             field_of(FlowRule::qps("r", 1.0).warm_up(secs(10), f64::NAN)),
             "cold_factor"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).warm_up(secs(10), 1e308)),
+            "cold_factor"
+        );
+        assert_eq!(
+            field_of(FlowRule::qps("r", 1.0).warm_up(secs(24 * 3_600 + 1), 3.0)),
+            "warm_up"
         );
         assert_eq!(
             field_of(

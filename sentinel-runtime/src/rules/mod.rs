@@ -15,10 +15,13 @@ mod window;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-pub use breaker::{BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_PROBES};
+pub use breaker::{
+    BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
+    MAX_RECOVERY,
+};
 pub use flow::{
-    FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW, MAX_SAMPLE_COUNT,
-    MAX_THRESHOLD,
+    FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW, MAX_COLD_FACTOR,
+    MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
 };
 
 use crate::error::RuleError;
