@@ -56,6 +56,10 @@ static LISTENERS: RwLock<Vec<Listener>> = RwLock::new(Vec::new());
 /// A listener runs on the thread that caused the transition. It must not enter the resource
 /// whose change it is observing (that could need the same breaker's next transition).
 ///
+/// A listener that panics does not disturb the call that caused the transition: the panic is
+/// contained (and reported by the panic hook, which prints it to stderr by default), the other
+/// listeners still run, and the call's exit is recorded as usual.
+///
 /// ```
 /// use sentinel_runtime::breaker::{on_state_change, CircuitState};
 /// on_state_change(|change| {
@@ -74,6 +78,7 @@ pub fn on_state_change(listener: impl Fn(&StateChange) + Send + Sync + 'static) 
 pub(crate) fn notify(change: &StateChange) {
     let listeners = LISTENERS.read().unwrap_or_else(PoisonError::into_inner);
     for listener in listeners.iter() {
-        listener(change);
+        // Contained: a listener runs inside the entry and exit paths, which must finish.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(change)));
     }
 }

@@ -51,7 +51,7 @@ fn mock_or(real: fn() -> u64) -> u64 {
     if MOCK_ACTIVE.load(Ordering::Acquire) {
         MOCK_NOW.load(Ordering::Acquire)
     } else {
-        real().wrapping_add(OFFSET.load(Ordering::Relaxed))
+        real().saturating_add(OFFSET.load(Ordering::Relaxed))
     }
 }
 
@@ -168,10 +168,13 @@ impl MockClock {
         }
     }
 
-    /// Moves the clock forward by `by`.
+    /// Moves the clock forward by `by`, stopping at the largest reading (`u64::MAX`
+    /// nanoseconds): time never wraps around to an earlier reading.
     pub fn advance(&self, by: Duration) {
         let nanos = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        MOCK_NOW.fetch_add(nanos, Ordering::AcqRel);
+        let _ = MOCK_NOW.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            Some(now.saturating_add(nanos))
+        });
     }
 
     /// Time elapsed on this clock since it was installed.
@@ -191,6 +194,7 @@ impl Drop for MockClock {
         // Resume the real clock from the mock's last reading: never backwards.
         let real = real_nanos();
         let needed = last.saturating_sub(real).saturating_add(1);
+        // (Real readings then saturate rather than wrap: see `mock_or`.)
         OFFSET.fetch_max(needed, Ordering::AcqRel);
         MOCK_ACTIVE.store(false, Ordering::Release);
     }

@@ -18,7 +18,7 @@
 //!
 //! # Layers
 //!
-//! Bottom up: [`clock`] and the errors; [`stat`] ([`stat::LeapArray`], [`stat::MetricBucket`]);
+//! Bottom up: [`clock`] and the errors; [`stat`] ([`stat::LeapArray`]);
 //! [`rules`] as plain validated data; [`ResourceNode`] (windows plus the rules in force); the
 //! registry of nodes by name; the rule loader; the [`slot`] chain and [`Entry`]; [`metrics`].
 //! Each layer uses only those below it.
@@ -30,10 +30,11 @@ mod entry;
 mod error;
 pub mod metrics;
 mod node;
-mod registry;
+pub mod registry;
 pub mod rules;
 pub mod slot;
 pub mod stat;
+mod sync;
 
 #[doc(hidden)]
 #[path = "private.rs"]

@@ -4,7 +4,7 @@
 use crate::breaker::CircuitState;
 use crate::clock;
 use crate::registry;
-use crate::stat::MetricEvent;
+use crate::stat::{MetricEvent, NO_MIN};
 use crate::stat::{SecondTotals, WindowTotals};
 
 /// A resource's statistics over its second-level window (the last second, in 10 buckets of
@@ -74,6 +74,18 @@ pub fn all() -> Vec<(String, ResourceStats)> {
     out
 }
 
+/// The statistics of the entries beyond the cap on resources
+/// ([`registry::set_max_resources`](crate::registry::set_max_resources)): new names that got no
+/// node of their own, counted together. Their entries pass unchecked.
+///
+/// ```
+/// let overflow = sentinel_runtime::metrics::overflow();
+/// assert_eq!(overflow.block_qps, 0.0); // never blocked: no rules apply to them
+/// ```
+pub fn overflow() -> ResourceStats {
+    registry::overflow().snapshot()
+}
+
 /// The totals of one second, from the minute-level window.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
@@ -104,7 +116,10 @@ impl SecondStats {
             complete: c(MetricEvent::Complete),
             error: c(MetricEvent::Error),
             avg_rt_ms: avg_rt_ms(c(MetricEvent::RtSum), c(MetricEvent::Complete)),
-            min_rt_ms: c(MetricEvent::MinRt) as f64 / 1_000.0,
+            min_rt_ms: match c(MetricEvent::MinRt) {
+                NO_MIN => 0.0,
+                us => us as f64 / 1_000.0,
+            },
         }
     }
 }
@@ -113,6 +128,6 @@ impl SecondStats {
 /// current (partial) second is included. `None` if no node of that name exists.
 pub fn last_minute(resource: &str) -> Option<Vec<SecondStats>> {
     let node = registry::get(resource)?;
-    let seconds = node.stats().minute(clock::now_nanos());
+    let seconds = node.stats().minute_totals(clock::now_nanos());
     Some(seconds.iter().map(SecondStats::from_totals).collect())
 }

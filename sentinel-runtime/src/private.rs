@@ -148,8 +148,9 @@ impl StaticNode {
 
     #[cold]
     fn init(&self) -> &'static ResourceNode {
-        // The attribute checks its values at compile time; keep only rules that validate, so a
-        // bad default can never panic here.
+        // The attribute checks every value at compile time against the same limits, so this
+        // keeps them all; should one still fail (a limit changed without the attribute), it is
+        // reported, never dropped silently, and can never panic here.
         let mut defaults = Defaults::default();
         for d in self.defaults {
             match d {
@@ -161,15 +162,16 @@ impl StaticNode {
                 DefaultRule::Breaker(spec) => defaults.breakers.push(spec.rule(self.name)),
             }
         }
-        defaults.flow.retain(|r| r.validate().is_ok());
-        defaults.breakers.retain(|r| r.validate().is_ok());
-        crate::rules::node(self.name, &defaults)
+        for error in ResourceNode::validated(&mut defaults) {
+            eprintln!("sentinel: a default rule of the attribute was not put in force: {error}");
+        }
+        crate::rules::defined_node(self.name, &defaults)
     }
 
     /// Enters the node for one pass.
     #[inline]
     pub fn enter(&self) -> Result<Entry, BlockError> {
-        self.node().enter(1)
+        crate::entry::enter(self.node(), 1)
     }
 
     /// Admission for an `async fn`: await [`wait_for_turn`], then
@@ -177,7 +179,7 @@ impl StaticNode {
     /// before [`finished`] is called on it.
     #[inline]
     pub fn reserve_async(&self) -> Result<Reservation, BlockError> {
-        self.node().reserve(1, true)
+        crate::entry::reserve(self.node(), 1, true)
     }
 }
 

@@ -45,10 +45,17 @@ impl Loaded {
         );
     }
 
-    fn apply_all(&self) {
-        for node in registry::all() {
-            self.apply(node);
+    /// Applies the rules to the nodes of `names` that exist (the others get them when created).
+    fn apply_to<'a>(&self, names: impl IntoIterator<Item = &'a String>) {
+        for name in names {
+            if let Some(node) = registry::get(name) {
+                self.apply(node);
+            }
         }
+    }
+
+    fn names(&self, name: &str) -> bool {
+        self.flow.contains_key(name) || self.breakers.contains_key(name)
     }
 }
 
@@ -66,6 +73,23 @@ fn by_resource<R>(rules: Vec<R>, resource: impl Fn(&R) -> &str) -> HashMap<Strin
             .push(rule);
     }
     map
+}
+
+/// Replaces one kind's loaded rules and applies the change to the resources the old or the new
+/// rules name: a reload costs in proportion to the rules, not to the number of resources.
+fn replace<R>(
+    kind: impl Fn(&mut Loaded) -> &mut HashMap<String, Vec<R>>,
+    new: HashMap<String, Vec<R>>,
+) {
+    let mut loaded = loaded();
+    let old = std::mem::replace(kind(&mut loaded), new);
+    let names: Vec<String> = old
+        .into_keys()
+        .chain(kind(&mut loaded).keys().cloned())
+        .collect::<std::collections::HashSet<String>>()
+        .into_iter()
+        .collect();
+    loaded.apply_to(&names);
 }
 
 /// Replaces the loaded flow rules with `rules`.
@@ -91,9 +115,7 @@ pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), 
     for rule in &rules {
         rule.validate()?;
     }
-    let mut loaded = loaded();
-    loaded.flow = by_resource(rules, |r| &r.resource);
-    loaded.apply_all();
+    replace(|l| &mut l.flow, by_resource(rules, |r| &r.resource));
     Ok(())
 }
 
@@ -131,9 +153,7 @@ pub fn load_circuit_breaker_rules(
             format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
         ));
     }
-    let mut loaded = loaded();
-    loaded.breakers = grouped;
-    loaded.apply_all();
+    replace(|l| &mut l.breakers, grouped);
     Ok(())
 }
 
@@ -156,18 +176,40 @@ pub fn circuit_breaker_rules() -> Vec<CircuitBreakerRule> {
     sorted(&loaded().breakers)
 }
 
-/// The node named `name`, created with `defaults` (validated by the caller) and with any loaded
-/// rules for it in force. An existing node without defaults adopts these.
-pub(crate) fn node(name: &str, defaults: &Defaults) -> &'static ResourceNode {
+/// The node of a definition (the attribute) named `name`, created with `defaults` (validated
+/// by the caller) and with any loaded rules for it in force. An existing node that no
+/// definition claimed yet adopts these defaults. Definitions always get their node (they do not
+/// count against the cap on resources).
+pub(crate) fn defined_node(name: &str, defaults: &Defaults) -> &'static ResourceNode {
     let loaded = loaded();
     let mut created = false;
-    let node = registry::get_or_create(name, |node| {
+    let node = registry::get_or_create(name, false, |node| {
         node.adopt_defaults(defaults);
         loaded.apply(node);
         created = true;
     });
-    if !created && node.adopt_defaults(defaults) {
-        loaded.apply(node);
+    match node {
+        Some(node) => {
+            if !created && node.adopt_defaults(defaults) {
+                loaded.apply(node);
+            }
+            node
+        }
+        // Uncapped creation always succeeds; stay panic-free regardless.
+        None => registry::overflow(),
     }
-    node
+}
+
+/// The node of `name` for an entry by name: the existing node, else a new one with any loaded
+/// rules for it in force. A name that loaded rules mention always gets its node; any other new
+/// name counts against the cap on resources, and beyond it gets the shared overflow node (its
+/// entries pass unchecked).
+pub(crate) fn node_by_name(name: &str) -> &'static ResourceNode {
+    if let Some(node) = registry::get(name) {
+        return node;
+    }
+    let loaded = loaded();
+    let capped = !loaded.names(name);
+    registry::get_or_create(name, capped, |node| loaded.apply(node))
+        .unwrap_or_else(registry::overflow)
 }

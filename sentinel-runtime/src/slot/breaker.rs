@@ -6,7 +6,7 @@
 //! `transitions` lock, which also runs the listeners, so they see the transitions in order; the
 //! hot path (a closed breaker) never takes it.
 
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Mutex, PoisonError};
 
 use crossbeam_utils::CachePadded;
@@ -52,6 +52,8 @@ pub(crate) type Probe = u32;
 /// One circuit-breaker rule in force on a node.
 #[derive(Debug)]
 pub(crate) struct CircuitBreaker {
+    /// Names this breaker in probe tickets (unique in the process, never 0).
+    id: u32,
     pub(crate) rule: CircuitBreakerRule,
     state: CachePadded<AtomicU64>,
     /// When the current generation began (written before it is published).
@@ -72,11 +74,15 @@ impl CircuitBreaker {
         let window_ms = rule.window.as_millis() as u64;
         let sample_count = rule.sample_count.max(1);
         let bucket = (window_ms * 1_000_000 / u64::from(sample_count)).max(1);
+        static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+        // Wraps after 4 billion breakers; 0 is skipped (it means "no probe").
+        let id = NEXT_ID.fetch_add(1, Relaxed).max(1);
         CircuitBreaker {
+            id,
             rule: rule.clone(),
             state: CachePadded::new(AtomicU64::new(word(CLOSED, 0))),
             since: AtomicU64::new(now),
-            stats: LeapArray::from_parts(bucket, sample_count, now),
+            stats: LeapArray::from_parts(bucket, sample_count),
             floor: AtomicU64::new(0),
             recovery_nanos: u64::try_from(rule.recovery.as_nanos()).unwrap_or(u64::MAX),
             slow_above_us: match rule.strategy {
@@ -87,6 +93,12 @@ impl CircuitBreaker {
             },
             transitions: Mutex::new(()),
         }
+    }
+
+    /// The breaker's id, for probe tickets.
+    #[inline]
+    pub(crate) fn id(&self) -> u32 {
+        self.id
     }
 
     /// The breaker's state now.

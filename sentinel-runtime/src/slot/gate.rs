@@ -1,16 +1,13 @@
-//! The built-in flow checks, one [`Gate`] per flow rule in force: exact QPS admission (reject or
-//! warm-up), throttling, concurrency and related-resource gates.
+//! The built-in flow checks of passes, one [`Gate`] per QPS rule in force: exact QPS admission
+//! (reject or warm-up), throttling and related-resource gates. Concurrency rules are checked
+//! against the node's own count of calls inside ([`super::concurrency`]).
 //!
 //! Sentinel, sentinel-golang and sentinel-rust read the count, decide, and add the pass later,
-//! so concurrent callers over-admit. Here a caller adds its pass first (one `fetch_add`) and
-//! rolls it back if the sum overshoots. A reservation rolled back can only make another caller
-//! see a *higher* count, never a lower one, so the error is always on the side of blocking: and
-//! an overshoot exists only once the committed passes already reach the limit, so at a fixed
-//! time exactly `limit` callers pass.
+//! so concurrent callers over-admit. Here a caller adds its pass only if the sum stays within the
+//! limit (one CAS), and rolls it back if the window moved meanwhile: so at a fixed time exactly
+//! `limit` callers pass.
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
-
-use crossbeam_utils::CachePadded;
 
 use super::qps::QpsGate;
 use super::related::{RelatedGate, Resolve};
@@ -24,7 +21,6 @@ use crate::rules::{FlowMetric, FlowRule};
 /// the shape.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct GateShape {
-    metric: FlowMetric,
     window_ms: u64,
     sample_count: u32,
     strict: bool,
@@ -35,19 +31,7 @@ pub(crate) struct GateShape {
 
 impl GateShape {
     pub(crate) fn of(rule: &FlowRule) -> GateShape {
-        if rule.metric == FlowMetric::Concurrency {
-            return GateShape {
-                metric: FlowMetric::Concurrency,
-                window_ms: 0,
-                sample_count: 0,
-                strict: false,
-                warm_up: None,
-                max_wait: None,
-                relate: None,
-            };
-        }
         GateShape {
-            metric: FlowMetric::Qps,
             window_ms: rule.window_ms(),
             sample_count: rule.sample_count,
             strict: rule.strict,
@@ -95,32 +79,17 @@ impl Threshold {
     }
 }
 
-/// Exact admission of at most `limit` callers inside at once.
-#[derive(Debug)]
-pub(crate) struct ConcurrencyGate {
-    inside: CachePadded<AtomicU64>,
-    threshold: Threshold,
+/// A gate's admission of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pass {
+    /// The time the call counts at: the entry's reading, or later if the gate's window has
+    /// already moved past it (a reading delayed between the clock and the gate).
+    pub(crate) at: u64,
+    /// When the caller's throttling turn comes, on the precise clock (0: pass now).
+    pub(crate) turn: u64,
 }
 
-impl ConcurrencyGate {
-    #[inline]
-    fn try_acquire(&self) -> bool {
-        let limit = self.threshold.limit();
-        let inside = self.inside.fetch_add(1, AcqRel) + 1;
-        if inside > limit {
-            self.inside.fetch_sub(1, AcqRel);
-            return false;
-        }
-        true
-    }
-
-    #[inline]
-    fn release(&self) {
-        self.inside.fetch_sub(1, AcqRel);
-    }
-}
-
-/// One flow rule in force on a node.
+/// One QPS flow rule in force on a node.
 #[derive(Debug)]
 pub(crate) struct Gate {
     shape: GateShape,
@@ -131,16 +100,32 @@ pub(crate) struct Gate {
 enum Kind {
     Qps(QpsGate),
     Throttle(ThrottleGate),
-    Concurrency(ConcurrencyGate),
     Related(RelatedGate),
 }
 
 impl Gate {
-    /// The gate for a validated `rule`; `resolve` finds a related resource's node.
-    pub(crate) fn new(rule: &FlowRule, now: u64, resolve: Resolve) -> Gate {
+    /// The gate for a validated QPS `rule`; `resolve` finds a related resource's node;
+    /// `recent(since, f)` reports the node's passes since `since` (see [`QpsGate::seed`]), so
+    /// that a new gate counts what the node already admitted.
+    pub(crate) fn new(
+        rule: &FlowRule,
+        now: u64,
+        resolve: Resolve,
+        recent: &dyn Fn(u64, &mut dyn FnMut(u64, u64, u64)),
+    ) -> Gate {
+        debug_assert_eq!(rule.metric, FlowMetric::Qps);
+        let kind = match (&rule.relate, rule.max_wait) {
+            (Some(related), _) => Kind::Related(RelatedGate::new(related, rule.threshold, resolve)),
+            (None, Some(_)) => Kind::Throttle(ThrottleGate::new(rule, now)),
+            _ => {
+                let mut gate = QpsGate::new(rule, now);
+                gate.seed(now, recent);
+                Kind::Qps(gate)
+            }
+        };
         Gate {
             shape: GateShape::of(rule),
-            kind: Kind::new(rule, now, resolve),
+            kind,
         }
     }
 
@@ -148,43 +133,24 @@ impl Gate {
     pub(crate) fn fits(&self, shape: &GateShape) -> bool {
         self.shape == *shape
     }
-}
 
-impl Kind {
-    fn new(rule: &FlowRule, now: u64, resolve: Resolve) -> Kind {
-        match (&rule.metric, &rule.relate, rule.max_wait) {
-            (FlowMetric::Concurrency, _, _) => Kind::Concurrency(ConcurrencyGate {
-                inside: CachePadded::new(AtomicU64::new(0)),
-                threshold: Threshold::new(rule.threshold),
-            }),
-            (_, Some(related), _) => {
-                Kind::Related(RelatedGate::new(related, rule.threshold, resolve))
-            }
-            (_, None, Some(_)) => Kind::Throttle(ThrottleGate::new(rule)),
-            _ => Kind::Qps(QpsGate::new(rule, now)),
-        }
-    }
-}
-
-impl Gate {
     pub(crate) fn set_threshold(&self, threshold: f64) {
         match &self.kind {
             Kind::Qps(g) => g.threshold.set(threshold),
             Kind::Throttle(g) => g.set_threshold(threshold),
-            Kind::Concurrency(g) => g.threshold.set(threshold),
             Kind::Related(g) => g.threshold.set(threshold),
         }
     }
 
-    /// Reserves `count` at `now`: the time of the caller's throttling turn (0: pass now), or
-    /// which rule blocked.
+    /// Reserves `count` at `now`: when the call counts and its throttling turn, or which rule
+    /// blocked.
     #[inline]
     pub(crate) fn try_enter(
         &self,
         resource: &'static str,
         now: u64,
         count: u32,
-    ) -> Result<u64, BlockError> {
+    ) -> Result<Pass, BlockError> {
         self.try_enter_at(resource, now, clock::precise_nanos, count)
     }
 
@@ -196,17 +162,22 @@ impl Gate {
         now: u64,
         precise: impl FnOnce() -> u64,
         count: u32,
-    ) -> Result<u64, BlockError> {
+    ) -> Result<Pass, BlockError> {
         match &self.kind {
-            Kind::Qps(g) if g.try_acquire(now, count) => Ok(0),
-            Kind::Qps(g) => Err(BlockError::flow(resource, g.threshold.given(), g.window_ms)),
-            Kind::Throttle(g) => g.try_acquire(precise(), count).ok_or_else(|| {
-                BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
-                    .because("throttled: the next turn is further away than max_wait")
-            }),
-            Kind::Concurrency(g) if g.try_acquire() => Ok(0),
-            Kind::Concurrency(g) => Err(BlockError::concurrency(resource, g.threshold.given())),
-            Kind::Related(g) if g.admits(now, count) => Ok(0),
+            Kind::Qps(g) => match g.try_acquire(now, count) {
+                Some(at) => Ok(Pass { at, turn: 0 }),
+                None => Err(BlockError::flow(resource, g.threshold.given(), g.window_ms)),
+            },
+            Kind::Throttle(g) => match g.try_acquire(precise(), count) {
+                Some(turn) => Ok(Pass { at: now, turn }),
+                None => {
+                    Err(
+                        BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
+                            .because("throttled: the next turn is further away than max_wait"),
+                    )
+                }
+            },
+            Kind::Related(g) if g.admits(now, count) => Ok(Pass { at: now, turn: 0 }),
             Kind::Related(g) => {
                 Err(BlockError::flow(resource, g.threshold.given(), 1_000)
                     .because_related(g.related))
@@ -214,35 +185,25 @@ impl Gate {
         }
     }
 
-    /// Undoes a successful [`try_enter`](Self::try_enter) of a call a later check blocked. A
-    /// throttling turn is not given back (later turns are already spaced after it).
-    pub(crate) fn cancel(&self, now: u64, count: u32) {
+    /// The error of a call this gate blocks.
+    pub(crate) fn block_error(&self, resource: &'static str) -> BlockError {
         match &self.kind {
-            Kind::Qps(g) => g.cancel(now, count),
-            Kind::Concurrency(g) => g.release(),
-            Kind::Throttle(_) | Kind::Related(_) => {}
+            Kind::Qps(g) => BlockError::flow(resource, g.threshold.given(), g.window_ms),
+            Kind::Throttle(g) => {
+                BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
+            }
+            Kind::Related(g) => {
+                BlockError::flow(resource, g.threshold.given(), 1_000).because_related(g.related)
+            }
         }
     }
 
-    /// Whether an admitted call holds something of this gate until its exit.
-    pub(crate) fn holds_until_exit(&self) -> bool {
-        matches!(self.kind, Kind::Concurrency(_))
-    }
-
-    /// The exit of an admitted call.
-    #[inline]
-    pub(crate) fn exit(&self) {
-        if let Kind::Concurrency(g) = &self.kind {
-            g.release();
-        }
-    }
-
-    /// Callers inside (concurrency gates).
-    #[cfg(test)]
-    pub(crate) fn inside(&self) -> u64 {
-        match &self.kind {
-            Kind::Concurrency(g) => g.inside.load(Acquire),
-            _ => 0,
+    /// Undoes a successful [`try_enter`](Self::try_enter) that counted at `at`, for a call that
+    /// will not run (a later check blocked it). A throttling turn is not given back (later turns
+    /// are already spaced after it).
+    pub(crate) fn cancel(&self, at: u64, count: u32) {
+        if let Kind::Qps(g) = &self.kind {
+            g.cancel(at, count);
         }
     }
 }
@@ -260,7 +221,7 @@ mod tests {
     }
 
     fn gate(rule: FlowRule) -> Gate {
-        Gate::new(&rule, T0, no_nodes)
+        Gate::new(&rule, T0, no_nodes, &|_, _| {})
     }
 
     fn qps(threshold: f64, strict: bool) -> Gate {
@@ -304,6 +265,24 @@ mod tests {
         assert!(g.try_enter("r", T0, 1).is_ok());
         g.cancel(T0, 1);
         assert!(g.try_enter("r", T0, 1).is_ok());
+    }
+
+    #[test]
+    fn a_new_gate_counts_the_passes_the_node_already_admitted() {
+        let rule = FlowRule::qps("r", 5.0).strict(true);
+        // The node admitted 3 at T0 - 950 ms and 1 at T0 - 50 ms (100 ms statistics buckets).
+        let recent = |since: u64, f: &mut dyn FnMut(u64, u64, u64)| {
+            for (start, passes) in [(T0 - 1_000 * MS, 3), (T0 - 100 * MS, 1)] {
+                if start + 100 * MS > since {
+                    f(start, 100 * MS, passes);
+                }
+            }
+        };
+        let g = Gate::new(&rule, T0, no_nodes, &recent);
+        assert_eq!(admitted(&g, T0, 5), 1, "4 of 5 already spent");
+        // The 3 leave the strict window (N + 1 buckets) 100 ms later than they happened.
+        assert_eq!(admitted(&g, T0 + 50 * MS, 5), 0);
+        assert_eq!(admitted(&g, T0 + 100 * MS, 5), 3, "t=T0+100ms");
     }
 
     #[test]
@@ -372,24 +351,15 @@ mod tests {
         );
     }
 
-    #[test]
-    fn concurrency_gate_counts_inside() {
-        let g = gate(FlowRule::concurrency("r", 2));
-        assert!(g.try_enter("r", T0, 1).is_ok());
-        assert!(g.try_enter("r", T0, 1).is_ok());
-        assert!(g.try_enter("r", T0, 1).is_err());
-        assert_eq!(g.inside(), 2);
-        g.exit();
-        assert!(g.try_enter("r", T0, 1).is_ok());
-    }
-
     /// Each call's wait for its throttling turn at `at`, or `None` if blocked.
     fn turns(g: &Gate, at: u64, calls: u32) -> Vec<Option<u64>> {
         (0..calls).map(|_| wait(g, at)).collect()
     }
 
     fn wait(g: &Gate, at: u64) -> Option<u64> {
-        g.try_enter_at("r", at, || at, 1).ok().map(|turn| turn - at)
+        g.try_enter_at("r", at, || at, 1)
+            .ok()
+            .map(|pass| pass.turn - at)
     }
 
     #[test]

@@ -5,37 +5,49 @@
 //! counted as a pass), and the call is counted as a block. An admitted call is counted as a pass;
 //! its [`Entry`](crate::Entry)'s drop records the exit.
 //!
-//! Built in: the flow checks at [`FLOW_SLOT_ORDER`] and the circuit breakers at
-//! [`CIRCUIT_BREAKER_SLOT_ORDER`] (Sentinel's orders). Later checks (hotspot, system) take their
-//! own order numbers the same way.
-//! A user adds a check with [`register_check_slot`]; with none registered the chain costs nothing
-//! beyond the built-in checks.
+//! Built in: the flow checks (concurrency, then QPS) at [`FLOW_SLOT_ORDER`] and the circuit
+//! breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`] (Sentinel's orders). A user adds a check with
+//! [`register_check_slot`]; with none registered the chain costs nothing beyond the built-in
+//! checks.
+//!
+//! # Panics in user code
+//!
+//! A check slot may panic. Whatever it panics in, everything the chain had reserved for the call
+//! (QPS passes, a concurrency place, a half-open breaker's probe, the earlier custom slots'
+//! reservations through their [`CheckSlot::cancel`]) is given back exactly once while the panic
+//! unwinds, and the panic then reaches the caller of the entry. A panic inside a
+//! [`CheckSlot::cancel`] is contained (it is reported by the panic hook, printed to stderr by
+//! default) so that the remaining reservations are still given back.
 
 pub(crate) mod breaker;
+mod concurrency;
 mod gate;
 mod qps;
+pub(crate) mod qps_ring;
 mod related;
 mod throttle;
 mod warm_up;
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 pub(crate) use breaker::{CircuitBreaker, Probe};
+pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use gate::{Gate, GateShape};
 pub(crate) use related::Resolve;
 
 use crate::error::BlockError;
-use crate::node::{ActiveRules, ResourceNode};
+use crate::node::ResourceNode;
 
-/// Order of the built-in flow checks (QPS and concurrency), as in Sentinel.
+/// Order of the built-in flow checks (concurrency and QPS), as in Sentinel.
 pub const FLOW_SLOT_ORDER: i32 = -2_000;
 /// Order of the built-in circuit breakers, as in Sentinel's degrade slot.
 pub const CIRCUIT_BREAKER_SLOT_ORDER: i32 = -1_000;
 
-/// A probe admitted by a breaker of the node's rule set: `(index + 1) << 32 | probe`, or 0 for
-/// none. One 8-byte word, so it is written and read back whole (a struct with narrower fields is
-/// written in pieces and read back as one word, which stalls store forwarding on the entry path).
+/// A probe admitted by a circuit breaker: `breaker id << 32 | probe`, or 0 for none. One 8-byte
+/// word, so it is written and read back whole (a struct with narrower fields is written in
+/// pieces and read back as one word, which stalls store forwarding on the entry path).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ProbeTicket(u64);
 
@@ -43,33 +55,51 @@ impl ProbeTicket {
     /// Not a probe.
     pub(crate) const NONE: ProbeTicket = ProbeTicket(0);
 
-    fn new(index: usize, probe: Probe) -> ProbeTicket {
-        ProbeTicket(((index as u64 + 1) << 32) | u64::from(probe))
+    fn new(breaker: &CircuitBreaker, probe: Probe) -> ProbeTicket {
+        ProbeTicket((u64::from(breaker.id()) << 32) | u64::from(probe))
     }
 
     fn is_some(self) -> bool {
         self.0 != 0
     }
 
-    /// The probe, if the breaker at `index` admitted it.
+    /// The probe, if `breaker` admitted it.
     #[inline]
-    pub(crate) fn for_breaker(self, index: usize) -> Option<Probe> {
-        (self.0 >> 32 == index as u64 + 1).then_some(self.0 as Probe)
+    pub(crate) fn for_breaker(self, breaker: &CircuitBreaker) -> Option<Probe> {
+        (self.is_some() && self.0 >> 32 == u64::from(breaker.id())).then_some(self.0 as Probe)
     }
+}
 
-    fn get(self) -> Option<(usize, Probe)> {
-        self.is_some()
-            .then(|| ((self.0 >> 32) as usize - 1, self.0 as Probe))
+/// The checks in force on a resource, as the entry path reads them.
+#[derive(Debug, Default)]
+pub(crate) struct Chain {
+    /// The smallest concurrency rule's limit (and its threshold as given), if any.
+    pub(crate) concurrency: Option<(u64, f64)>,
+    /// The QPS checks, in order.
+    pub(crate) gates: Vec<Arc<Gate>>,
+    /// The circuit breakers, checked after the flow checks.
+    pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
+}
+
+impl Chain {
+    /// No checks at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.concurrency.is_none() && self.gates.is_empty() && self.breakers.is_empty()
     }
 }
 
 /// What the chain decided for an admitted call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Admission {
-    /// The probe ticket, if a half-open breaker admitted the call as its probe.
-    pub(crate) probe: ProbeTicket,
+    /// The time the call counts at (the entry's clock reading, or later if a QPS window had
+    /// already moved past it).
+    pub(crate) at: u64,
     /// When the caller's throttling turn comes, on the precise clock (0: pass now).
     pub(crate) turn: u64,
+    /// The probe ticket, if a half-open breaker admitted the call as its probe.
+    pub(crate) probe: ProbeTicket,
+    /// The call took a place in the node's concurrency counter.
+    pub(crate) counted: bool,
 }
 
 /// What a check slot sees of the call being entered.
@@ -96,7 +126,8 @@ impl SlotContext<'_> {
         self.count
     }
 
-    /// The time of the entry on the runtime clock, in nanoseconds.
+    /// The time of the entry on the runtime clock, in nanoseconds (for slots after the flow
+    /// checks: the time the call counts at).
     pub fn now_nanos(&self) -> u64 {
         self.now
     }
@@ -122,6 +153,9 @@ impl SlotContext<'_> {
 /// assert_eq!(entry("doc-admin").unwrap_err().kind(), BlockKind::Custom);
 /// assert!(entry("doc-public").is_ok());
 /// ```
+///
+/// A panic in `check` reaches the caller of the entry after everything reserved for the call was
+/// given back (see the [module docs](self)).
 pub trait CheckSlot: Send + Sync + 'static {
     /// Admits the call, or says why not.
     fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError>;
@@ -147,166 +181,269 @@ pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     HAS_CUSTOM.store(true, Ordering::Release);
 }
 
-/// Runs the checks for one entry. On a block, every check that had admitted is cancelled.
+/// Everything reserved so far for one call; dropped armed (a block returned early, or a panic
+/// unwinding), it gives all of it back.
+struct Reserved<'a> {
+    chain: &'a Chain,
+    counter: &'a ConcurrencyCounter,
+    count: u32,
+    counted: bool,
+    /// `chain.gates[..gates]` admitted the call, counting it at `at`.
+    gates: usize,
+    at: u64,
+    probe: ProbeTicket,
+    /// The first `custom` registered slots admitted the call.
+    custom: usize,
+    custom_slots: &'a [Registered],
+    ctx: Option<&'a SlotContext<'a>>,
+    armed: bool,
+}
+
+impl Reserved<'_> {
+    fn cancel_gates(&mut self) {
+        for gate in &self.chain.gates[..self.gates] {
+            gate.cancel(self.at, self.count);
+        }
+        self.gates = 0;
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if let Some(ctx) = self.ctx {
+            for (_, slot) in self.custom_slots[..self.custom].iter().rev() {
+                // A panicking cancel must not stop the other reservations from being given back
+                // (nor abort the process while another panic unwinds).
+                let _ = catch_unwind(AssertUnwindSafe(|| slot.cancel(ctx)));
+            }
+        }
+        release_probe(self.chain, self.probe);
+        self.cancel_gates();
+        if self.counted {
+            self.counter.release();
+        }
+    }
+}
+
+/// Runs the checks for one entry at `now`. On a block (or a panic in a custom slot), everything
+/// already reserved is given back.
 #[inline]
 pub(crate) fn check(
     node: &ResourceNode,
-    rules: &ActiveRules,
+    chain: &Chain,
+    counter: &ConcurrencyCounter,
     now: u64,
     count: u32,
 ) -> Result<Admission, BlockError> {
     if HAS_CUSTOM.load(Ordering::Acquire) {
-        return check_with_custom(node, rules, now, count);
+        return check_with_custom(node, chain, counter, now, count);
     }
-    check_built_in(node, rules, now, count)
+    let mut reserved = Reserved {
+        chain,
+        counter,
+        count,
+        counted: false,
+        gates: 0,
+        at: now,
+        probe: ProbeTicket::NONE,
+        custom: 0,
+        custom_slots: &[],
+        ctx: None,
+        armed: true,
+    };
+    let turn = check_flow(node.name(), &mut reserved)?;
+    check_breakers(node.name(), &mut reserved)?;
+    reserved.armed = false;
+    Ok(Admission {
+        at: reserved.at,
+        turn,
+        probe: reserved.probe,
+        counted: reserved.counted,
+    })
 }
 
-/// The flow gates, then the circuit breakers.
+/// The concurrency check, then the QPS gates: the latest throttling turn among them (0: none).
 #[inline]
-fn check_built_in(
-    node: &ResourceNode,
-    rules: &ActiveRules,
-    now: u64,
-    count: u32,
-) -> Result<Admission, BlockError> {
-    let turn = check_gates(node, rules, now, count)?;
-    if rules.breakers.is_empty() {
-        return Ok(Admission {
-            probe: ProbeTicket::NONE,
-            turn,
-        });
+fn check_flow(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
+    if r.counter.is_tracking() {
+        let limit = r.chain.concurrency.map(|(limit, _)| limit);
+        if !r.counter.try_acquire(limit) {
+            let given = r.chain.concurrency.map_or(0.0, |(_, given)| given);
+            return Err(BlockError::concurrency(resource, given));
+        }
+        r.counted = true;
     }
-    let probe =
-        check_breakers(node, rules, now).inspect_err(|_| cancel_gates(rules.gates, now, count))?;
-    Ok(Admission { probe, turn })
-}
-
-/// The flow gates: the latest throttling turn among them (0: none). On a block, the gates that
-/// had admitted are cancelled.
-#[inline]
-fn check_gates(
-    node: &ResourceNode,
-    rules: &ActiveRules,
-    now: u64,
-    count: u32,
-) -> Result<u64, BlockError> {
     let mut turn = 0;
-    for (i, gate) in rules.gates.iter().enumerate() {
-        match gate.try_enter(node.name(), now, count) {
-            Ok(t) => turn = turn.max(t),
-            Err(block) => {
-                cancel_gates(&rules.gates[..i], now, count);
-                return Err(block);
+    // A gate whose window has moved past `at` counts the call later; the gates before it then
+    // check again at that time, so that every gate counts the call at the time it is recorded.
+    for _round in 0..3 {
+        let mut moved = false;
+        for gate in r.chain.gates.iter() {
+            let pass = gate.try_enter(resource, r.at, r.count)?;
+            turn = turn.max(pass.turn);
+            if pass.at > r.at && r.gates > 0 {
+                r.cancel_gates();
+                gate.cancel(pass.at, r.count);
+                r.at = pass.at;
+                moved = true;
+                break;
+            }
+            r.at = r.at.max(pass.at);
+            r.gates += 1;
+        }
+        if !moved {
+            return Ok(turn);
+        }
+        turn = 0;
+    }
+    // Still moving after three rounds: the clock is racing past bucket boundaries faster than
+    // the check runs. Refusing is always safe.
+    r.cancel_gates();
+    Err(r.chain.gates.first().map_or_else(
+        || BlockError::flow(resource, 0.0, 1_000),
+        |g| g.block_error(resource),
+    ))
+}
+
+/// The circuit breakers; at most one makes the call its probe.
+fn check_breakers(resource: &'static str, r: &mut Reserved<'_>) -> Result<(), BlockError> {
+    for breaker in r.chain.breakers.iter() {
+        if let Some(probe) = breaker.try_enter(resource, r.at, r.probe.is_some())? {
+            r.probe = ProbeTicket::new(breaker, probe);
+        }
+    }
+    Ok(())
+}
+
+fn release_probe(chain: &Chain, ticket: ProbeTicket) {
+    if ticket.is_some() {
+        for breaker in &chain.breakers {
+            if let Some(probe) = ticket.for_breaker(breaker) {
+                breaker.release_probe(probe);
             }
         }
     }
-    Ok(turn)
 }
 
 /// Undoes every check's admission of a call that will not run after all (an async caller's
 /// future dropped while waiting for its throttling turn).
 pub(crate) fn cancel(
     node: &ResourceNode,
-    rules: &ActiveRules,
-    now: u64,
+    chain: &Chain,
+    counter: &ConcurrencyCounter,
     count: u32,
     admission: Admission,
 ) {
-    release_probe(rules, admission.probe);
-    cancel_gates(rules.gates, now, count);
-    if HAS_CUSTOM.load(Ordering::Acquire) {
-        let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
-        cancel_custom(&custom, &SlotContext { node, now, count });
-    }
+    let custom = if HAS_CUSTOM.load(Ordering::Acquire) {
+        Some(CUSTOM.read().unwrap_or_else(PoisonError::into_inner))
+    } else {
+        None
+    };
+    let ctx = SlotContext {
+        node,
+        now: admission.at,
+        count,
+    };
+    let slots: &[Registered] = custom.as_deref().map_or(&[], |c| c.as_slice());
+    drop(Reserved {
+        chain,
+        counter,
+        count,
+        counted: admission.counted,
+        gates: chain.gates.len(),
+        at: admission.at,
+        probe: admission.probe,
+        custom: slots.len(),
+        custom_slots: slots,
+        ctx: Some(&ctx),
+        armed: true,
+    });
 }
 
-/// The circuit breakers; at most one makes the call its probe. On a block, that probe is given
-/// back.
-fn check_breakers(
-    node: &ResourceNode,
-    rules: &ActiveRules,
-    now: u64,
-) -> Result<ProbeTicket, BlockError> {
-    let mut ticket = ProbeTicket::NONE;
-    for (i, breaker) in rules.breakers.iter().enumerate() {
-        match breaker.try_enter(node.name(), now, ticket.is_some()) {
-            Ok(None) => {}
-            Ok(Some(probe)) => ticket = ProbeTicket::new(i, probe),
-            Err(block) => {
-                release_probe(rules, ticket);
-                return Err(block);
-            }
-        }
-    }
-    Ok(ticket)
-}
-
-fn release_probe(rules: &ActiveRules, ticket: ProbeTicket) {
-    if let Some((i, probe)) = ticket.get() {
-        if let Some(breaker) = rules.breakers.get(i) {
-            breaker.release_probe(probe);
-        }
-    }
-}
-
-fn cancel_gates(gates: &[&Gate], now: u64, count: u32) {
-    for gate in gates {
-        gate.cancel(now, count);
-    }
-}
-
-/// Runs custom slots in order; on a block, cancels the ones of this group that had admitted.
-fn run_custom(slots: &[Registered], ctx: &SlotContext<'_>) -> Result<(), BlockError> {
-    for (i, (_, slot)) in slots.iter().enumerate() {
-        if let Err(block) = slot.check(ctx) {
-            cancel_custom(&slots[..i], ctx);
-            return Err(block);
-        }
-    }
-    Ok(())
-}
-
-fn cancel_custom(slots: &[Registered], ctx: &SlotContext<'_>) {
-    slots.iter().rev().for_each(|(_, s)| s.cancel(ctx));
-}
-
-/// The chain with custom slots interleaved by order: before the flow gates, between them and the
-/// breakers, after the breakers. A block anywhere cancels everything that admitted before it.
+/// The chain with custom slots interleaved by order: before the flow checks, between them and
+/// the breakers, after the breakers. A block or a panic anywhere gives back everything reserved
+/// before it.
 #[cold]
 fn check_with_custom(
     node: &ResourceNode,
-    rules: &ActiveRules,
+    chain: &Chain,
+    counter: &ConcurrencyCounter,
     now: u64,
     count: u32,
 ) -> Result<Admission, BlockError> {
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
-    let ctx = SlotContext { node, now, count };
     let flow_at = custom.partition_point(|(o, _)| *o < FLOW_SLOT_ORDER);
     let breaker_at = custom.partition_point(|(o, _)| *o < CIRCUIT_BREAKER_SLOT_ORDER);
-    let (before, between, after) = (
-        &custom[..flow_at],
-        &custom[flow_at..breaker_at],
-        &custom[breaker_at..],
-    );
-    run_custom(before, &ctx)?;
-    let undo_before = |block| {
-        cancel_custom(before, &ctx);
-        block
+    let early = SlotContext { node, now, count };
+    // The custom slots before the flow checks see the entry's reading; those after see the time
+    // the call counts at. Each group is cancelled with the context it was checked with.
+    let mut before = Reserved {
+        chain,
+        counter,
+        count,
+        counted: false,
+        gates: 0,
+        at: now,
+        probe: ProbeTicket::NONE,
+        custom: 0,
+        custom_slots: &custom[..flow_at],
+        ctx: Some(&early),
+        armed: true,
     };
-    let turn = check_gates(node, rules, now, count).map_err(undo_before)?;
-    let undo_gates = |block| {
-        cancel_gates(rules.gates, now, count);
-        undo_before(block)
+    for (_, slot) in &custom[..flow_at] {
+        slot.check(&early)?;
+        before.custom += 1;
+    }
+    let mut flow = shallow(&before);
+    let turn = check_flow(node.name(), &mut flow)?;
+    let late = SlotContext {
+        node,
+        now: flow.at,
+        count,
     };
-    run_custom(between, &ctx).map_err(undo_gates)?;
-    let undo_between = |block| {
-        cancel_custom(between, &ctx);
-        undo_gates(block)
-    };
-    let probe = check_breakers(node, rules, now).map_err(undo_between)?;
-    run_custom(after, &ctx).map_err(|block| {
-        release_probe(rules, probe);
-        undo_between(block)
-    })?;
-    Ok(Admission { probe, turn })
+    let mut after = shallow(&flow);
+    after.custom_slots = &custom[flow_at..];
+    after.ctx = Some(&late);
+    flow.armed = false; // `after` owns the flow reservations now
+    for (_, slot) in &custom[flow_at..breaker_at] {
+        slot.check(&late)?;
+        after.custom += 1;
+    }
+    check_breakers(node.name(), &mut after)?;
+    // The slots after the breakers follow the ones between in `custom_slots`, so `after.custom`
+    // keeps counting the admitted prefix.
+    for (_, slot) in &custom[breaker_at..] {
+        slot.check(&late)?;
+        after.custom += 1;
+    }
+    after.armed = false;
+    before.armed = false;
+    Ok(Admission {
+        at: after.at,
+        turn,
+        probe: after.probe,
+        counted: after.counted,
+    })
+}
+
+/// A copy of `r`'s reservations (not its custom slots), armed: exactly one of `r` and the copy
+/// must stay armed. (Built field by field, never as a temporary: a dropped armed copy would give
+/// the reservations back.)
+fn shallow<'a>(r: &Reserved<'a>) -> Reserved<'a> {
+    Reserved {
+        chain: r.chain,
+        counter: r.counter,
+        count: r.count,
+        counted: r.counted,
+        gates: r.gates,
+        at: r.at,
+        probe: r.probe,
+        custom: 0,
+        custom_slots: &[],
+        ctx: None,
+        armed: true,
+    }
 }

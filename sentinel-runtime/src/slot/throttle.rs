@@ -25,7 +25,7 @@ pub(crate) struct ThrottleGate {
 }
 
 impl ThrottleGate {
-    pub(super) fn new(rule: &FlowRule) -> ThrottleGate {
+    pub(super) fn new(rule: &FlowRule, now: u64) -> ThrottleGate {
         let window_ns = rule.window_ms() * 1_000_000;
         let gate = ThrottleGate {
             latest: CachePadded::new(AtomicU64::new(0)),
@@ -35,7 +35,9 @@ impl ThrottleGate {
             max_wait_ns: rule
                 .max_wait
                 .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-            warm: rule.warm_up.map(|w| WarmUpCurve::new(rule.threshold, w)),
+            warm: rule
+                .warm_up
+                .map(|w| WarmUpCurve::new(rule.threshold, w, now)),
         };
         gate.set_threshold(rule.threshold);
         gate

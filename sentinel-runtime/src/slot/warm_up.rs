@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
 use crate::rules::WarmUp;
-use crate::stat::word;
+use crate::stat::word::{pack, tag, tag_of, value};
 
 const SECOND: u64 = 1_000_000_000;
 
@@ -25,7 +25,7 @@ pub(crate) struct WarmUpCurve {
     slope: f64,
     /// Stored tokens (`f64` bits), written only by the second's syncing caller.
     tokens: AtomicU64,
-    /// The last second synced (0: never, so the first sync fills up to `max`).
+    /// The last second synced (at first, the second the curve was built in).
     synced: AtomicU64,
     /// Passes per second, tagged with the second: the two most recent seconds.
     seconds: [AtomicU64; 2],
@@ -34,7 +34,8 @@ pub(crate) struct WarmUpCurve {
 }
 
 impl WarmUpCurve {
-    pub(crate) fn new(threshold: f64, warm: WarmUp) -> WarmUpCurve {
+    /// A cold curve (its tokens full) built at `now`.
+    pub(crate) fn new(threshold: f64, warm: WarmUp, now: u64) -> WarmUpCurve {
         let period = warm.period.as_secs_f64();
         let c = warm.cold_factor;
         let warning = period * threshold / (c - 1.0);
@@ -50,8 +51,10 @@ impl WarmUpCurve {
             warning,
             max,
             slope,
-            tokens: AtomicU64::new(0f64.to_bits()),
-            synced: AtomicU64::new(0),
+            // Cold from the start, whatever the clock reads: the first refill is computed from
+            // the seconds since the curve was built, not since the clock's origin.
+            tokens: AtomicU64::new(max.to_bits()),
+            synced: AtomicU64::new(now / SECOND),
             seconds: [AtomicU64::new(0), AtomicU64::new(0)],
             rate: AtomicU64::new((threshold / c).to_bits()),
         }
@@ -86,7 +89,14 @@ impl WarmUpCurve {
         {
             return; // another caller syncs this second
         }
-        let previous = self.passes_in(second - 1) as f64;
+        // Every second with traffic is synced by its first call, so if the last sync is older
+        // than the previous second, that second saw no passes (and its counter, tagged with a
+        // 32-bit second, is not consulted after an idle gap of any length).
+        let previous = if last + 1 == second {
+            self.passes_in(second - 1) as f64
+        } else {
+            0.0
+        };
         let old = f64::from_bits(self.tokens.load(Acquire));
         let refill = (second - last) as f64 * self.threshold;
         let cooling = old < self.warning
@@ -108,12 +118,33 @@ impl WarmUpCurve {
     pub(crate) fn record_pass(&self, now: u64, count: u32) {
         let second = now / SECOND;
         let slot = &self.seconds[(second % 2) as usize];
-        word::add_shared(slot, word::tag_of(second), count, word::Merge::Add);
+        let mut held = slot.load(Acquire);
+        loop {
+            // A word of another second is stale (or, for a reading delayed past a second, too
+            // new to matter): restart it. Counts saturate at u32::MAX (far above any rate the
+            // curve allows per second).
+            let next = if tag(held) == tag_of(second) {
+                pack(
+                    tag(held),
+                    (value(held) + u64::from(count)).min(u64::from(u32::MAX)) as u32,
+                )
+            } else {
+                pack(tag_of(second), count)
+            };
+            match slot.compare_exchange_weak(held, next, AcqRel, Acquire) {
+                Ok(_) => return,
+                Err(seen) => held = seen,
+            }
+        }
     }
 
     fn passes_in(&self, second: u64) -> u64 {
         let w = self.seconds[(second % 2) as usize].load(Acquire);
-        word::value_in_window(w, word::tag_of(second), 1).map_or(0, u64::from)
+        if tag(w) == tag_of(second) {
+            value(w)
+        } else {
+            0
+        }
     }
 }
 
@@ -124,14 +155,15 @@ mod tests {
 
     #[test]
     fn starts_cold_and_warms_to_the_threshold_under_load() {
+        let t0 = 3_600 * SECOND;
         let curve = WarmUpCurve::new(
             100.0,
             WarmUp {
                 period: Duration::from_secs(10),
                 cold_factor: 3.0,
             },
+            t0,
         );
-        let t0 = 3_600 * SECOND;
         curve.sync(t0);
         assert!(
             (curve.rate() - 100.0 / 3.0).abs() < 1e-9,

@@ -1,14 +1,14 @@
-//! [`MetricBucket`]: the counters of one time bucket.
+//! [`MetricEvent`] and the counters of one time bucket.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering::*;
 
-use super::word::{self, Displaced, Merge};
+use crate::sync::AtomicWord;
 
-/// The events a [`MetricBucket`] counts.
+/// The events a window counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MetricEvent {
-    /// Calls admitted.
+    /// Calls admitted (a batch counts its size).
     Pass,
     /// Calls rejected by a rule.
     Block,
@@ -18,13 +18,16 @@ pub enum MetricEvent {
     Error,
     /// Sum of response times, in microseconds.
     RtSum,
-    /// The smallest response time, in microseconds (read with [`MetricBucket::min_rt`]).
+    /// The smallest response time, in microseconds (read with [`LeapArray::min_rt`](super::LeapArray::min_rt)).
     MinRt,
 }
 
+/// How many events there are.
+pub(crate) const EVENTS: usize = 6;
+
 impl MetricEvent {
     /// Every event, in storage order.
-    pub const ALL: [MetricEvent; 6] = [
+    pub const ALL: [MetricEvent; EVENTS] = [
         MetricEvent::Pass,
         MetricEvent::Block,
         MetricEvent::Complete,
@@ -33,126 +36,96 @@ impl MetricEvent {
         MetricEvent::MinRt,
     ];
 
-    #[inline]
+    #[inline(always)]
     pub(crate) const fn index(self) -> usize {
         self as usize
     }
 
-    #[inline]
-    pub(crate) const fn merge(self) -> Merge {
-        match self {
-            MetricEvent::MinRt => Merge::Max,
-            _ => Merge::Add,
-        }
-    }
-
-    /// The stored form of a value: the minimum is kept as `u32::MAX - rt` so that "larger is
-    /// better" and an empty (zero) counter means "no value".
-    #[inline]
-    pub(crate) const fn encode(self, value: u32) -> u32 {
-        match self {
-            MetricEvent::MinRt => u32::MAX - value,
-            _ => value,
-        }
-    }
-}
-
-/// The counters of one bucket: pass, block, complete, error, response-time sum and minimum.
-///
-/// Each counter is one atomic word holding its bucket period beside its value, so a counter left
-/// over from an old period is never read as current and is restarted by the add that finds it.
-#[derive(Debug, Default)]
-pub struct MetricBucket {
-    words: [AtomicU64; 6],
-}
-
-impl MetricBucket {
-    pub(crate) fn with_tag(tag: u32) -> MetricBucket {
-        MetricBucket {
-            words: std::array::from_fn(|_| AtomicU64::new(word::pack(tag, 0))),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn add_shared(&self, event: MetricEvent, tag: u32, value: u32) -> Option<Displaced> {
-        word::add_shared(
-            &self.words[event.index()],
-            tag,
-            event.encode(value),
-            event.merge(),
-        )
-    }
-
-    #[inline]
-    pub(crate) fn add_exclusive(
-        &self,
-        event: MetricEvent,
-        tag: u32,
-        value: u32,
-    ) -> Option<Displaced> {
-        word::add_exclusive(
-            &self.words[event.index()],
-            tag,
-            event.encode(value),
-            event.merge(),
-        )
-    }
-
-    /// The one-writer fast path: adds `value` to `event` with a plain load and store if the
-    /// counter already belongs to the period tagged `tag` and nothing saturates. Returns false
-    /// (changing nothing) when the general path is needed: a new period, or saturation.
+    /// The value of an empty counter: 0, or "no minimum yet" (`u64::MAX`) for [`MetricEvent::MinRt`].
     #[inline(always)]
-    pub(crate) fn bump_exclusive(&self, event: MetricEvent, tag: u32, value: u32) -> bool {
-        let word = &self.words[event.index()];
-        let w = word.load(Ordering::Relaxed);
-        if word::tag(w) != tag {
-            return false;
+    pub(crate) const fn empty(self) -> u64 {
+        match self {
+            MetricEvent::MinRt => NO_MIN,
+            _ => 0,
         }
-        let encoded = event.encode(value);
-        match event.merge() {
-            Merge::Add => {
-                if word::value(w) > u32::MAX - encoded {
-                    return false;
-                }
-                word.store(w + u64::from(encoded), Ordering::Release);
+    }
+}
+
+/// A [`MetricEvent::MinRt`] counter that has seen no call.
+pub(crate) const NO_MIN: u64 = u64::MAX;
+/// The period of a bucket that was never used.
+pub(crate) const NEVER: u64 = u64::MAX;
+
+/// The counters of one bucket and the period they belong to.
+///
+/// The period is a full `u64` (never a wrapping tag), and every counter is a full `u64`: a
+/// bucket is correct after any idle gap and cannot overflow in any realistic run. The period
+/// and the counters change together only in [`Ring::restart`](super::ring::Ring), which readers
+/// detect and retry.
+#[derive(Debug)]
+pub(crate) struct Bucket<A: AtomicWord> {
+    period: A,
+    counts: [A; EVENTS],
+}
+
+impl<A: AtomicWord> Bucket<A> {
+    pub(crate) fn new() -> Bucket<A> {
+        Bucket {
+            period: A::new(NEVER),
+            counts: std::array::from_fn(|i| A::new(MetricEvent::ALL[i].empty())),
+        }
+    }
+
+    /// The period the counters belong to ([`NEVER`] if none).
+    #[inline(always)]
+    pub(crate) fn period(&self) -> u64 {
+        self.period.load(Acquire)
+    }
+
+    #[inline(always)]
+    pub(crate) fn count(&self, event: MetricEvent) -> u64 {
+        self.counts[event.index()].load(Acquire)
+    }
+
+    /// Merges `value` into `event` with an atomic read-modify-write: any number of threads may
+    /// add at once.
+    #[inline(always)]
+    pub(crate) fn merge_shared(&self, event: MetricEvent, value: u64) {
+        let counter = &self.counts[event.index()];
+        match event {
+            MetricEvent::MinRt => {
+                counter.fetch_min(value, AcqRel);
             }
-            Merge::Max => {
-                if encoded > word::value(w) {
-                    word.store(word::pack(tag, encoded), Ordering::Release);
-                }
+            _ => {
+                counter.fetch_add(value, AcqRel);
             }
         }
-        true
     }
 
-    /// The raw (encoded) value of `event` if it belongs to one of the `len` periods ending at
-    /// the period tagged `tag`.
-    #[inline]
-    pub(crate) fn raw_in_window(&self, event: MetricEvent, tag: u32, len: u32) -> Option<u32> {
-        word::value_in_window(self.words[event.index()].load(Ordering::Acquire), tag, len)
+    /// Merges `value` into `event` with a plain load and store. Exact only while the caller is
+    /// the bucket's one writer (readers may read at the same time).
+    #[inline(always)]
+    pub(crate) fn merge_exclusive(&self, event: MetricEvent, value: u64) {
+        let counter = &self.counts[event.index()];
+        let held = counter.load(Relaxed);
+        let next = match event {
+            MetricEvent::MinRt => held.min(value),
+            _ => held.saturating_add(value),
+        };
+        counter.store(next, Release);
     }
 
-    /// The raw value of `event` and its period tag.
-    #[inline]
-    pub(crate) fn raw(&self, event: MetricEvent) -> (u32, u32) {
-        let w = self.words[event.index()].load(Ordering::Acquire);
-        (word::tag(w), word::value(w))
-    }
-
-    /// The count of `event` if the counter belongs to the period tagged `tag`, else 0.
-    pub fn get(&self, event: MetricEvent, tag: u32) -> u64 {
-        match self.raw_in_window(event, tag, 1) {
-            Some(v) if event == MetricEvent::MinRt => u64::from(u32::MAX - v),
-            Some(v) => u64::from(v),
-            None => 0,
+    /// Empties the counters for `period`, handing each old value to `displaced(old_period,
+    /// event, value)`. Only [`Ring::restart`](super::ring::Ring) calls this, holding the ring's
+    /// restart lock.
+    pub(crate) fn restart(&self, period: u64, mut displaced: impl FnMut(u64, MetricEvent, u64)) {
+        let old = self.period.load(Acquire);
+        for event in MetricEvent::ALL {
+            let value = self.counts[event.index()].swap(event.empty(), AcqRel);
+            if old != NEVER && value != event.empty() {
+                displaced(old, event, value);
+            }
         }
-    }
-
-    /// The smallest response time (microseconds) recorded for the period tagged `tag`.
-    pub fn min_rt(&self, tag: u32) -> Option<u32> {
-        match self.raw_in_window(MetricEvent::MinRt, tag, 1) {
-            Some(0) | None => None,
-            Some(v) => Some(u32::MAX - v),
-        }
+        self.period.store(period, Release);
     }
 }

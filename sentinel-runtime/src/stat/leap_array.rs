@@ -1,59 +1,44 @@
 //! [`LeapArray`]: Sentinel's sliding window, a fixed ring of time buckets reused in place.
 
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use super::bucket::{MetricBucket, MetricEvent};
-use super::fast_div::FastDiv;
-use super::word;
+use super::bucket::MetricEvent;
+use super::ring::Ring;
 
 /// A sliding window of `len` buckets of `bucket_nanos` each; the bucket for time `t` is
-/// `(t / bucket_nanos) % len`.
+/// `(t / bucket_nanos) % len`. Any number of threads may add and read at once.
 ///
-/// Nothing is allocated after construction, and neither reads nor adds take a lock.
+/// Nothing is allocated after construction, and adds take no lock (a bucket's restart for a new
+/// period takes a short one; see below).
 ///
-/// * **Stale buckets.** Each counter carries its bucket's period, so a counter left from an old
-///   period is skipped by reads and restarted, atomically, by the first add of the new period.
-///   Exactly one add wins that restart, and every other add of the new period merges into the
-///   restarted value: no count of the new period is lost.
-/// * **Clock going backwards.** Adding at a time older than a counter's period (the clock stepped
-///   back, or the adding thread was descheduled between reading the clock and adding) never
-///   panics: the count is added to the counter's newer period, so nothing is dropped and a bucket
-///   never moves back in time. Reads at such an older time skip the newer buckets.
+/// * **Exact counts.** Every counter is a `u64` and every bucket stores its period as a full
+///   `u64`: sums are exact, and a bucket left from any time in the past (any idle gap the `u64`
+///   nanosecond clock can express) is recognised as stale.
+/// * **Stale buckets.** A bucket from an older period is skipped by reads and restarted by the
+///   first add of its new period, under a short lock that only restarts take; adds racing with a
+///   restart land in the new period, so none is lost. Reads retry if a restart ran while they
+///   read (and take the lock after a few tries, so they never loop without bound).
+/// * **Clock going backwards.** Adding at a time older than the bucket's period (the clock
+///   stepped back, or the adding thread was descheduled for a whole window between reading the
+///   clock and adding) never panics: the count is added to the bucket's newer period, so nothing
+///   is dropped and a bucket never moves back in time. Reads at such an older time skip the
+///   newer buckets.
+///
+/// ```
+/// use sentinel_runtime::stat::{LeapArray, MetricEvent};
+/// use std::time::Duration;
+///
+/// let window = LeapArray::new(Duration::from_secs(1), 10).unwrap();
+/// let t = 3_600_000_000_000; // nanoseconds
+/// window.add(t, MetricEvent::Pass, 3);
+/// window.add(t + 500_000_000, MetricEvent::Pass, 4);
+/// assert_eq!(window.sum(t + 999_000_000, MetricEvent::Pass), 7);
+/// assert_eq!(window.sum(t + 1_200_000_000, MetricEvent::Pass), 4); // the first bucket left
+/// ```
 #[derive(Debug)]
 pub struct LeapArray {
-    /// Divides by the bucket length.
-    bucket: FastDiv,
-    /// Divides by the number of buckets.
-    ring: FastDiv,
-    buckets: Box<[MetricBucket]>,
-}
-
-/// Where a time falls in a [`LeapArray`]: computed once per call, used for every counter.
-///
-/// Only 8-byte fields: a copy of a struct with a 4-byte field is written in pieces and read back
-/// whole, which the CPU cannot forward (a store-forwarding stall, measured on the entry path).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Position {
-    period: u64,
-    index: usize,
-}
-
-impl Position {
-    /// The tag the period's counters carry.
-    #[inline(always)]
-    pub(crate) const fn tag(self) -> u32 {
-        word::tag_of(self.period)
-    }
-
-    /// The position of `period` in a ring of `len` buckets. Inlined with constant arguments,
-    /// the division is a multiply.
-    #[inline(always)]
-    pub(crate) const fn of_period(period: u64, len: u64) -> Position {
-        Position {
-            period,
-            index: (period % len) as usize,
-        }
-    }
+    ring: Ring<AtomicU64>,
 }
 
 /// A window shape that [`LeapArray::new`] cannot build.
@@ -69,15 +54,11 @@ impl std::fmt::Display for WindowShapeError {
 impl std::error::Error for WindowShapeError {}
 
 impl LeapArray {
-    /// A window of `interval` split into `sample_count` buckets, empty at time `now`.
+    /// An empty window of `interval` split into `sample_count` buckets.
     ///
-    /// Fails if `sample_count` is zero, or `interval` is zero or not a whole number of
-    /// nanoseconds per bucket.
-    pub fn new(
-        interval: Duration,
-        sample_count: u32,
-        now: u64,
-    ) -> Result<LeapArray, WindowShapeError> {
+    /// Fails if `sample_count` is zero, or `interval` is zero, longer than `u64` nanoseconds, or
+    /// not a whole number of nanoseconds per bucket.
+    pub fn new(interval: Duration, sample_count: u32) -> Result<LeapArray, WindowShapeError> {
         if sample_count == 0 {
             return Err(WindowShapeError("sample count must be at least 1"));
         }
@@ -94,178 +75,80 @@ impl LeapArray {
         Ok(LeapArray::from_parts(
             interval / u64::from(sample_count),
             sample_count,
-            now,
         ))
     }
 
-    pub(crate) fn from_parts(bucket_nanos: u64, len: u32, now: u64) -> LeapArray {
-        // Start every counter one full window in the past: empty, and stale for any read.
-        let stale = word::tag_of((now / bucket_nanos).wrapping_sub(u64::from(len)));
+    pub(crate) fn from_parts(bucket_nanos: u64, len: u32) -> LeapArray {
         LeapArray {
-            bucket: FastDiv::new(bucket_nanos),
-            ring: FastDiv::new(u64::from(len)),
-            buckets: (0..len).map(|_| MetricBucket::with_tag(stale)).collect(),
+            ring: Ring::new(bucket_nanos, len),
         }
     }
 
     /// Number of buckets.
     pub fn len(&self) -> usize {
-        self.buckets.len()
+        self.ring.len()
     }
 
     /// Always false: a window has at least one bucket.
     pub fn is_empty(&self) -> bool {
-        self.buckets.is_empty()
+        self.ring.len() == 0
     }
 
     /// Length of one bucket in nanoseconds.
     pub fn bucket_nanos(&self) -> u64 {
-        self.bucket.divisor()
+        self.ring.bucket_nanos()
     }
 
-    /// Length of the whole window in nanoseconds.
+    /// Length of the whole window in nanoseconds (saturating).
     pub fn interval_nanos(&self) -> u64 {
-        self.bucket.divisor() * self.buckets.len() as u64
+        self.ring.bucket_nanos().saturating_mul(self.len() as u64)
     }
 
     /// The period number of time `now`: `now / bucket_nanos`.
     #[inline]
     pub fn period(&self, now: u64) -> u64 {
-        self.bucket.div(now)
+        self.ring.period(now)
     }
 
     /// The ring index of time `now`: `(now / bucket_nanos) % len`.
     #[inline]
     pub fn index(&self, now: u64) -> usize {
-        self.ring.rem(self.period(now)) as usize
+        self.ring.position(now).index
     }
 
     /// The start time of the bucket containing `now`.
     #[inline]
     pub fn bucket_start(&self, now: u64) -> u64 {
-        now - self.bucket.rem(now)
+        self.period(now) * self.bucket_nanos()
     }
 
-    /// The bucket at `pos`.
-    #[inline(always)]
-    pub(crate) fn bucket_at(&self, pos: Position) -> &MetricBucket {
-        &self.buckets[pos.index]
-    }
-
-    /// Where time `now` falls.
+    /// Adds `value` to `event` at time `now` (for [`MetricEvent::MinRt`]: keeps the smaller).
     #[inline]
-    pub(crate) fn position(&self, now: u64) -> Position {
-        let period = self.period(now);
-        Position {
-            period,
-            index: self.ring.rem(period) as usize,
-        }
+    pub fn add(&self, now: u64, event: MetricEvent, value: u64) {
+        self.ring
+            .add_at(self.ring.position(now), event, value, false, |_, _, _| {});
     }
 
-    /// The bucket for time `now`, and the tag its current counters carry.
-    #[inline]
-    pub fn current(&self, now: u64) -> (&MetricBucket, u32) {
-        let pos = self.position(now);
-        (&self.buckets[pos.index], pos.tag())
-    }
-
-    /// Adds `value` to `event` at time `now`. Any number of threads may add at once.
-    ///
-    /// Returns the start time and stored value of a stale counter this add restarted, if any.
-    #[inline]
-    pub fn add(&self, now: u64, event: MetricEvent, value: u32) -> Option<(u64, u32)> {
-        self.add_at(self.position(now), event, value, false)
-    }
-
-    /// Adds at a precomputed position. With `exclusive` the add is a plain load and store: the
-    /// caller must then be this window's only writer (other threads may read).
-    #[inline]
-    pub(crate) fn add_at(
-        &self,
-        pos: Position,
-        event: MetricEvent,
-        value: u32,
-        exclusive: bool,
-    ) -> Option<(u64, u32)> {
-        let bucket = &self.buckets[pos.index];
-        let displaced = if exclusive {
-            bucket.add_exclusive(event, pos.tag(), value)
-        } else {
-            bucket.add_shared(event, pos.tag(), value)
-        };
-        displaced.map(|d| {
-            let period = pos.period.wrapping_sub(u64::from(d.age));
-            (period.wrapping_mul(self.bucket.divisor()), d.value)
-        })
-    }
-
-    /// Sum of `event` over the buckets of the window ending at `now`; stale (deprecated)
-    /// buckets are skipped. For [`MetricEvent::MinRt`] use [`min_rt`](Self::min_rt).
+    /// Sum of `event` over the buckets of the window ending at `now`; stale buckets are
+    /// skipped. For [`MetricEvent::MinRt`] use [`min_rt`](Self::min_rt).
     #[inline]
     pub fn sum(&self, now: u64, event: MetricEvent) -> u64 {
-        let tag = word::tag_of(self.period(now));
-        let len = self.buckets.len() as u32;
-        self.buckets
-            .iter()
-            .filter_map(|b| b.raw_in_window(event, tag, len))
-            .map(u64::from)
-            .sum()
+        self.ring.sum_within(now, event, self.len() as u64)
     }
 
     /// Like [`sum`](Self::sum), counting only periods from `floor` on.
     pub(crate) fn sum_from(&self, now: u64, event: MetricEvent, floor: u64) -> u64 {
         let period = self.period(now);
-        let tag = word::tag_of(period);
-        // Periods before `floor` are this many or more periods old.
-        let len =
-            (self.buckets.len() as u64).min(period.saturating_sub(floor).saturating_add(1)) as u32;
-        self.buckets
-            .iter()
-            .filter_map(|b| b.raw_in_window(event, tag, len))
-            .map(u64::from)
-            .sum()
+        let periods = (self.len() as u64).min(period.saturating_sub(floor).saturating_add(1));
+        if floor > period {
+            return 0;
+        }
+        self.ring.sum_within(now, event, periods)
     }
 
     /// The smallest response time (microseconds) in the window ending at `now`.
-    pub fn min_rt(&self, now: u64) -> Option<u32> {
-        let tag = word::tag_of(self.period(now));
-        let len = self.buckets.len() as u32;
-        self.buckets
-            .iter()
-            .filter_map(|b| b.raw_in_window(MetricEvent::MinRt, tag, len))
-            .max()
-            .filter(|&v| v != 0)
-            .map(|v| u32::MAX - v)
-    }
-
-    /// Calls `f(bucket_start, event, raw_value)` for every counter of the window ending at `now`
-    /// that holds a value.
-    pub(crate) fn for_each_valid(&self, now: u64, f: impl FnMut(u64, MetricEvent, u32)) {
-        self.for_each_within(now, self.buckets.len() as u64, f);
-    }
-
-    /// Like [`for_each_valid`](Self::for_each_valid), for counters up to `periods` periods old
-    /// (counters older than the window stay readable until a new period restarts them).
-    pub(crate) fn for_each_within(
-        &self,
-        now: u64,
-        periods: u64,
-        mut f: impl FnMut(u64, MetricEvent, u32),
-    ) {
-        let period = self.period(now);
-        let tag = word::tag_of(period);
-        for bucket in self.buckets.iter() {
-            for event in MetricEvent::ALL {
-                let (word_tag, value) = bucket.raw(event);
-                let age = word::age(tag, word_tag);
-                if value != 0 && age >= 0 && (age as u64) < periods {
-                    let start = period
-                        .wrapping_sub(age as u64)
-                        .wrapping_mul(self.bucket.divisor());
-                    f(start, event, value);
-                }
-            }
-        }
+    pub fn min_rt(&self, now: u64) -> Option<u64> {
+        self.ring.min_within(now, self.len() as u64)
     }
 }
 
@@ -278,7 +161,7 @@ mod tests {
     const T0: u64 = 3_600_000 * MS; // an hour in, aligned to every bucket size
 
     fn window() -> LeapArray {
-        LeapArray::new(Duration::from_secs(1), 10, T0).expect("valid shape")
+        LeapArray::new(Duration::from_secs(1), 10).expect("valid shape")
     }
 
     #[test]
@@ -300,9 +183,10 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_refused() {
-        assert!(LeapArray::new(Duration::from_secs(1), 0, T0).is_err());
-        assert!(LeapArray::new(Duration::ZERO, 1, T0).is_err());
-        assert!(LeapArray::new(Duration::from_nanos(1_000), 3, T0).is_err());
+        assert!(LeapArray::new(Duration::from_secs(1), 0).is_err());
+        assert!(LeapArray::new(Duration::ZERO, 1).is_err());
+        assert!(LeapArray::new(Duration::from_nanos(1_000), 3).is_err());
+        assert!(LeapArray::new(Duration::MAX, 1).is_err());
     }
 
     #[test]
@@ -322,10 +206,40 @@ mod tests {
     fn stale_bucket_is_restarted_not_added_to() {
         let w = window();
         w.add(T0, MetricEvent::Pass, 5);
-        // One window later the same index is reused for a new period.
-        let displaced = w.add(T0 + 1_000 * MS, MetricEvent::Pass, 2);
-        assert_eq!(displaced, Some((T0, 5)));
+        w.add(T0 + 1_000 * MS, MetricEvent::Pass, 2);
         assert_eq!(w.sum(T0 + 1_000 * MS, MetricEvent::Pass), 2);
+    }
+
+    #[test]
+    fn any_idle_gap_leaves_nothing_behind() {
+        // 1 ms buckets: 2^32 periods is about 50 days; try gaps around every multiple of it.
+        let w = LeapArray::new(Duration::from_millis(10), 10).unwrap();
+        let mut t = T0;
+        for gap_periods in [1u64 << 31, 1 << 32, (1 << 32) + 3, 1 << 33, (1 << 34) - 1] {
+            w.add(t, MetricEvent::Pass, 7);
+            t += gap_periods * MS;
+            assert_eq!(
+                w.sum(t, MetricEvent::Pass),
+                0,
+                "after {gap_periods} periods"
+            );
+            w.add(t, MetricEvent::Pass, 1);
+            assert_eq!(
+                w.sum(t, MetricEvent::Pass),
+                1,
+                "after {gap_periods} periods"
+            );
+        }
+    }
+
+    #[test]
+    fn counts_are_exact_to_u64() {
+        let w = window();
+        w.add(T0, MetricEvent::Pass, u64::from(u32::MAX));
+        w.add(T0, MetricEvent::Pass, u64::from(u32::MAX));
+        assert_eq!(w.sum(T0, MetricEvent::Pass), 2 * u64::from(u32::MAX));
+        w.add(T0, MetricEvent::RtSum, 10_000_000 * 1_000);
+        assert_eq!(w.sum(T0, MetricEvent::RtSum), 10_000_000_000);
     }
 
     #[test]
@@ -374,5 +288,11 @@ mod tests {
         w.add(T0 + 200 * MS, MetricEvent::MinRt, 12);
         assert_eq!(w.min_rt(T0 + 200 * MS), Some(7));
         assert_eq!(w.min_rt(T0 + 1_150 * MS), Some(12), "7 has left the window");
+        w.add(T0 + 1_150 * MS, MetricEvent::MinRt, 7_200_000_000);
+        assert_eq!(
+            w.min_rt(T0 + 2_000 * MS),
+            Some(7_200_000_000),
+            "a 2-hour call"
+        );
     }
 }

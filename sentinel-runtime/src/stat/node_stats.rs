@@ -4,25 +4,27 @@
 //! Every thread leases a slot number (0..[`MAX_SLOTS`]) for its lifetime; the slot's shard of
 //! each node has that thread as its only writer, so counters are updated with a plain load and
 //! store (about 1 ns, against about 6 ns for a `fetch_add`). Threads beyond [`MAX_SLOTS`] alive at
-//! once share one overflow shard and update it with CAS. Readers sum all shards.
+//! once share one overflow shard and update it with atomic adds. Readers sum all shards.
 //!
 //! The second-level window is 1 s of [`SECOND_BUCKETS`] buckets (100 ms each: a 10th of the
-//! window, so a boundary burst is bounded by one bucket). When a counter of a 100 ms bucket is
-//! restarted for a new period, its writer folds the displaced value into the node's minute-level
-//! window (60 x 1 s); readers of the minute add the counters not yet folded. Nothing is counted
-//! twice or lost, and the minute window costs the hot path nothing.
+//! window, so a boundary burst is bounded by one bucket). When a 100 ms bucket is restarted for a
+//! new period, its writer folds the displaced counts into the node's minute-level window
+//! (60 x 1 s); readers of the minute add the counts not yet folded. Nothing is counted twice or
+//! lost, and the minute window costs the hot path nothing. Shards and the minute window are
+//! allocated on first use, so a node touched once costs little memory.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crossbeam_utils::CachePadded;
 
-use super::{LeapArray, MetricEvent, Position};
+use super::bucket::{MetricEvent, EVENTS, NO_MIN};
+use super::ring::{Position, Ring};
 
 /// Buckets of the second-level window (100 ms each).
 pub(crate) const SECOND_BUCKETS: u32 = 10;
 const SECOND_NANOS: u64 = 1_000_000_000;
-const SECOND_BUCKET_NANOS: u64 = SECOND_NANOS / SECOND_BUCKETS as u64;
+pub(crate) const SECOND_BUCKET_NANOS: u64 = SECOND_NANOS / SECOND_BUCKETS as u64;
 /// Buckets of the minute-level window (1 s each).
 pub(crate) const MINUTE_BUCKETS: u32 = 60;
 /// Threads that can hold a private shard at once; more share the overflow shard.
@@ -78,15 +80,15 @@ fn current_slot() -> usize {
 
 /// One thread's (or the overflow's) share of a node's statistics.
 struct Shard {
-    second: LeapArray,
+    second: Ring<AtomicU64>,
     /// Entries begun minus entries ended through this shard; the node's concurrency is the sum.
     inflight: AtomicI64,
 }
 
 impl Shard {
-    fn new(now: u64) -> Shard {
+    fn new() -> Shard {
         Shard {
-            second: LeapArray::from_parts(SECOND_BUCKET_NANOS, SECOND_BUCKETS, now),
+            second: Ring::new(SECOND_BUCKET_NANOS, SECOND_BUCKETS),
             inflight: AtomicI64::new(0),
         }
     }
@@ -106,7 +108,7 @@ pub(crate) struct WindowTotals {
     pub(crate) complete: u64,
     pub(crate) error: u64,
     pub(crate) rt_sum_us: u64,
-    pub(crate) min_rt_us: Option<u32>,
+    pub(crate) min_rt_us: Option<u64>,
     pub(crate) concurrency: i64,
 }
 
@@ -115,7 +117,8 @@ pub(crate) struct WindowTotals {
 pub(crate) struct SecondTotals {
     /// Start of the second on the runtime clock, in nanoseconds.
     pub(crate) start: u64,
-    pub(crate) counts: [u64; 6],
+    /// Indexed by [`MetricEvent`]; the minimum response time is `u64::MAX` if none finished.
+    pub(crate) counts: [u64; EVENTS],
 }
 
 /// A shard and whether this thread is its only writer.
@@ -126,8 +129,8 @@ struct Writer<'a> {
 
 pub(crate) struct NodeStats {
     shards: Box<[OnceLock<Box<CachePadded<Shard>>>]>,
-    overflow: CachePadded<Shard>,
-    minute: LeapArray,
+    overflow: OnceLock<Box<CachePadded<Shard>>>,
+    minute: OnceLock<Box<Ring<AtomicU64>>>,
 }
 
 impl std::fmt::Debug for NodeStats {
@@ -137,65 +140,74 @@ impl std::fmt::Debug for NodeStats {
 }
 
 impl NodeStats {
-    pub(crate) fn new(now: u64) -> NodeStats {
+    pub(crate) fn new() -> NodeStats {
         NodeStats {
             shards: (0..MAX_SLOTS).map(|_| OnceLock::new()).collect(),
-            overflow: CachePadded::new(Shard::new(now)),
-            minute: LeapArray::from_parts(SECOND_NANOS, MINUTE_BUCKETS, now),
+            overflow: OnceLock::new(),
+            minute: OnceLock::new(),
         }
     }
 
     #[inline(always)]
-    fn writer(&self, now: u64) -> Writer<'_> {
+    fn writer(&self) -> Writer<'_> {
         match self.shards.get(current_slot()) {
             Some(cell) => Writer {
-                shard: cell.get_or_init(|| Box::new(CachePadded::new(Shard::new(now)))),
+                shard: cell.get_or_init(|| Box::new(CachePadded::new(Shard::new()))),
                 exclusive: true,
             },
             None => Writer {
-                shard: &self.overflow,
+                shard: self
+                    .overflow
+                    .get_or_init(|| Box::new(CachePadded::new(Shard::new()))),
                 exclusive: false,
             },
         }
     }
 
-    /// Adds `value` to `event`: a plain load and store in the common case (this thread is the
-    /// shard's only writer and the counter is already in this period), else the general add,
-    /// which restarts a stale counter and folds what it held into the minute window.
+    fn minute(&self) -> &Ring<AtomicU64> {
+        self.minute
+            .get_or_init(|| Box::new(Ring::new(SECOND_NANOS, MINUTE_BUCKETS)))
+    }
+
+    /// Adds to the counters of `events` at `pos`: plain loads and stores in the common case
+    /// (this thread is the shard's only writer and the bucket is already in this period), else
+    /// the general add, which restarts a stale bucket and folds what it held into the minute
+    /// window.
     #[inline(always)]
-    fn add(&self, w: &Writer<'_>, now: u64, pos: Position, event: MetricEvent, value: u32) {
-        if w.exclusive
-            && w.shard
-                .second
-                .bucket_at(pos)
-                .bump_exclusive(event, pos.tag(), value)
-        {
+    fn add(&self, w: &Writer<'_>, now: u64, pos: Position, events: &[(MetricEvent, u64)]) {
+        let bucket = w.shard.second.bucket_at(pos);
+        if w.exclusive && bucket.period() == pos.period {
+            for &(event, value) in events {
+                bucket.merge_exclusive(event, value);
+            }
             return;
         }
-        self.add_slow(w, now, pos, event, value);
+        self.add_slow(w, now, pos, events);
     }
 
     #[cold]
     #[inline(never)]
-    fn add_slow(&self, w: &Writer<'_>, now: u64, pos: Position, event: MetricEvent, value: u32) {
-        if let Some((start, raw)) = w.shard.second.add_at(pos, event, value, w.exclusive) {
-            self.fold(now, start, event, raw);
+    fn add_slow(&self, w: &Writer<'_>, now: u64, pos: Position, events: &[(MetricEvent, u64)]) {
+        for &(event, value) in events {
+            w.shard
+                .second
+                .add_at(pos, event, value, w.exclusive, |period, event, value| {
+                    self.fold(now, period, event, value)
+                });
         }
     }
 
-    /// Moves a value displaced from a 100 ms bucket into the minute window, if its second is
-    /// still one of the window's 60.
+    /// Moves a count displaced from a 100 ms bucket of `period` into the minute window, if its
+    /// second is still one of the window's 60.
     #[cold]
-    fn fold(&self, now: u64, start: u64, event: MetricEvent, raw: u32) {
+    fn fold(&self, now: u64, period: u64, event: MetricEvent, value: u64) {
+        let start = period.saturating_mul(SECOND_BUCKET_NANOS);
         let oldest_second = (now / SECOND_NANOS).saturating_sub(u64::from(MINUTE_BUCKETS) - 1);
-        if raw == 0 || start > now || start / SECOND_NANOS < oldest_second {
+        if start > now || start / SECOND_NANOS < oldest_second {
             return;
         }
-        let value = match event {
-            MetricEvent::MinRt => u32::MAX - raw,
-            _ => raw,
-        };
-        self.minute.add(start, event, value);
+        let minute = self.minute();
+        minute.add_at(minute.position(start), event, value, false, |_, _, _| {});
     }
 
     #[inline]
@@ -211,30 +223,57 @@ impl NodeStats {
     /// An admitted entry of `count` at `now`.
     #[inline(always)]
     pub(crate) fn on_pass(&self, now: u64, count: u32) {
-        let w = self.writer(now);
-        let pos = second_position(now);
-        self.add(&w, now, pos, MetricEvent::Pass, count);
+        let w = self.writer();
+        self.add(
+            &w,
+            now,
+            second_position(now),
+            &[(MetricEvent::Pass, u64::from(count))],
+        );
         Self::inflight(&w, 1);
     }
 
     /// A rejected entry of `count` at `now`.
     #[inline]
     pub(crate) fn on_block(&self, now: u64, count: u32) {
-        let w = self.writer(now);
-        let pos = second_position(now);
-        self.add(&w, now, pos, MetricEvent::Block, count);
+        let w = self.writer();
+        self.add(
+            &w,
+            now,
+            second_position(now),
+            &[(MetricEvent::Block, u64::from(count))],
+        );
     }
 
     /// The exit of an admitted entry of `count`.
     #[inline(always)]
-    pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u32, error: bool) {
-        let w = self.writer(now);
+    pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u64, error: bool) {
+        let w = self.writer();
         let pos = second_position(now);
-        self.add(&w, now, pos, MetricEvent::Complete, count);
-        self.add(&w, now, pos, MetricEvent::RtSum, rt_us);
-        self.add(&w, now, pos, MetricEvent::MinRt, rt_us);
+        let count = u64::from(count);
         if error {
-            self.add(&w, now, pos, MetricEvent::Error, count);
+            self.add(
+                &w,
+                now,
+                pos,
+                &[
+                    (MetricEvent::Complete, count),
+                    (MetricEvent::RtSum, rt_us),
+                    (MetricEvent::MinRt, rt_us),
+                    (MetricEvent::Error, count),
+                ],
+            );
+        } else {
+            self.add(
+                &w,
+                now,
+                pos,
+                &[
+                    (MetricEvent::Complete, count),
+                    (MetricEvent::RtSum, rt_us),
+                    (MetricEvent::MinRt, rt_us),
+                ],
+            );
         }
         Self::inflight(&w, -1);
     }
@@ -245,43 +284,142 @@ impl NodeStats {
                 f(shard);
             }
         }
-        f(&self.overflow);
+        if let Some(shard) = self.overflow.get() {
+            f(shard);
+        }
     }
 
     /// Totals over the second-level window ending at `now`. Allocates nothing.
     pub(crate) fn window(&self, now: u64) -> WindowTotals {
         let mut t = WindowTotals::default();
+        let mut min = NO_MIN;
         self.each_shard(|s| {
-            t.pass += s.second.sum(now, MetricEvent::Pass);
-            t.block += s.second.sum(now, MetricEvent::Block);
-            t.complete += s.second.sum(now, MetricEvent::Complete);
-            t.error += s.second.sum(now, MetricEvent::Error);
-            t.rt_sum_us += s.second.sum(now, MetricEvent::RtSum);
-            t.min_rt_us = match (t.min_rt_us, s.second.min_rt(now)) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let (counts, shard_min) = s.second.consistent(|| {
+                let mut counts = [0u64; EVENTS];
+                let mut min = NO_MIN;
+                s.second
+                    .each_within(now, u64::from(SECOND_BUCKETS), |_, b| {
+                        for event in MetricEvent::ALL {
+                            match event {
+                                MetricEvent::MinRt => min = min.min(b.count(event)),
+                                _ => {
+                                    counts[event.index()] =
+                                        counts[event.index()].saturating_add(b.count(event))
+                                }
+                            }
+                        }
+                    });
+                (counts, min)
+            });
+            t.pass = t.pass.saturating_add(counts[MetricEvent::Pass.index()]);
+            t.block = t.block.saturating_add(counts[MetricEvent::Block.index()]);
+            t.complete = t
+                .complete
+                .saturating_add(counts[MetricEvent::Complete.index()]);
+            t.error = t.error.saturating_add(counts[MetricEvent::Error.index()]);
+            t.rt_sum_us = t
+                .rt_sum_us
+                .saturating_add(counts[MetricEvent::RtSum.index()]);
+            min = min.min(shard_min);
             t.concurrency += s.inflight.load(Ordering::Acquire);
         });
+        t.min_rt_us = (min != NO_MIN).then_some(min);
         t
+    }
+
+    /// Calls entered and not yet exited, over every shard.
+    pub(crate) fn inflight_total(&self) -> i64 {
+        let mut inside = 0;
+        self.each_shard(|s| inside += s.inflight.load(Ordering::Acquire));
+        inside
     }
 
     /// Passes over the second-level window ending at `now`.
     pub(crate) fn passes(&self, now: u64) -> u64 {
-        let mut passes = 0;
-        self.each_shard(|s| passes += s.second.sum(now, MetricEvent::Pass));
+        let mut passes = 0u64;
+        self.each_shard(|s| {
+            passes = passes.saturating_add(s.second.sum_within(
+                now,
+                MetricEvent::Pass,
+                u64::from(SECOND_BUCKETS),
+            ))
+        });
         passes
+    }
+
+    /// The passes recorded from `since` to `now`, as `f(start, length, passes)` per bucket:
+    /// 100 ms buckets for the last second, whole seconds before that (up to a minute back).
+    pub(crate) fn recent_passes(&self, now: u64, since: u64, mut f: impl FnMut(u64, u64, u64)) {
+        let horizon = now.saturating_sub(since) / SECOND_BUCKET_NANOS + 1;
+        self.each_shard(|s| {
+            s.second.each_within(now, horizon, |period, b| {
+                let passes = b.count(MetricEvent::Pass);
+                if passes > 0 {
+                    f(period * SECOND_BUCKET_NANOS, SECOND_BUCKET_NANOS, passes);
+                }
+            })
+        });
+        if let Some(minute) = self.minute.get() {
+            let seconds = (now.saturating_sub(since) / SECOND_NANOS + 1).min(MINUTE_BUCKETS.into());
+            minute.each_within(now, seconds, |period, b| {
+                let passes = b.count(MetricEvent::Pass);
+                if passes > 0 {
+                    f(period * SECOND_NANOS, SECOND_NANOS, passes);
+                }
+            });
+        }
     }
 
     /// Per-second totals over the minute window ending at `now`, oldest first; seconds with no
     /// traffic are left out.
-    pub(crate) fn minute(&self, now: u64) -> Vec<SecondTotals> {
-        let oldest = self
-            .minute
-            .bucket_start(now)
-            .saturating_sub(self.minute.interval_nanos() - SECOND_NANOS);
+    pub(crate) fn minute_totals(&self, now: u64) -> Vec<SecondTotals> {
         let mut seconds: Vec<SecondTotals> = Vec::new();
-        let mut record = |start: u64, event: MetricEvent, raw: u32| {
+        // A fold moves counts from a shard into the minute window: read both with no restart
+        // of either in between, else retry (a few times; then take the figures as they are).
+        let mut settled_read = false;
+        for _ in 0..8 {
+            let mut seqs = Vec::new();
+            let mut settled = true;
+            self.each_shard(|s| match s.second.seq() {
+                Some(seq) => seqs.push(seq),
+                None => settled = false,
+            });
+            let minute_seq = self.minute.get().and_then(|m| m.seq());
+            if !settled || (self.minute.get().is_some() && minute_seq.is_none()) {
+                std::thread::yield_now();
+                continue;
+            }
+            seconds.clear();
+            self.read_minute(now, &mut seconds);
+            let mut i = 0;
+            let mut unchanged = true;
+            self.each_shard(|s| {
+                unchanged &= seqs.get(i).is_some_and(|&seq| s.second.unchanged(seq));
+                i += 1;
+            });
+            let minute_unchanged = match (self.minute.get(), minute_seq) {
+                (Some(m), Some(seq)) => m.unchanged(seq),
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            if unchanged && i == seqs.len() && minute_unchanged {
+                settled_read = true;
+                break;
+            }
+        }
+        if !settled_read {
+            seconds.clear();
+            self.read_minute(now, &mut seconds);
+        }
+        seconds.sort_by_key(|s| s.start);
+        seconds
+    }
+
+    fn read_minute(&self, now: u64, seconds: &mut Vec<SecondTotals>) {
+        let oldest = (now / SECOND_NANOS)
+            .saturating_sub(u64::from(MINUTE_BUCKETS) - 1)
+            .saturating_mul(SECOND_NANOS);
+        let mut record = |start: u64, event: MetricEvent, value: u64| {
             let second = start - start % SECOND_NANOS;
             if second < oldest || second > now {
                 return;
@@ -289,35 +427,39 @@ impl NodeStats {
             let i = match seconds.iter().position(|s| s.start == second) {
                 Some(i) => i,
                 None => {
+                    let mut counts = [0; EVENTS];
+                    counts[MetricEvent::MinRt.index()] = NO_MIN;
                     seconds.push(SecondTotals {
                         start: second,
-                        counts: [0; 6],
+                        counts,
                     });
                     seconds.len() - 1
                 }
             };
             let slot = &mut seconds[i].counts[event.index()];
             *slot = match event {
-                MetricEvent::MinRt => {
-                    let rt = u64::from(u32::MAX - raw);
-                    if *slot == 0 {
-                        rt + 1
-                    } else {
-                        (*slot).min(rt + 1)
-                    }
-                }
-                _ => *slot + u64::from(raw),
+                MetricEvent::MinRt => (*slot).min(value),
+                _ => slot.saturating_add(value),
             };
         };
-        self.minute.for_each_valid(now, &mut record);
-        let horizon = now.saturating_sub(oldest) / SECOND_BUCKET_NANOS + 1;
-        self.each_shard(|s| s.second.for_each_within(now, horizon, &mut record));
-        for s in &mut seconds {
-            // Stored as rt + 1 so that 0 meant "none"; undo that.
-            let min = &mut s.counts[MetricEvent::MinRt.index()];
-            *min = min.saturating_sub(1);
+        let mut visit = |start: u64, b: &super::bucket::Bucket<AtomicU64>| {
+            for event in MetricEvent::ALL {
+                let value = b.count(event);
+                if value != event.empty() {
+                    record(start, event, value);
+                }
+            }
+        };
+        if let Some(minute) = self.minute.get() {
+            minute.each_within(now, u64::from(MINUTE_BUCKETS), |period, b| {
+                visit(period * SECOND_NANOS, b)
+            });
         }
-        seconds.sort_by_key(|s| s.start);
-        seconds
+        let horizon = now.saturating_sub(oldest) / SECOND_BUCKET_NANOS + 1;
+        self.each_shard(|s| {
+            s.second.each_within(now, horizon, |period, b| {
+                visit(period * SECOND_BUCKET_NANOS, b)
+            })
+        });
     }
 }

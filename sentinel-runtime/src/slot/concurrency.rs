@@ -1,0 +1,102 @@
+//! The concurrency check: at most `limit` calls inside a resource at once, counted by the
+//! resource itself so that a reloaded rule counts the calls already inside.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+
+use crossbeam_utils::CachePadded;
+
+/// The calls inside one resource, counted exactly from the first time a concurrency rule is put
+/// in force on it (before that, counting would cost every call a shared atomic add).
+///
+/// When counting starts, the calls already inside (the node's statistics know how many) become
+/// the *seed*: they did not take the counter, and each of them takes one off the seed when it
+/// exits. So a concurrency rule loaded while calls are inside counts them. A call racing with the
+/// very load (entering within the same few nanoseconds) may be missed by the seed and then takes
+/// one off it anyway: the error is at most that many calls, only until those calls exit, and on
+/// the side of admitting.
+#[derive(Debug, Default)]
+pub(crate) struct ConcurrencyCounter {
+    /// Calls inside that took the counter.
+    inside: CachePadded<AtomicU64>,
+    /// Calls that were inside when counting started and have not exited yet.
+    seed: AtomicU64,
+    /// Counting has started: every entry takes the counter from now on.
+    tracking: AtomicBool,
+}
+
+impl ConcurrencyCounter {
+    /// Whether entries take the counter.
+    #[inline(always)]
+    pub(crate) fn is_tracking(&self) -> bool {
+        self.tracking.load(Acquire)
+    }
+
+    /// Starts counting (once); `inflight()` is the number of calls inside by the statistics.
+    pub(crate) fn start(&self, inflight: impl FnOnce() -> i64) {
+        if self.tracking.swap(true, SeqCst) {
+            return;
+        }
+        // Entries that saw `tracking` take the counter before their statistics count them, so
+        // this never counts one of them twice.
+        let untracked = inflight() - self.inside.load(SeqCst) as i64;
+        self.seed.store(untracked.max(0) as u64, SeqCst);
+    }
+
+    /// Takes a place if fewer than `limit` calls are inside (any number without a limit).
+    #[inline]
+    pub(crate) fn try_acquire(&self, limit: Option<u64>) -> bool {
+        let inside = self.inside.fetch_add(1, AcqRel) + 1;
+        match limit {
+            Some(limit) if inside.saturating_add(self.seed.load(Acquire)) > limit => {
+                self.inside.fetch_sub(1, AcqRel);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// A call that took a place exits.
+    #[inline]
+    pub(crate) fn release(&self) {
+        self.inside.fetch_sub(1, AcqRel);
+    }
+
+    /// A call that did not take a place (it entered before counting started) exits.
+    #[inline]
+    pub(crate) fn release_untracked(&self) {
+        let _ = self
+            .seed
+            .fetch_update(AcqRel, Acquire, |seed| seed.checked_sub(1));
+    }
+
+    /// Calls inside, as counted.
+    pub(crate) fn current(&self) -> u64 {
+        self.inside.load(Acquire) + self.seed.load(Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_the_calls_already_inside_when_counting_starts() {
+        let c = ConcurrencyCounter::default();
+        c.start(|| 5);
+        assert!(!c.try_acquire(Some(2)));
+        for _ in 0..3 {
+            c.release_untracked();
+        }
+        assert!(!c.try_acquire(Some(2)), "2 of the 5 are still inside");
+        c.release_untracked();
+        c.release_untracked();
+        c.release_untracked(); // one more than the seed: saturates
+        assert!(c.try_acquire(Some(2)));
+        assert!(c.try_acquire(Some(2)));
+        assert!(!c.try_acquire(Some(2)));
+        assert_eq!(c.current(), 2);
+        c.release();
+        assert!(c.try_acquire(Some(2)));
+        assert!(c.try_acquire(None), "no limit: always a place");
+    }
+}

@@ -1,0 +1,280 @@
+//! [`QpsRing`]: exact admission of at most `limit` passes per sliding window, lock-free on the
+//! common path and correct for any batch size, any idle gap and any clock reading.
+//!
+//! # Protocol
+//!
+//! The ring has `len >= N + 1` buckets (a power of two), each a word `tag(32) | count(32)`. The
+//! *head* is the newest period any caller has reached, as a full `u64`; `prev` caches the passes
+//! of the `span` buckets before it (`N - 1`, or `N` in strict mode); `seq` is even while the head
+//! is stable and odd while one caller moves it.
+//!
+//! * **Reserve** at period `p`: read `seq` (even), `head`, `prev`. If `p > head`, move the head
+//!   first (below). If `p < head` (a stale clock reading), the call counts at the head's period:
+//!   the admitted period is returned so that statistics record the pass where admission counted
+//!   it. Then a CAS adds `count` to the head's bucket only if `prev + held + count <= limit`, so
+//!   a bucket never holds more than the limit (`< 2^31`): the count cannot carry into the tag. If
+//!   `seq` moved meanwhile, the add is rolled back and the call retries: a late add can never
+//!   slip past a cached `prev`.
+//! * **Move the head** to `p`: the caller that turns `seq` odd (one CAS) retags every bucket of
+//!   a period entering the ring, `(max(head, p - len), p]`, to that period with a zero count,
+//!   sums `prev`, publishes `head = p`, and turns `seq` even. Others wait for it (a few stores
+//!   and `span` loads; `spin_wait` yields the core). After every move, each bucket is tagged with
+//!   exactly its period within `(head - len, head]`, so 32-bit tags compared within that range
+//!   cannot alias, whatever the idle gap: tags never wrap into a false match.
+//! * **Roll back** (a later check blocked the call, or its future was dropped): subtract the
+//!   count if the bucket still carries the period's tag. A rollback only ever lowers a count that
+//!   another caller may have seen higher, so every error is on the side of blocking.
+
+use std::sync::atomic::Ordering::SeqCst;
+
+use crossbeam_utils::CachePadded;
+
+use crate::stat::word::{pack, tag, tag_of, value};
+use crate::stat::FastDiv;
+use crate::sync::AtomicWord;
+
+/// The largest count a bucket can hold: thresholds are validated below it.
+pub(crate) const MAX_COUNT: u64 = (1 << 31) - 1;
+
+#[derive(Debug)]
+struct Head<A> {
+    seq: A,
+    head: A,
+    prev: A,
+}
+
+/// The ring of one QPS gate (see the module docs).
+#[derive(Debug)]
+pub(crate) struct QpsRing<A: AtomicWord> {
+    head: CachePadded<Head<A>>,
+    ring: Box<[A]>,
+    /// Divides by the bucket length.
+    bucket: FastDiv,
+    /// The ring's length is a power of two (at least `N + 1`): index = period & mask.
+    mask: u64,
+    len: u64,
+    /// Earlier buckets counted with the current one: `N - 1`, or `N` when strict.
+    span: u64,
+}
+
+impl<A: AtomicWord> QpsRing<A> {
+    /// An empty ring of `sample_count` buckets of `bucket_nanos` (both at least 1), whose head
+    /// is the period of `now`.
+    pub(crate) fn new(bucket_nanos: u64, sample_count: u32, strict: bool, now: u64) -> Self {
+        let n = u64::from(sample_count.max(1));
+        let len = (n + 1).next_power_of_two();
+        let bucket = FastDiv::new(bucket_nanos.max(1));
+        let head = bucket.div(now);
+        let ring: Box<[A]> = (0..len).map(|_| A::new(0)).collect();
+        for back in 0..len {
+            let q = head.wrapping_sub(back);
+            ring[(q & (len - 1)) as usize].store(pack(tag_of(q), 0), SeqCst);
+        }
+        QpsRing {
+            head: CachePadded::new(Head {
+                seq: A::new(0),
+                head: A::new(head),
+                prev: A::new(0),
+            }),
+            ring,
+            bucket,
+            mask: len - 1,
+            len,
+            span: if strict { n } else { n - 1 },
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self, period: u64) -> &A {
+        &self.ring[(period & self.mask) as usize]
+    }
+
+    /// The bucket length in nanoseconds.
+    pub(crate) fn bucket_nanos(&self) -> u64 {
+        self.bucket.divisor()
+    }
+
+    /// The period of time `now`.
+    #[inline]
+    pub(crate) fn period(&self, now: u64) -> u64 {
+        self.bucket.div(now)
+    }
+
+    /// Reserves `count` passes at `now` against `limit`: the period the passes were counted in
+    /// (the period of `now`, or a later one if the ring has reached it), or `None` if they do
+    /// not fit.
+    #[inline]
+    pub(crate) fn reserve(&self, now: u64, count: u64, limit: u64) -> Option<u64> {
+        let limit = limit.min(MAX_COUNT);
+        if count > limit {
+            return None;
+        }
+        let mut period = self.bucket.div(now);
+        loop {
+            let seq = self.head.seq.load(SeqCst);
+            if seq & 1 == 1 {
+                A::spin_wait();
+                continue;
+            }
+            let head = self.head.head.load(SeqCst);
+            if period > head {
+                self.advance(seq, head, period);
+                continue;
+            }
+            period = head;
+            let prev = self.head.prev.load(SeqCst);
+            let slot = self.slot(period);
+            let mut word = slot.load(SeqCst);
+            let fits = loop {
+                if tag(word) != tag_of(period) {
+                    break None; // retagged by a move of the head: `seq` has moved
+                }
+                if prev + value(word) + count > limit {
+                    break Some(false);
+                }
+                match slot.compare_exchange_weak(word, word + count, SeqCst, SeqCst) {
+                    Ok(_) => break Some(true),
+                    Err(seen) => word = seen,
+                }
+            };
+            let settled = self.head.seq.load(SeqCst) == seq;
+            match fits {
+                Some(true) if settled => return Some(period),
+                Some(true) => self.rollback(period, count),
+                Some(false) if settled => return None,
+                _ => {}
+            }
+        }
+    }
+
+    /// Moves the head from `head` to `period` if `seq` is still `seq` (else another caller is
+    /// moving it, or has).
+    #[cold]
+    #[inline(never)]
+    fn advance(&self, seq: u64, head: u64, period: u64) {
+        if self
+            .head
+            .seq
+            .compare_exchange(seq, seq + 1, SeqCst, SeqCst)
+            .is_err()
+        {
+            return;
+        }
+        // Only the holder of an odd `seq` moves the head: `head` is still `head`.
+        let first = head
+            .saturating_add(1)
+            .max(period.saturating_sub(self.len - 1));
+        for q in first..=period {
+            self.slot(q).store(pack(tag_of(q), 0), SeqCst);
+        }
+        let prev = self.sum_before(period);
+        self.head.prev.store(prev, SeqCst);
+        self.head.head.store(period, SeqCst);
+        self.head.seq.store(seq + 2, SeqCst);
+    }
+
+    /// Passes in the `span` buckets before `period`.
+    fn sum_before(&self, period: u64) -> u64 {
+        (1..=self.span)
+            .map(|back| {
+                let q = period.wrapping_sub(back);
+                let word = self.slot(q).load(SeqCst);
+                if tag(word) == tag_of(q) {
+                    value(word)
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+
+    /// Takes `count` back out of the bucket of `period`, if it still belongs to that period (a
+    /// move of the head already dropped it otherwise).
+    pub(crate) fn rollback(&self, period: u64, count: u64) {
+        let slot = self.slot(period);
+        let mut word = slot.load(SeqCst);
+        while tag(word) == tag_of(period) && value(word) >= count {
+            match slot.compare_exchange_weak(word, word - count, SeqCst, SeqCst) {
+                Ok(_) => return,
+                Err(seen) => word = seen,
+            }
+        }
+    }
+
+    /// Counts `passes` admitted before this ring existed (a rule reload) at `period`: they count
+    /// against the limit until they leave the window. Called before the ring is shared.
+    pub(crate) fn seed(&mut self, period: u64, passes: u64) {
+        let head = self.head.head.load(SeqCst);
+        let period = period.min(head);
+        if head - period >= self.len {
+            return;
+        }
+        let slot = self.slot(period);
+        let word = slot.load(SeqCst);
+        let held = value(word).saturating_add(passes).min(MAX_COUNT);
+        slot.store(pack(tag_of(period), held as u32), SeqCst);
+        let prev = self.sum_before(head);
+        self.head.prev.store(prev, SeqCst);
+    }
+
+    /// The passes counted in the window ending at the head (for tests).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> u64 {
+        let head = self.head.head.load(SeqCst);
+        self.head.prev.load(SeqCst) + value(self.slot(head).load(SeqCst))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    const MS: u64 = 1_000_000;
+    const T0: u64 = 3_600_000 * MS;
+
+    fn ring(n: u32, strict: bool) -> QpsRing<AtomicU64> {
+        QpsRing::new(100 * MS, n, strict, T0)
+    }
+
+    #[test]
+    fn admits_up_to_the_limit_and_returns_the_period() {
+        let r = ring(10, false);
+        let p = T0 / (100 * MS);
+        assert_eq!(r.reserve(T0, 3, 5), Some(p));
+        assert_eq!(r.reserve(T0, 2, 5), Some(p));
+        assert_eq!(r.reserve(T0, 1, 5), None);
+        assert_eq!(r.held(), 5);
+    }
+
+    #[test]
+    fn a_stale_reading_counts_in_the_newest_period() {
+        let r = ring(10, false);
+        let later = T0 + 1_000 * MS;
+        assert_eq!(r.reserve(later, 1, 5), Some(later / (100 * MS)));
+        // A caller that read the clock before `later` is counted at `later`'s period.
+        assert_eq!(r.reserve(T0 + 999 * MS, 1, 5), Some(later / (100 * MS)));
+    }
+
+    #[test]
+    fn batches_never_carry_into_the_tag() {
+        let r = ring(10, false);
+        let limit = MAX_COUNT;
+        assert!(r.reserve(T0, MAX_COUNT, limit).is_some());
+        for _ in 0..1_000 {
+            assert_eq!(r.reserve(T0, MAX_COUNT, limit), None);
+        }
+        assert_eq!(r.reserve(T0, u64::from(u32::MAX), u64::MAX), None);
+        assert_eq!(r.held(), MAX_COUNT);
+    }
+
+    #[test]
+    fn rollback_and_seed() {
+        let mut r = ring(10, false);
+        r.seed(T0 / (100 * MS), 4);
+        assert_eq!(r.reserve(T0, 1, 5), Some(T0 / (100 * MS)));
+        assert_eq!(r.reserve(T0, 1, 5), None);
+        r.rollback(T0 / (100 * MS), 1);
+        assert!(r.reserve(T0, 1, 5).is_some());
+    }
+}
