@@ -9,6 +9,7 @@ use syn::spanned::Spanned as _;
 use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, Token, UnOp};
 
 use crate::errors::Errors;
+use crate::valid::limits;
 
 /// The arguments the attribute accepts, in the order the error message lists them.
 pub(crate) const KNOWN: &[&str] = &[
@@ -83,11 +84,15 @@ impl Parse for RawArg {
     }
 }
 
-/// A value with the span of the literal the user wrote.
+/// A checked value with the spans of what the user wrote.
 #[derive(Clone, Copy)]
 pub(crate) struct WithSpan<T> {
     pub(crate) value: T,
+    /// The argument's key (`max_wait`), or for `qps` and `concurrency` the value: where errors
+    /// about the argument as a whole point.
     pub(crate) span: Span,
+    /// The value (`"2h"`): where errors about the value point.
+    pub(crate) value_span: Span,
 }
 
 /// The strategy of a `breaker(...)`.
@@ -127,6 +132,9 @@ pub(crate) struct Args {
     pub(crate) cold_factor: Option<WithSpan<f64>>,
     pub(crate) max_wait: Option<WithSpan<u64>>,
     pub(crate) relate: Option<LitStr>,
+    /// Every duration parsed, the `qps` rule's and the breakers' (even those of a refused
+    /// `breaker(...)`), by argument name: `valid` checks each against its run-time limit.
+    pub(crate) durations: Vec<(&'static str, WithSpan<u64>)>,
 }
 
 impl Args {
@@ -141,7 +149,7 @@ impl Args {
             if name == "breaker" {
                 match arg {
                     RawArg::List { key, items } => {
-                        if let Some(b) = breaker(&key, items, errors) {
+                        if let Some(b) = breaker(&key, items, &mut args.durations, errors) {
                             args.breakers.push(b);
                         }
                     }
@@ -179,11 +187,21 @@ impl Args {
                 "is_error" => {
                     args.is_error = path(&value, "is_error", "is_error = counts_as_error", errors)
                 }
-                "window" => args.window = spanned(&key, duration(&value, "window", errors)),
-                "warm_up" => args.warm_up = spanned(&key, duration(&value, "warm_up", errors)),
-                "max_wait" => args.max_wait = spanned(&key, duration(&value, "max_wait", errors)),
-                "strict" => args.strict = spanned(&key, boolean(&value, "strict", errors)),
-                "cold_factor" => args.cold_factor = spanned(&key, cold_factor(&value, errors)),
+                "window" => {
+                    args.window = duration_arg(&key, &value, "window", &mut args.durations, errors)
+                }
+                "warm_up" => {
+                    args.warm_up =
+                        duration_arg(&key, &value, "warm_up", &mut args.durations, errors)
+                }
+                "max_wait" => {
+                    args.max_wait =
+                        duration_arg(&key, &value, "max_wait", &mut args.durations, errors)
+                }
+                "strict" => args.strict = spanned(&key, &value, boolean(&value, "strict", errors)),
+                "cold_factor" => {
+                    args.cold_factor = spanned(&key, &value, cold_factor(&value, errors))
+                }
                 "relate" => args.relate = string(&value, "relate", "relate = \"writes\"", errors),
                 _ => errors.at(&key, unknown(&name, KNOWN)),
             }
@@ -207,7 +225,12 @@ fn unknown(name: &str, known: &[&str]) -> String {
 }
 
 /// Checks one `breaker(...)`: exactly one strategy, a recovery time, sane numbers.
-fn breaker(key: &Ident, items: Vec<RawArg>, errors: &mut Errors) -> Option<Breaker> {
+fn breaker(
+    key: &Ident,
+    items: Vec<RawArg>,
+    durations: &mut Vec<(&'static str, WithSpan<u64>)>,
+    errors: &mut Errors,
+) -> Option<Breaker> {
     let mut values: Vec<(Ident, Expr)> = Vec::new();
     for item in items {
         match item {
@@ -249,8 +272,8 @@ fn breaker(key: &Ident, items: Vec<RawArg>, errors: &mut Errors) -> Option<Break
         (_, Some((_, v)), _, _) => {
             whole(v, "error_count", 1, u32::MAX, errors).map(BreakerKind::ErrorCount)
         }
-        (_, _, Some((_, rt)), Some((_, r))) => {
-            let max_rt_ms = duration(rt, "slow_rt", errors);
+        (_, _, Some((k, rt)), Some((_, r))) => {
+            let max_rt_ms = duration_arg(k, rt, "slow_rt", durations, errors).map(|d| d.value);
             let ratio = ratio(r, "slow_ratio", errors);
             max_rt_ms
                 .zip(ratio)
@@ -282,7 +305,7 @@ fn breaker(key: &Ident, items: Vec<RawArg>, errors: &mut Errors) -> Option<Break
         }
     };
     let recovery_ms = match get("recovery") {
-        Some((_, v)) => duration(v, "recovery", errors),
+        Some((k, v)) => duration_arg(k, v, "recovery", durations, errors).map(|d| d.value),
         None => {
             errors.at(
                 key,
@@ -292,10 +315,14 @@ fn breaker(key: &Ident, items: Vec<RawArg>, errors: &mut Errors) -> Option<Break
         }
     };
     let min_requests = get("min_requests").map_or(Some(0), |(_, v)| {
-        whole(v, "min_requests", 1, u32::MAX, errors)
+        whole(v, "min_requests", 1, limits::MAX_MIN_REQUESTS, errors)
     });
-    let window_ms = get("window").map_or(Some(0), |(_, v)| duration(v, "window", errors));
-    let probes = get("probes").map_or(Some(0), |(_, v)| whole(v, "probes", 1, 1_000, errors));
+    let window_ms = get("window").map_or(Some(0), |(k, v)| {
+        duration_arg(k, v, "window", durations, errors).map(|d| d.value)
+    });
+    let probes = get("probes").map_or(Some(0), |(_, v)| {
+        whole(v, "probes", 1, limits::MAX_PROBES, errors)
+    });
     if strategies.len() > 1 {
         return None;
     }
@@ -336,6 +363,19 @@ fn whole(value: &Expr, name: &str, min: u32, max: u32, errors: &mut Errors) -> O
             None
         }
     }
+}
+
+/// The duration argument `key = value`, also recorded in `durations` for the limit checks.
+fn duration_arg(
+    key: &Ident,
+    value: &Expr,
+    name: &'static str,
+    durations: &mut Vec<(&'static str, WithSpan<u64>)>,
+    errors: &mut Errors,
+) -> Option<WithSpan<u64>> {
+    let parsed = spanned(key, value, duration(value, name, errors))?;
+    durations.push((name, parsed));
+    Some(parsed)
 }
 
 /// A duration literal, in milliseconds.
@@ -389,10 +429,12 @@ fn string(value: &Expr, name: &str, example: &str, errors: &mut Errors) -> Optio
     }
 }
 
-fn spanned<T>(key: &Ident, value: Option<T>) -> Option<WithSpan<T>> {
+/// A checked value with its key's and its own spans.
+fn spanned<T>(key: &Ident, written: &Expr, value: Option<T>) -> Option<WithSpan<T>> {
     value.map(|value| WithSpan {
         value,
         span: key.span(),
+        value_span: written.span(),
     })
 }
 
@@ -471,26 +513,37 @@ fn qps(value: &Expr, errors: &mut Errors) -> Option<WithSpan<f64>> {
         );
         return None;
     }
-    if v > 2_147_483_647.0 {
-        errors.at(value, "`qps` must be at most 2147483647");
+    if v > limits::MAX_THRESHOLD {
+        errors.at(
+            value,
+            format!(
+                "`qps` must be at most {} (the run-time limit), got {v}",
+                limits::MAX_THRESHOLD
+            ),
+        );
         return None;
     }
     Some(WithSpan {
         value: v,
         span: value.span(),
+        value_span: value.span(),
     })
 }
 
 fn concurrency(value: &Expr, errors: &mut Errors) -> Option<WithSpan<u32>> {
     match number(value) {
-        Number::Int(i) if i > 0 && i <= i128::from(i32::MAX) => Some(WithSpan {
+        Number::Int(i) if i > 0 && i <= i128::from(limits::MAX_CONCURRENCY) => Some(WithSpan {
             value: i as u32,
             span: value.span(),
+            value_span: value.span(),
         }),
         Number::Int(i) => {
             errors.at(
                 value,
-                format!("`concurrency` must be a whole number from 1 to 2147483647, got {i}"),
+                format!(
+                    "`concurrency` must be a whole number from 1 to {}, got {i}",
+                    limits::MAX_CONCURRENCY
+                ),
             );
             None
         }

@@ -29,17 +29,27 @@ pub(crate) fn millis(lit: &LitStr) -> Result<u64, String> {
             ))
         }
     };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is too large"))?;
-    let ms = n
-        .checked_mul(per_unit)
-        .filter(|&ms| ms <= u64::from(u32::MAX))
-        .ok_or_else(|| format!("{text:?} is too long: at most 4294967295 ms"))?;
+    // How long each argument may be is checked where its run-time limit is known (`valid`).
+    let ms = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(per_unit))
+        .ok_or_else(|| format!("{text:?} is too long"))?;
     if ms == 0 {
         return Err(format!("{text:?} must be greater than zero"));
     }
     Ok(ms)
+}
+
+/// `ms` in the largest unit that divides it evenly: `"2h"`, `"90s"`, `"1500ms"`.
+pub(crate) fn show(ms: u64) -> String {
+    [(3_600_000, "h"), (60_000, "m"), (1_000, "s")]
+        .iter()
+        .find(|(per_unit, _)| ms % per_unit == 0 && ms > 0)
+        .map_or_else(
+            || format!("{ms}ms"),
+            |(per_unit, unit)| format!("{}{unit}", ms / per_unit),
+        )
 }
 
 #[cfg(test)]
@@ -66,6 +76,20 @@ mod tests {
         assert!(ms("0s").unwrap_err().contains("greater than zero"));
         assert!(ms("s").unwrap_err().contains("expected"));
         assert!(ms("1.5s").unwrap_err().contains("unknown unit"));
-        assert!(ms("99999999999h").unwrap_err().contains("too long"));
+        assert!(ms("99999999999999999999ms")
+            .unwrap_err()
+            .contains("too long"));
+        assert!(ms("9999999999999999h").unwrap_err().contains("too long"));
+    }
+
+    #[test]
+    fn shown() {
+        assert_eq!(show(1), "1ms");
+        assert_eq!(show(1_500), "1500ms");
+        assert_eq!(show(90_000), "90s");
+        assert_eq!(show(120_000), "2m");
+        assert_eq!(show(7_200_000), "2h");
+        assert_eq!(show(86_400_000), "24h");
+        assert_eq!(show(u64::from(u32::MAX)), "4294967295ms");
     }
 }

@@ -1,8 +1,8 @@
 //! The `#[sentinel]` attribute of `sentinel_runtime`: use it as `sentinel_runtime::sentinel`,
 //! whose documentation describes every argument.
 //!
-//! Stages, one module each: `args` parses, `valid` checks across arguments and the
-//! signature, `expand` generates the code.
+//! Stages, one module each: `args` parses, `valid` checks across arguments, against the
+//! run-time's rule limits and the signature, `expand` generates the code.
 
 mod args;
 mod duration;

@@ -1,10 +1,38 @@
-//! Checks across the arguments and the guarded function's signature.
+//! Checks across the arguments, against the run-time's rule limits, and of the guarded function's
+//! signature.
 
 use quote::ToTokens;
 use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
-use crate::args::Args;
+use crate::args::{Args, WithSpan};
+use crate::duration;
 use crate::errors::Errors;
+
+/// The limits `sentinel_runtime`'s rule validation enforces (`FlowRule::validate`,
+/// `CircuitBreakerRule::validate`), mirrored here because this crate cannot depend on the
+/// runtime. A default rule that fails validation is dropped when its node is built, so the
+/// attribute refuses at compile time every value the rule it builds would be refused for.
+/// `tests/ui/pass/limits_at_maximum.rs` checks at run time that rules at these maximums validate.
+pub(crate) mod limits {
+    /// `rules::MAX_THRESHOLD`: the largest `qps`.
+    pub(crate) const MAX_THRESHOLD: f64 = 2_147_483_647.0;
+    /// `rules::MAX_THRESHOLD` for a `concurrency` rule, a whole number.
+    pub(crate) const MAX_CONCURRENCY: u32 = 2_147_483_647;
+    /// `rules::MAX_WAIT_LIMIT`: the longest `max_wait`, 1 h.
+    pub(crate) const MAX_WAIT_MS: u64 = 3_600_000;
+    /// `rules::MAX_WARM_UP`: the longest `warm_up`, 24 h.
+    pub(crate) const MAX_WARM_UP_MS: u64 = 86_400_000;
+    /// `rules::MAX_COLD_FACTOR`: the largest `cold_factor`.
+    pub(crate) const MAX_COLD_FACTOR: f64 = 100.0;
+    /// `rules::MAX_RECOVERY`: the longest `recovery`, 24 h.
+    pub(crate) const MAX_RECOVERY_MS: u64 = 86_400_000;
+    /// `rules::MAX_MIN_REQUESTS`: the largest `min_requests`.
+    pub(crate) const MAX_MIN_REQUESTS: u32 = 1_000_000_000;
+    /// `rules::MAX_PROBES`: the most `probes`.
+    pub(crate) const MAX_PROBES: u32 = 1_000;
+    /// The longest statistics `window` (flow or breaker): `u32::MAX` milliseconds.
+    pub(crate) const MAX_WINDOW_MS: u64 = u32::MAX as u64;
+}
 
 /// What the generated code passes to the fallback: `self` or an argument's name.
 pub(crate) enum Passed {
@@ -90,6 +118,57 @@ fn check_shaping(args: &Args, errors: &mut Errors) {
     }
 }
 
+/// The longest each duration argument may be, and whether that is the run-time's limit.
+fn max_millis(name: &str) -> (u64, &'static str) {
+    const RUN_TIME: &str = " (the run-time limit)";
+    match name {
+        "max_wait" => (limits::MAX_WAIT_MS, RUN_TIME),
+        "warm_up" => (limits::MAX_WARM_UP_MS, RUN_TIME),
+        "recovery" => (limits::MAX_RECOVERY_MS, RUN_TIME),
+        "window" => (limits::MAX_WINDOW_MS, RUN_TIME),
+        // No run-time limit: the attribute keeps response times to what a `u32` of
+        // milliseconds holds, about 49 days.
+        _ => (u64::from(u32::MAX), ""),
+    }
+}
+
+/// Every value within the run-time's limits for the rule it ends up in, so no default rule is
+/// dropped when its node is built. The limits checked while parsing (`qps`, `concurrency`,
+/// `cold_factor > 1`, `min_requests`, `probes`, ratios, durations greater than zero) are not
+/// repeated here.
+fn check_limits(args: &Args, errors: &mut Errors) {
+    for (name, d) in &args.durations {
+        check_duration(name, *d, errors);
+    }
+    if let Some(c) = args.cold_factor {
+        if c.value > limits::MAX_COLD_FACTOR {
+            errors.push(syn::Error::new(
+                c.value_span,
+                format!(
+                    "`cold_factor` must be at most {} (the run-time limit: colder would admit \
+                     almost nothing while warming up), got {}",
+                    limits::MAX_COLD_FACTOR,
+                    c.value
+                ),
+            ));
+        }
+    }
+}
+
+fn check_duration(name: &str, d: WithSpan<u64>, errors: &mut Errors) {
+    let (max, why) = max_millis(name);
+    if d.value > max {
+        errors.push(syn::Error::new(
+            d.value_span,
+            format!(
+                "`{name}` must be at most {}{why}, got {}",
+                duration::show(max),
+                duration::show(d.value)
+            ),
+        ));
+    }
+}
+
 /// Checks `func` against `args`; returns the values the fallback gets, in order.
 pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Passed> {
     let sig = &func.sig;
@@ -115,6 +194,7 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
         }
     }
     check_shaping(args, errors);
+    check_limits(args, errors);
     if let Some(is_error) = &args.is_error {
         if !returns_result(&sig.output) {
             errors.at(
