@@ -1,6 +1,6 @@
 //! [`Entry`], the RAII guard of an admitted call, and [`entry`] / [`EntryBuilder`] to get one.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::clock;
@@ -8,6 +8,7 @@ use crate::error::BlockError;
 use crate::node::ResourceNode;
 use crate::rules;
 use crate::slot::{self, Admission, Chain, ProbeTicket};
+use crate::sync::thread_slot;
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
 /// [`BlockError`] of the rule that blocked it.
@@ -64,13 +65,42 @@ impl<'a> EntryBuilder<'a> {
 /// moves the mock clock forward instead).
 #[inline]
 pub(crate) fn enter(node: &'static ResourceNode, count: u32) -> Result<Entry, BlockError> {
-    match reserve(node, count, false)? {
-        Reservation(Inner::Ready(entry)) => Ok(entry),
-        waiting => {
-            clock::sleep_until(waiting.turn());
-            Ok(waiting.into_entry())
-        }
+    let now = clock::now_nanos();
+    let slot = thread_slot();
+    if !node.is_checked() && !slot::has_custom() {
+        node.stats().on_pass_in(slot, now, count);
+        return Ok(Entry::new(node, count, Admission::at(now), false));
     }
+    // The entry is built inside the read, as its result: no copy of a larger value on the way
+    // out (a copied struct read back whole after narrower writes stalls store forwarding,
+    // measured on this path).
+    node.with_chain_in(slot, |chain| {
+        match slot::check(node, &chain, node.counter(), now, count) {
+            Ok(admission) if admission.turn == 0 => {
+                node.stats().on_pass_in(slot, admission.at, count);
+                Ok(Entry::new(node, count, admission, false))
+            }
+            Ok(admission) => Ok(wait_for_turn(Waiting::new(
+                node,
+                chain.to_arc(),
+                count,
+                admission,
+                false,
+            ))),
+            Err(block) => {
+                node.stats().on_block(now, count);
+                Err(block)
+            }
+        }
+    })
+}
+
+/// Sleeps this thread until a throttled call's turn, then enters it.
+#[cold]
+#[inline(never)]
+fn wait_for_turn(waiting: Waiting) -> Entry {
+    clock::sleep_until(waiting.admission.turn);
+    Reservation(Inner::Waiting(waiting)).into_entry()
 }
 
 /// Runs the slot chain without waiting: the admitted call, to be turned into an [`Entry`] once
@@ -83,43 +113,28 @@ pub(crate) fn reserve(
     cancellable: bool,
 ) -> Result<Reservation, BlockError> {
     let now = clock::now_nanos();
-    if !node.is_checked() {
+    if !node.is_checked() && !slot::has_custom() {
         node.stats().on_pass(now, count);
-        let admission = Admission {
-            at: now,
-            ..Admission::default()
-        };
-        return Ok(Reservation(Inner::Ready(Entry::new(
-            node,
-            count,
-            admission,
-            cancellable,
-        ))));
+        let entry = Entry::new(node, count, Admission::at(now), cancellable);
+        return Ok(Reservation(Inner::Ready(entry)));
     }
-    let chain = node.chain();
-    match slot::check(node, &chain, node.counter(), now, count) {
-        Ok(admission) if admission.turn == 0 => {
-            node.stats().on_pass(admission.at, count);
-            Ok(Reservation(Inner::Ready(Entry::new(
-                node,
-                count,
-                admission,
-                cancellable,
-            ))))
-        }
-        Ok(admission) => Ok(Reservation(Inner::Waiting(Waiting {
-            node,
-            chain: arc_swap::Guard::into_inner(chain),
-            count,
-            admission,
-            cancellable,
-            entered: false,
-        }))),
-        Err(block) => {
-            node.stats().on_block(now, count);
-            Err(block)
-        }
-    }
+    node.with_chain(
+        |chain| match slot::check(node, &chain, node.counter(), now, count) {
+            Ok(admission) if admission.turn == 0 => {
+                node.stats().on_pass(admission.at, count);
+                let entry = Entry::new(node, count, admission, cancellable);
+                Ok(Reservation(Inner::Ready(entry)))
+            }
+            Ok(admission) => {
+                let waiting = Waiting::new(node, chain.to_arc(), count, admission, cancellable);
+                Ok(Reservation(Inner::Waiting(waiting)))
+            }
+            Err(block) => {
+                node.stats().on_block(now, count);
+                Err(block)
+            }
+        },
+    )
 }
 
 /// A call admitted by every check, not yet entered: it may have to wait for its throttling turn
@@ -147,6 +162,25 @@ struct Waiting {
     cancellable: bool,
     /// The call entered: nothing to give back.
     entered: bool,
+}
+
+impl Waiting {
+    fn new(
+        node: &'static ResourceNode,
+        chain: Arc<Chain>,
+        count: u32,
+        admission: Admission,
+        cancellable: bool,
+    ) -> Waiting {
+        Waiting {
+            node,
+            chain,
+            count,
+            admission,
+            cancellable,
+            entered: false,
+        }
+    }
 }
 
 impl Drop for Waiting {
@@ -204,11 +238,11 @@ impl Reservation {
 }
 
 /// [`Entry::set_error`] was called.
-const ERROR: u8 = 1;
+const ERROR: u64 = 1;
 /// Held by a future that has not finished: dropped in this state, the call was abandoned.
-const PENDING: u8 = 2;
+const PENDING: u64 = 2;
 /// The call took a place in the node's concurrency counter.
-const COUNTED: u8 = 4;
+const COUNTED: u64 = 4;
 
 /// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
 /// code: the call's concurrency is released, it is counted as complete with its response time,
@@ -221,11 +255,12 @@ const COUNTED: u8 = 4;
 #[derive(Debug)]
 #[must_use = "the call counts as finished as soon as the Entry is dropped"]
 pub struct Entry {
+    // Only 8-byte fields (see `enter`).
     node: &'static ResourceNode,
     start: u64,
-    count: u32,
+    count: u64,
     probe: ProbeTicket,
-    flags: AtomicU8,
+    flags: AtomicU64,
 }
 
 impl Entry {
@@ -240,15 +275,15 @@ impl Entry {
         if cancellable {
             flags |= PENDING;
         }
-        if admission.counted {
+        if admission.counted != 0 {
             flags |= COUNTED;
         }
         Entry {
             node,
             start: admission.at,
-            count,
+            count: u64::from(count),
             probe: admission.probe,
-            flags: AtomicU8::new(flags),
+            flags: AtomicU64::new(flags),
         }
     }
 
@@ -298,14 +333,17 @@ impl Drop for Entry {
         } else if counter.is_tracking() {
             counter.release_untracked();
         }
-        self.node.stats().on_exit(now, self.count, rt_us, error);
+        self.node
+            .stats()
+            .on_exit(now, self.count as u32, rt_us, error);
         if self.node.has_breakers() {
             // Breaker transitions run listeners: a panicking one is contained there.
-            let chain = self.node.chain();
-            for breaker in chain.breakers.iter() {
-                let probe = self.probe.for_breaker(breaker);
-                breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
-            }
+            self.node.with_chain(|chain| {
+                for breaker in chain.breakers.iter() {
+                    let probe = self.probe.for_breaker(breaker);
+                    breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
+                }
+            });
         }
     }
 }

@@ -36,6 +36,9 @@ pub mod slot;
 pub mod stat;
 mod sync;
 
+#[cfg(test)]
+mod model_tests;
+
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;

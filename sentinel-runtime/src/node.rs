@@ -3,8 +3,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use arc_swap::ArcSwap;
-
 use crate::breaker::CircuitState;
 use crate::clock;
 use crate::error::RuleError;
@@ -12,6 +10,7 @@ use crate::metrics::ResourceStats;
 use crate::rules::{CircuitBreakerRule, FlowMetric, FlowRule};
 use crate::slot::{Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, Resolve};
 use crate::stat::NodeStats;
+use crate::sync::{Held, Published};
 
 /// Rules written at a resource's definition (the attribute's `qps = ...`, `breaker(...)`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -52,7 +51,7 @@ pub struct ResourceNode {
     has_breakers: AtomicBool,
     /// The checks in force, replaced whole on reload; the replaced one is freed once no call
     /// reads it.
-    chain: ArcSwap<Chain>,
+    chain: Published<Chain>,
     config: Mutex<NodeConfig>,
 }
 
@@ -70,7 +69,7 @@ impl ResourceNode {
             counter: ConcurrencyCounter::default(),
             checked: AtomicBool::new(false),
             has_breakers: AtomicBool::new(false),
-            chain: ArcSwap::from_pointee(Chain::default()),
+            chain: Published::new(Arc::new(Chain::default())),
             config: Mutex::new(NodeConfig::default()),
         }
     }
@@ -99,22 +98,32 @@ impl ResourceNode {
         self.has_breakers.load(Ordering::Acquire)
     }
 
-    /// The chain in force, for the duration of one check or exit.
+    /// Runs `f` on the chain in force (for the duration of one check or exit).
     #[inline(always)]
-    pub(crate) fn chain(&self) -> arc_swap::Guard<Arc<Chain>> {
-        self.chain.load()
+    pub(crate) fn with_chain<R>(&self, f: impl FnOnce(Held<'_, Chain>) -> R) -> R {
+        self.chain.read(f)
+    }
+
+    /// [`with_chain`](Self::with_chain) for a caller that knows its thread slot.
+    #[inline(always)]
+    pub(crate) fn with_chain_in<R>(&self, slot: usize, f: impl FnOnce(Held<'_, Chain>) -> R) -> R {
+        self.chain.read_in(slot, f)
+    }
+
+    /// The chain in force, to hold across a wait.
+    pub(crate) fn chain_owned(&self) -> Arc<Chain> {
+        self.chain.load_full()
     }
 
     /// The resource's statistics over the second-level window.
     pub fn snapshot(&self) -> ResourceStats {
-        let chain = self.chain();
-        let circuit = chain.breakers.iter().map(|b| b.state()).max();
+        let circuit = self.with_chain(|c| c.breakers.iter().map(|b| b.state()).max());
         ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
     }
 
     /// The state of each circuit breaker in force, in rule order.
     pub fn circuit_states(&self) -> Vec<CircuitState> {
-        self.chain().breakers.iter().map(|b| b.state()).collect()
+        self.with_chain(|c| c.breakers.iter().map(|b| b.state()).collect())
     }
 
     /// The flow rules written at the resource's definition.
@@ -159,7 +168,7 @@ impl ResourceNode {
         let now = clock::now_nanos();
         let flow = flow.unwrap_or(&config.defaults.flow);
         let breakers = breakers.unwrap_or(&config.defaults.breakers);
-        let old = self.chain.load_full();
+        let old = self.chain_owned();
 
         let mut chain = Chain::default();
         for rule in flow {
@@ -205,7 +214,7 @@ impl ResourceNode {
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
         let has_breakers = !chain.breakers.is_empty();
-        self.chain.store(Arc::new(chain));
+        self.chain.replace(Arc::new(chain));
         self.has_breakers.store(has_breakers, Ordering::Release);
         self.checked.store(checked, Ordering::Release);
         drop(config);

@@ -70,6 +70,7 @@ impl ConcurrencyCounter {
     }
 
     /// Calls inside, as counted.
+    #[cfg(test)]
     pub(crate) fn current(&self) -> u64 {
         self.inside.load(Acquire) + self.seed.load(Acquire)
     }

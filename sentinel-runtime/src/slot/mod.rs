@@ -98,8 +98,20 @@ pub(crate) struct Admission {
     pub(crate) turn: u64,
     /// The probe ticket, if a half-open breaker admitted the call as its probe.
     pub(crate) probe: ProbeTicket,
-    /// The call took a place in the node's concurrency counter.
-    pub(crate) counted: bool,
+    /// 1 if the call took a place in the node's concurrency counter (a whole word: see
+    /// `entry::enter`).
+    pub(crate) counted: u64,
+}
+
+impl Admission {
+    /// A call with no checks, admitted at `at`.
+    #[inline]
+    pub(crate) fn at(at: u64) -> Admission {
+        Admission {
+            at,
+            ..Admission::default()
+        }
+    }
 }
 
 /// What a check slot sees of the call being entered.
@@ -181,6 +193,12 @@ pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     HAS_CUSTOM.store(true, Ordering::Release);
 }
 
+/// Whether any custom check slot is registered (then every entry runs the chain).
+#[inline(always)]
+pub(crate) fn has_custom() -> bool {
+    HAS_CUSTOM.load(Ordering::Acquire)
+}
+
 /// Everything reserved so far for one call; dropped armed (a block returned early, or a panic
 /// unwinding), it gives all of it back.
 struct Reserved<'a> {
@@ -210,9 +228,16 @@ impl Reserved<'_> {
 
 impl Drop for Reserved<'_> {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
+        if self.armed {
+            self.release();
         }
+    }
+}
+
+impl Reserved<'_> {
+    /// Gives back everything reserved (once: it leaves nothing reserved).
+    fn release(&mut self) {
+        self.armed = false;
         if let Some(ctx) = self.ctx {
             for (_, slot) in self.custom_slots[..self.custom].iter().rev() {
                 // A panicking cancel must not stop the other reservations from being given back
@@ -220,10 +245,13 @@ impl Drop for Reserved<'_> {
                 let _ = catch_unwind(AssertUnwindSafe(|| slot.cancel(ctx)));
             }
         }
+        self.custom = 0;
         release_probe(self.chain, self.probe);
+        self.probe = ProbeTicket::NONE;
         self.cancel_gates();
         if self.counted {
             self.counter.release();
+            self.counted = false;
         }
     }
 }
@@ -241,6 +269,8 @@ pub(crate) fn check(
     if HAS_CUSTOM.load(Ordering::Acquire) {
         return check_with_custom(node, chain, counter, now, count);
     }
+    // No user code runs in the built-in checks, so no guard is needed against a panic: a block
+    // gives back what was reserved explicitly.
     let mut reserved = Reserved {
         chain,
         counter,
@@ -252,16 +282,26 @@ pub(crate) fn check(
         custom: 0,
         custom_slots: &[],
         ctx: None,
-        armed: true,
+        armed: false,
     };
-    let turn = check_flow(node.name(), &mut reserved)?;
-    check_breakers(node.name(), &mut reserved)?;
-    reserved.armed = false;
+    let turn = match check_flow(node.name(), &mut reserved) {
+        Ok(turn) => turn,
+        Err(block) => {
+            reserved.release();
+            return Err(block);
+        }
+    };
+    if !chain.breakers.is_empty() {
+        if let Err(block) = check_breakers(node.name(), &mut reserved) {
+            reserved.release();
+            return Err(block);
+        }
+    }
     Ok(Admission {
         at: reserved.at,
         turn,
         probe: reserved.probe,
-        counted: reserved.counted,
+        counted: u64::from(reserved.counted),
     })
 }
 
@@ -352,7 +392,7 @@ pub(crate) fn cancel(
         chain,
         counter,
         count,
-        counted: admission.counted,
+        counted: admission.counted != 0,
         gates: chain.gates.len(),
         at: admission.at,
         probe: admission.probe,
@@ -425,7 +465,7 @@ fn check_with_custom(
         at: after.at,
         turn,
         probe: after.probe,
-        counted: after.counted,
+        counted: u64::from(after.counted),
     })
 }
 

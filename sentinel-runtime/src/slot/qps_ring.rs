@@ -40,7 +40,15 @@ pub(crate) const MAX_COUNT: u64 = (1 << 31) - 1;
 struct Head<A> {
     seq: A,
     head: A,
+    /// The end of the head's bucket (`(head + 1) * bucket_nanos`, saturating): a reading before
+    /// it counts at the head, with no division.
+    head_end: A,
     prev: A,
+}
+
+/// The end of the bucket of `period`: `(period + 1) * bucket_nanos`, saturating.
+fn end_of(period: u64, bucket_nanos: u64) -> u64 {
+    period.saturating_add(1).saturating_mul(bucket_nanos)
 }
 
 /// The ring of one QPS gate (see the module docs).
@@ -74,6 +82,7 @@ impl<A: AtomicWord> QpsRing<A> {
             head: CachePadded::new(Head {
                 seq: A::new(0),
                 head: A::new(head),
+                head_end: A::new(end_of(head, bucket.divisor())),
                 prev: A::new(0),
             }),
             ring,
@@ -109,7 +118,6 @@ impl<A: AtomicWord> QpsRing<A> {
         if count > limit {
             return None;
         }
-        let mut period = self.bucket.div(now);
         loop {
             let seq = self.head.seq.load(SeqCst);
             if seq & 1 == 1 {
@@ -117,11 +125,17 @@ impl<A: AtomicWord> QpsRing<A> {
                 continue;
             }
             let head = self.head.head.load(SeqCst);
+            // A reading within (or before: a stale reading) the head's bucket counts at the head.
+            let period = if now < self.head.head_end.load(SeqCst) {
+                head
+            } else {
+                self.bucket.div(now)
+            };
             if period > head {
                 self.advance(seq, head, period);
                 continue;
             }
-            period = head;
+            let period = head; // (a stale reading counts at the head)
             let prev = self.head.prev.load(SeqCst);
             let slot = self.slot(period);
             let mut word = slot.load(SeqCst);
@@ -170,6 +184,9 @@ impl<A: AtomicWord> QpsRing<A> {
         let prev = self.sum_before(period);
         self.head.prev.store(prev, SeqCst);
         self.head.head.store(period, SeqCst);
+        self.head
+            .head_end
+            .store(end_of(period, self.bucket.divisor()), SeqCst);
         self.head.seq.store(seq + 2, SeqCst);
     }
 

@@ -1,9 +1,9 @@
 //! The statistics of one resource node, sharded per thread so that recording a call takes no
 //! atomic read-modify-write.
 //!
-//! Every thread leases a slot number (0..[`MAX_SLOTS`]) for its lifetime; the slot's shard of
+//! Every thread leases a slot number (0..`MAX_SLOTS`) for its lifetime; the slot's shard of
 //! each node has that thread as its only writer, so counters are updated with a plain load and
-//! store (about 1 ns, against about 6 ns for a `fetch_add`). Threads beyond [`MAX_SLOTS`] alive at
+//! store (about 1 ns, against about 6 ns for a `fetch_add`). Threads beyond `MAX_SLOTS` alive at
 //! once share one overflow shard and update it with atomic adds. Readers sum all shards.
 //!
 //! The second-level window is 1 s of [`SECOND_BUCKETS`] buckets (100 ms each: a 10th of the
@@ -14,12 +14,13 @@
 //! allocated on first use, so a node touched once costs little memory.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 
 use crossbeam_utils::CachePadded;
 
-use super::bucket::{MetricEvent, EVENTS, NO_MIN};
+use super::bucket::{Bucket, MetricEvent, EVENTS, NO_MIN};
 use super::ring::{Position, Ring};
+use crate::sync::{thread_slot, MAX_SLOTS};
 
 /// Buckets of the second-level window (100 ms each).
 pub(crate) const SECOND_BUCKETS: u32 = 10;
@@ -27,60 +28,9 @@ const SECOND_NANOS: u64 = 1_000_000_000;
 pub(crate) const SECOND_BUCKET_NANOS: u64 = SECOND_NANOS / SECOND_BUCKETS as u64;
 /// Buckets of the minute-level window (1 s each).
 pub(crate) const MINUTE_BUCKETS: u32 = 60;
-/// Threads that can hold a private shard at once; more share the overflow shard.
-pub(crate) const MAX_SLOTS: usize = 64;
-const NO_SLOT: usize = usize::MAX;
-
-struct SlotPool {
-    next: usize,
-    free: Vec<usize>,
-}
-
-static POOL: Mutex<SlotPool> = Mutex::new(SlotPool {
-    next: 0,
-    free: Vec::new(),
-});
-
-/// A thread's lease on a slot number, returned to the pool when the thread exits.
-struct SlotLease(usize);
-
-impl SlotLease {
-    fn acquire() -> SlotLease {
-        let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(slot) = pool.free.pop() {
-            SlotLease(slot)
-        } else if pool.next < MAX_SLOTS {
-            pool.next += 1;
-            SlotLease(pool.next - 1)
-        } else {
-            SlotLease(NO_SLOT)
-        }
-    }
-}
-
-impl Drop for SlotLease {
-    fn drop(&mut self) {
-        if self.0 != NO_SLOT {
-            let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-            pool.free.push(self.0);
-        }
-    }
-}
-
-thread_local! {
-    static LEASE: SlotLease = SlotLease::acquire();
-}
-
-/// This thread's slot, or `NO_SLOT` (while the thread is being torn down, or beyond
-/// `MAX_SLOTS` threads).
-#[inline]
-fn current_slot() -> usize {
-    LEASE.try_with(|lease| lease.0).unwrap_or(NO_SLOT)
-}
-
 /// One thread's (or the overflow's) share of a node's statistics.
 struct Shard {
-    second: Ring<AtomicU64>,
+    second: Ring<AtomicU64, [Bucket<AtomicU64>; SECOND_BUCKETS as usize]>,
     /// Entries begun minus entries ended through this shard; the node's concurrency is the sum.
     inflight: AtomicI64,
 }
@@ -88,7 +38,7 @@ struct Shard {
 impl Shard {
     fn new() -> Shard {
         Shard {
-            second: Ring::new(SECOND_BUCKET_NANOS, SECOND_BUCKETS),
+            second: Ring::inline(SECOND_BUCKET_NANOS),
             inflight: AtomicI64::new(0),
         }
     }
@@ -128,7 +78,8 @@ struct Writer<'a> {
 }
 
 pub(crate) struct NodeStats {
-    shards: Box<[OnceLock<Box<CachePadded<Shard>>>]>,
+    /// Inline, so a call follows one pointer to its shard.
+    shards: [OnceLock<Box<CachePadded<Shard>>>; MAX_SLOTS],
     overflow: OnceLock<Box<CachePadded<Shard>>>,
     minute: OnceLock<Box<Ring<AtomicU64>>>,
 }
@@ -142,7 +93,7 @@ impl std::fmt::Debug for NodeStats {
 impl NodeStats {
     pub(crate) fn new() -> NodeStats {
         NodeStats {
-            shards: (0..MAX_SLOTS).map(|_| OnceLock::new()).collect(),
+            shards: [const { OnceLock::new() }; MAX_SLOTS],
             overflow: OnceLock::new(),
             minute: OnceLock::new(),
         }
@@ -150,7 +101,13 @@ impl NodeStats {
 
     #[inline(always)]
     fn writer(&self) -> Writer<'_> {
-        match self.shards.get(current_slot()) {
+        self.writer_in(thread_slot())
+    }
+
+    /// The shard of the thread whose [`thread_slot`] is `slot`.
+    #[inline(always)]
+    fn writer_in(&self, slot: usize) -> Writer<'_> {
+        match self.shards.get(slot) {
             Some(cell) => Writer {
                 shard: cell.get_or_init(|| Box::new(CachePadded::new(Shard::new()))),
                 exclusive: true,
@@ -223,7 +180,13 @@ impl NodeStats {
     /// An admitted entry of `count` at `now`.
     #[inline(always)]
     pub(crate) fn on_pass(&self, now: u64, count: u32) {
-        let w = self.writer();
+        self.on_pass_in(thread_slot(), now, count)
+    }
+
+    /// [`on_pass`](Self::on_pass) from the thread whose [`thread_slot`] is `slot`.
+    #[inline(always)]
+    pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
+        let w = self.writer_in(slot);
         self.add(
             &w,
             now,
@@ -442,7 +405,7 @@ impl NodeStats {
                 _ => slot.saturating_add(value),
             };
         };
-        let mut visit = |start: u64, b: &super::bucket::Bucket<AtomicU64>| {
+        let mut visit = |start: u64, b: &Bucket<AtomicU64>| {
             for event in MetricEvent::ALL {
                 let value = b.count(event);
                 if value != event.empty() {

@@ -49,14 +49,16 @@ impl Position {
     }
 }
 
-/// A ring of `len` buckets of `bucket_nanos` each.
+/// A ring of `len` buckets of `bucket_nanos` each. The buckets are stored in `S`: a boxed slice
+/// of any length, or an inline array where the length is fixed (one pointer fewer to follow on
+/// the hot path).
 #[derive(Debug)]
-pub(crate) struct Ring<A: AtomicWord> {
+pub(crate) struct Ring<A: AtomicWord, S: AsRef<[Bucket<A>]> = Box<[Bucket<A>]>> {
     /// Divides by the bucket length.
     bucket: FastDiv,
     /// Divides by the number of buckets.
     ring: FastDiv,
-    buckets: Box<[Bucket<A>]>,
+    buckets: S,
     /// Even while no restart runs; odd while one does (the restart lock).
     seq: A,
 }
@@ -65,17 +67,36 @@ impl<A: AtomicWord> Ring<A> {
     /// An empty ring (`bucket_nanos` and `len` at least 1; 0 is taken as 1).
     pub(crate) fn new(bucket_nanos: u64, len: u32) -> Ring<A> {
         let len = len.max(1);
+        Ring::with_buckets(bucket_nanos, (0..len).map(|_| Bucket::new()).collect())
+    }
+}
+
+impl<A: AtomicWord, const N: usize> Ring<A, [Bucket<A>; N]> {
+    /// An empty ring of `N` inline buckets.
+    pub(crate) fn inline(bucket_nanos: u64) -> Self {
+        Ring::with_buckets(bucket_nanos, std::array::from_fn(|_| Bucket::new()))
+    }
+}
+
+impl<A: AtomicWord, S: AsRef<[Bucket<A>]>> Ring<A, S> {
+    fn with_buckets(bucket_nanos: u64, buckets: S) -> Self {
+        let len = buckets.as_ref().len().max(1) as u64;
         Ring {
             bucket: FastDiv::new(bucket_nanos.max(1)),
-            ring: FastDiv::new(u64::from(len)),
-            buckets: (0..len).map(|_| Bucket::new()).collect(),
+            ring: FastDiv::new(len),
+            buckets,
             seq: A::new(0),
         }
     }
 
+    #[inline(always)]
+    fn buckets(&self) -> &[Bucket<A>] {
+        self.buckets.as_ref()
+    }
+
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.buckets.len()
+        self.buckets().len()
     }
 
     #[inline]
@@ -99,7 +120,7 @@ impl<A: AtomicWord> Ring<A> {
 
     #[inline(always)]
     pub(crate) fn bucket_at(&self, pos: Position) -> &Bucket<A> {
-        &self.buckets[pos.index]
+        &self.buckets()[pos.index]
     }
 
     /// Adds `value` to `event` at `pos`. With `exclusive` the add is a plain load and store: the
@@ -210,7 +231,7 @@ impl<A: AtomicWord> Ring<A> {
     #[inline]
     pub(crate) fn each_within(&self, now: u64, periods: u64, mut f: impl FnMut(u64, &Bucket<A>)) {
         let period = self.period(now);
-        for bucket in self.buckets.iter() {
+        for bucket in self.buckets().iter() {
             let held = bucket.period();
             if Self::within(held, period, periods) {
                 f(held, bucket);

@@ -1,9 +1,16 @@
-//! The atomic word the lock-free windows are written against, so that the same code runs on
+//! Concurrency building blocks: each thread's slot number ([`thread_slot`]), a pointer read
+//! lock-free and replaced safely ([`Published`]), and the atomic word the lock-free windows are written against, so that the same code runs on
 //! `std`'s atomics in the product and on loom's in the model tests (`stat::ring` and
 //! `slot::qps_ring` are generic over it; the product uses `AtomicU64`, the loom tests
 //! `loom::sync::atomic::AtomicU64`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+mod publish;
+mod thread_slot;
+
+pub(crate) use publish::{Held, Published};
+pub(crate) use thread_slot::{thread_slot, MAX_SLOTS};
 
 /// The operations the windows use on a 64-bit atomic word, plus how to wait for another thread
 /// that holds a short critical section.

@@ -1,0 +1,2 @@
+//! Model tests of the lock-free windows: loom models of every interleaving, and property tests
+//! against plain reference models.
