@@ -75,7 +75,7 @@ pub(crate) fn enter(node: &'static ResourceNode, count: u32) -> Result<Entry, Bl
     // out (a copied struct read back whole after narrower writes stalls store forwarding,
     // measured on this path).
     node.with_chain_in(slot, |chain| {
-        match slot::check(node, &chain, node.counter(), now, count) {
+        match slot::check(node.target(), &chain, node.counter(), now, count) {
             Ok(admission) if admission.turn == 0 => {
                 node.stats().on_pass_in(slot, admission.at, count);
                 Ok(Entry::new(node, count, admission, false))
@@ -119,7 +119,7 @@ pub(crate) fn reserve(
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain(
-        |chain| match slot::check(node, &chain, node.counter(), now, count) {
+        |chain| match slot::check(node.target(), &chain, node.counter(), now, count) {
             Ok(admission) if admission.turn == 0 => {
                 node.stats().on_pass(admission.at, count);
                 let entry = Entry::new(node, count, admission, cancellable);
@@ -189,7 +189,7 @@ impl Drop for Waiting {
             return;
         }
         slot::cancel(
-            self.node,
+            self.node.target(),
             &self.chain,
             self.node.counter(),
             self.count,

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::breaker::CircuitState;
 use crate::clock;
 use crate::error::RuleError;
-use crate::metrics::ResourceStats;
-use crate::rules::{CircuitBreakerRule, FlowMetric, FlowRule};
-use crate::slot::{Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, Resolve};
-use crate::stat::NodeStats;
+use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::flow::{FlowMetric, FlowRule};
+use crate::slot::{Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, Resolve, Target};
+use crate::stat::{NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
 
 /// Rules written at a resource's definition (the attribute's `qps = ...`, `breaker(...)`).
@@ -79,12 +79,21 @@ impl ResourceNode {
         self.name
     }
 
-    pub(crate) fn stats(&self) -> &NodeStats {
+    pub(crate) fn stats(&'static self) -> &'static NodeStats {
         &self.stats
     }
 
     pub(crate) fn counter(&self) -> &ConcurrencyCounter {
         &self.counter
+    }
+
+    /// The node as the checks see it.
+    #[inline(always)]
+    pub(crate) fn target(&'static self) -> Target<'static> {
+        Target {
+            name: self.name,
+            stats: &self.stats,
+        }
     }
 
     /// Whether entries must run the chain.

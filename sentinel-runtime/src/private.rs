@@ -8,7 +8,8 @@ pub use crate::error::BlockError;
 use std::time::Duration;
 
 use crate::node::{Defaults, ResourceNode};
-use crate::rules::{CircuitBreakerRule, FlowRule};
+use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::flow::FlowRule;
 
 /// A rule written in the attribute, in a form a `static` can hold.
 #[derive(Clone, Copy, Debug)]

@@ -6,8 +6,7 @@ use crate::error::RuleError;
 
 /// The largest threshold a flow rule accepts (passes per window, or calls inside).
 pub const MAX_THRESHOLD: f64 = 2_147_483_647.0;
-/// The largest sample count a flow rule accepts.
-pub const MAX_SAMPLE_COUNT: u32 = 10_000;
+pub use super::window::MAX_SAMPLE_COUNT;
 /// The window a flow rule uses unless told otherwise: one second...
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
 /// ...in ten buckets of 100 ms, so a boundary burst is bounded by a tenth of the window.

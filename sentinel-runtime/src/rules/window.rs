@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
-use super::MAX_SAMPLE_COUNT;
 use crate::error::RuleError;
+
+/// The largest sample count a rule's window accepts.
+pub const MAX_SAMPLE_COUNT: u32 = 10_000;
 
 /// Checks a rule's `window` and `sample_count`: a positive whole number of milliseconds (at most
 /// `u32::MAX`), split into `1..=MAX_SAMPLE_COUNT` buckets that divide it evenly.

@@ -7,14 +7,12 @@
 //! limit (one CAS), and rolls it back if the window moved meanwhile: so at a fixed time exactly
 //! `limit` callers pass.
 
-use std::sync::atomic::{AtomicU64, Ordering::*};
-
 use super::qps::QpsGate;
 use super::related::{RelatedGate, Resolve};
 use super::throttle::ThrottleGate;
 use crate::clock;
 use crate::error::BlockError;
-use crate::rules::{FlowMetric, FlowRule};
+use crate::rules::flow::{FlowMetric, FlowRule};
 
 /// What makes two rules need different gates; anything else (the threshold) is updated in place,
 /// keeping the gate's counts. Warm-up curves depend on the threshold, so for them it is part of
@@ -42,40 +40,6 @@ impl GateShape {
             max_wait: rule.max_wait.map(|d| d.as_nanos() as u64),
             relate: rule.relate.clone(),
         }
-    }
-}
-
-/// A rule's threshold as the gate reads it on every call.
-#[derive(Debug)]
-pub(crate) struct Threshold {
-    /// `floor(threshold)`, the count compared against.
-    limit: AtomicU64,
-    /// The threshold as given (`f64` bits), for the error.
-    given: AtomicU64,
-}
-
-impl Threshold {
-    pub(crate) fn new(threshold: f64) -> Threshold {
-        let t = Threshold {
-            limit: AtomicU64::new(0),
-            given: AtomicU64::new(0),
-        };
-        t.set(threshold);
-        t
-    }
-
-    pub(crate) fn set(&self, threshold: f64) {
-        self.given.store(threshold.to_bits(), Release);
-        self.limit.store(threshold.floor() as u64, Release);
-    }
-
-    #[inline]
-    pub(crate) fn limit(&self) -> u64 {
-        self.limit.load(Acquire)
-    }
-
-    pub(crate) fn given(&self) -> f64 {
-        f64::from_bits(self.given.load(Acquire))
     }
 }
 
@@ -216,7 +180,7 @@ mod tests {
     const MS: u64 = 1_000_000;
     const T0: u64 = 3_600_000 * MS;
 
-    fn no_nodes(_: &str) -> Option<&'static crate::node::ResourceNode> {
+    fn no_nodes(_: &str) -> Option<&'static crate::stat::NodeStats> {
         None
     }
 

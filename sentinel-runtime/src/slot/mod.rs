@@ -25,6 +25,7 @@ mod gate;
 mod qps;
 pub(crate) mod qps_ring;
 mod related;
+mod threshold;
 mod throttle;
 mod warm_up;
 
@@ -38,7 +39,7 @@ pub(crate) use gate::{Gate, GateShape};
 pub(crate) use related::Resolve;
 
 use crate::error::BlockError;
-use crate::node::ResourceNode;
+use crate::stat::{NodeStats, ResourceStats};
 
 /// Order of the built-in flow checks (concurrency and QPS), as in Sentinel.
 pub const FLOW_SLOT_ORDER: i32 = -2_000;
@@ -114,10 +115,19 @@ impl Admission {
     }
 }
 
+/// The resource a call enters, as the checks see it: its name, its statistics and the checks
+/// in force (never the node type or the registry: see the layering in the crate docs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) name: &'static str,
+    pub(crate) stats: &'a NodeStats,
+}
+
 /// What a check slot sees of the call being entered.
 #[derive(Debug)]
 pub struct SlotContext<'a> {
-    node: &'a ResourceNode,
+    target: Target<'a>,
+    chain: &'a Chain,
     now: u64,
     count: u32,
 }
@@ -125,12 +135,14 @@ pub struct SlotContext<'a> {
 impl SlotContext<'_> {
     /// The resource being entered.
     pub fn resource(&self) -> &'static str {
-        self.node.name()
+        self.target.name
     }
 
-    /// The node of the resource, for its statistics.
-    pub fn node(&self) -> &ResourceNode {
-        self.node
+    /// The resource's statistics over its second-level window, as [`metrics::snapshot`]
+    /// (crate::metrics::snapshot) gives them.
+    pub fn stats(&self) -> ResourceStats {
+        let circuit = self.chain.breakers.iter().map(|b| b.state()).max();
+        ResourceStats::from_totals(self.target.stats.window(self.now), circuit)
     }
 
     /// How many passes the call asks for.
@@ -260,7 +272,7 @@ impl Reserved<'_> {
 /// already reserved is given back.
 #[inline]
 pub(crate) fn check(
-    node: &ResourceNode,
+    node: Target<'_>,
     chain: &Chain,
     counter: &ConcurrencyCounter,
     now: u64,
@@ -284,7 +296,7 @@ pub(crate) fn check(
         ctx: None,
         armed: false,
     };
-    let turn = match check_flow(node.name(), &mut reserved) {
+    let turn = match check_flow(node.name, &mut reserved) {
         Ok(turn) => turn,
         Err(block) => {
             reserved.release();
@@ -292,7 +304,7 @@ pub(crate) fn check(
         }
     };
     if !chain.breakers.is_empty() {
-        if let Err(block) = check_breakers(node.name(), &mut reserved) {
+        if let Err(block) = check_breakers(node.name, &mut reserved) {
             reserved.release();
             return Err(block);
         }
@@ -371,7 +383,7 @@ fn release_probe(chain: &Chain, ticket: ProbeTicket) {
 /// Undoes every check's admission of a call that will not run after all (an async caller's
 /// future dropped while waiting for its throttling turn).
 pub(crate) fn cancel(
-    node: &ResourceNode,
+    node: Target<'_>,
     chain: &Chain,
     counter: &ConcurrencyCounter,
     count: u32,
@@ -383,7 +395,8 @@ pub(crate) fn cancel(
         None
     };
     let ctx = SlotContext {
-        node,
+        target: node,
+        chain,
         now: admission.at,
         count,
     };
@@ -408,7 +421,7 @@ pub(crate) fn cancel(
 /// before it.
 #[cold]
 fn check_with_custom(
-    node: &ResourceNode,
+    node: Target<'_>,
     chain: &Chain,
     counter: &ConcurrencyCounter,
     now: u64,
@@ -417,7 +430,12 @@ fn check_with_custom(
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
     let flow_at = custom.partition_point(|(o, _)| *o < FLOW_SLOT_ORDER);
     let breaker_at = custom.partition_point(|(o, _)| *o < CIRCUIT_BREAKER_SLOT_ORDER);
-    let early = SlotContext { node, now, count };
+    let early = SlotContext {
+        target: node,
+        chain,
+        now,
+        count,
+    };
     // The custom slots before the flow checks see the entry's reading; those after see the time
     // the call counts at. Each group is cancelled with the context it was checked with.
     let mut before = Reserved {
@@ -438,9 +456,10 @@ fn check_with_custom(
         before.custom += 1;
     }
     let mut flow = shallow(&before);
-    let turn = check_flow(node.name(), &mut flow)?;
+    let turn = check_flow(node.name, &mut flow)?;
     let late = SlotContext {
-        node,
+        target: node,
+        chain,
         now: flow.at,
         count,
     };
@@ -452,7 +471,7 @@ fn check_with_custom(
         slot.check(&late)?;
         after.custom += 1;
     }
-    check_breakers(node.name(), &mut after)?;
+    check_breakers(node.name, &mut after)?;
     // The slots after the breakers follow the ones between in `custom_slots`, so `after.custom`
     // keeps counting the admitted prefix.
     for (_, slot) in &custom[breaker_at..] {

@@ -2,10 +2,10 @@
 
 use std::sync::atomic::AtomicU64;
 
-use super::gate::Threshold;
 use super::qps_ring::QpsRing;
+use super::threshold::Threshold;
 use super::warm_up::WarmUpCurve;
-use crate::rules::FlowRule;
+use crate::rules::flow::FlowRule;
 
 /// Exact admission over a sliding window of passes: a [`QpsRing`] with the rule's threshold
 /// (or, with warm-up, the warm-up curve's current rate) as its limit.

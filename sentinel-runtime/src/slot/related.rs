@@ -2,18 +2,19 @@
 
 use std::sync::OnceLock;
 
-use super::gate::Threshold;
-use crate::node::ResourceNode;
+use super::threshold::Threshold;
+use crate::stat::NodeStats;
 
-/// Finds a node by name; given by the rule loader, so this layer needs no registry.
-pub(crate) type Resolve = fn(&str) -> Option<&'static ResourceNode>;
+/// Finds a resource's statistics by name; given by the rule loader, so this layer needs neither
+/// the registry nor the node type.
+pub(crate) type Resolve = fn(&str) -> Option<&'static NodeStats>;
 
 /// Blocks while the related resource passed at least `threshold` calls in its last second.
 /// The related node is looked up until it exists (calls pass meanwhile), then kept.
 #[derive(Debug)]
 pub(crate) struct RelatedGate {
     pub(super) related: &'static str,
-    node: OnceLock<&'static ResourceNode>,
+    node: OnceLock<&'static NodeStats>,
     resolve: Resolve,
     pub(super) threshold: Threshold,
 }
@@ -37,6 +38,6 @@ impl RelatedGate {
                 None => return true, // no traffic on it yet
             },
         };
-        node.stats().passes(now) + u64::from(count) <= self.threshold.limit()
+        node.passes(now) + u64::from(count) <= self.threshold.limit()
     }
 }

@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 
 use crossbeam_utils::CachePadded;
 
-use super::gate::Threshold;
+use super::threshold::Threshold;
 use super::warm_up::WarmUpCurve;
-use crate::rules::FlowRule;
+use crate::rules::flow::FlowRule;
 
 /// Sentinel's `RateLimiterController`, in nanoseconds (Sentinel Java's milliseconds got rates
 /// above 1000/s wrong, its issue #1615), with the turn taken by CAS so that no two callers

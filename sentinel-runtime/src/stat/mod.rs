@@ -5,6 +5,7 @@ mod bucket;
 mod fast_div;
 mod leap_array;
 mod node_stats;
+mod resource_stats;
 pub(crate) mod ring;
 pub(crate) mod word;
 
@@ -13,3 +14,5 @@ pub(crate) use bucket::NO_MIN;
 pub(crate) use fast_div::FastDiv;
 pub use leap_array::{LeapArray, WindowShapeError};
 pub(crate) use node_stats::{NodeStats, SecondTotals, WindowTotals};
+pub(crate) use resource_stats::avg_rt_ms;
+pub use resource_stats::ResourceStats;

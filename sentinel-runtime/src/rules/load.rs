@@ -1,0 +1,203 @@
+//! The rule manager: validates rule sets, keeps the loaded rules by resource, and puts them in
+//! force on the resources they name (or back to their defaults).
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
+
+use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use super::flow::FlowRule;
+use crate::error::RuleError;
+use crate::node::{Defaults, ResourceNode};
+use crate::registry;
+use crate::stat::NodeStats;
+
+/// A resource's statistics by name, for rules that count another resource's traffic.
+fn resolve_stats(name: &str) -> Option<&'static NodeStats> {
+    registry::get(name).map(ResourceNode::stats)
+}
+
+/// The loaded rules by resource, per kind. Its lock also orders node creation against loading,
+/// so a node created while rules load sees either the old or the new set, whole.
+#[derive(Default)]
+struct Loaded {
+    flow: HashMap<String, Vec<FlowRule>>,
+    breakers: HashMap<String, Vec<CircuitBreakerRule>>,
+}
+
+impl Loaded {
+    fn apply(&self, node: &ResourceNode) {
+        node.apply_rules(
+            self.flow.get(node.name()).map(Vec::as_slice),
+            self.breakers.get(node.name()).map(Vec::as_slice),
+            resolve_stats,
+        );
+    }
+
+    /// Applies the rules to the nodes of `names` that exist (the others get them when created).
+    fn apply_to<'a>(&self, names: impl IntoIterator<Item = &'a String>) {
+        for name in names {
+            if let Some(node) = registry::get(name) {
+                self.apply(node);
+            }
+        }
+    }
+
+    fn names(&self, name: &str) -> bool {
+        self.flow.contains_key(name) || self.breakers.contains_key(name)
+    }
+}
+
+static LOADED: LazyLock<Mutex<Loaded>> = LazyLock::new(Mutex::default);
+
+fn loaded() -> std::sync::MutexGuard<'static, Loaded> {
+    LOADED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn by_resource<R>(rules: Vec<R>, resource: impl Fn(&R) -> &str) -> HashMap<String, Vec<R>> {
+    let mut map: HashMap<String, Vec<R>> = HashMap::new();
+    for rule in rules {
+        map.entry(resource(&rule).to_owned())
+            .or_default()
+            .push(rule);
+    }
+    map
+}
+
+/// Replaces one kind's loaded rules and applies the change to the resources the old or the new
+/// rules name: a reload costs in proportion to the rules, not to the number of resources.
+fn replace<R>(
+    kind: impl Fn(&mut Loaded) -> &mut HashMap<String, Vec<R>>,
+    new: HashMap<String, Vec<R>>,
+) {
+    let mut loaded = loaded();
+    let old = std::mem::replace(kind(&mut loaded), new);
+    let names: Vec<String> = old
+        .into_keys()
+        .chain(kind(&mut loaded).keys().cloned())
+        .collect::<std::collections::HashSet<String>>()
+        .into_iter()
+        .collect();
+    loaded.apply_to(&names);
+}
+
+/// Replaces the loaded flow rules with `rules`.
+///
+/// Every rule is validated first: on the first bad field this returns a [`RuleError`] naming the
+/// rule's resource and the field, and nothing changes (the previous rules stay in force). On
+/// success, each resource switches to its new rules with one atomic store; resources no longer
+/// named return to their defaults.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, FlowRule};
+///
+/// rules::load_flow_rules(vec![FlowRule::qps("doc-load", 2.0)]).unwrap();
+/// assert!(sentinel_runtime::entry("doc-load").is_ok());
+///
+/// let bad = rules::load_flow_rules(vec![FlowRule::qps("doc-load", -1.0)]);
+/// assert_eq!(bad.unwrap_err().field(), "threshold");
+/// assert_eq!(rules::flow_rules(), vec![FlowRule::qps("doc-load", 2.0)]); // still in force
+/// # rules::load_flow_rules(vec![]).unwrap();
+/// ```
+pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), RuleError> {
+    let rules: Vec<FlowRule> = rules.into_iter().collect();
+    for rule in &rules {
+        rule.validate()?;
+    }
+    replace(|l| &mut l.flow, by_resource(rules, |r| &r.resource));
+    Ok(())
+}
+
+/// Replaces the loaded circuit-breaker rules with `rules`, with the same validation and
+/// default-versus-loaded semantics as [`load_flow_rules`]. A loaded rule identical to one in
+/// force keeps that breaker's state; any other starts closed.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, CircuitBreakerRule};
+/// use std::time::Duration;
+///
+/// let rule = CircuitBreakerRule::error_count("doc-breaker", 3).recovery(Duration::from_secs(5));
+/// rules::load_circuit_breaker_rules(vec![rule]).unwrap();
+///
+/// let bad = CircuitBreakerRule::error_ratio("doc-breaker", 2.0).recovery(Duration::from_secs(5));
+/// let err = rules::load_circuit_breaker_rules(vec![bad]).unwrap_err();
+/// assert_eq!((err.resource(), err.field()), ("doc-breaker", "threshold"));
+/// # rules::load_circuit_breaker_rules(vec![]).unwrap();
+/// ```
+pub fn load_circuit_breaker_rules(
+    rules: impl IntoIterator<Item = CircuitBreakerRule>,
+) -> Result<(), RuleError> {
+    let rules: Vec<CircuitBreakerRule> = rules.into_iter().collect();
+    for rule in &rules {
+        rule.validate()?;
+    }
+    let grouped = by_resource(rules, |r| &r.resource);
+    if let Some((resource, _)) = grouped
+        .iter()
+        .find(|(_, r)| r.len() > MAX_BREAKERS_PER_RESOURCE)
+    {
+        return Err(RuleError::new(
+            resource,
+            "resource",
+            format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
+        ));
+    }
+    replace(|l| &mut l.breakers, grouped);
+    Ok(())
+}
+
+fn sorted<R: Clone>(map: &HashMap<String, Vec<R>>) -> Vec<R> {
+    let mut names: Vec<&String> = map.keys().collect();
+    names.sort();
+    names
+        .into_iter()
+        .flat_map(|n| map[n].iter().cloned())
+        .collect()
+}
+
+/// The flow rules loaded now (not the defaults), by resource name, in load order per resource.
+pub fn flow_rules() -> Vec<FlowRule> {
+    sorted(&loaded().flow)
+}
+
+/// The circuit-breaker rules loaded now (not the defaults), by resource name.
+pub fn circuit_breaker_rules() -> Vec<CircuitBreakerRule> {
+    sorted(&loaded().breakers)
+}
+
+/// The node of a definition (the attribute) named `name`, created with `defaults` (validated
+/// by the caller) and with any loaded rules for it in force. An existing node that no
+/// definition claimed yet adopts these defaults. Definitions always get their node (they do not
+/// count against the cap on resources).
+pub(crate) fn defined_node(name: &str, defaults: &Defaults) -> &'static ResourceNode {
+    let loaded = loaded();
+    let mut created = false;
+    let node = registry::get_or_create(name, false, |node| {
+        node.adopt_defaults(defaults);
+        loaded.apply(node);
+        created = true;
+    });
+    match node {
+        Some(node) => {
+            if !created && node.adopt_defaults(defaults) {
+                loaded.apply(node);
+            }
+            node
+        }
+        // Uncapped creation always succeeds; stay panic-free regardless.
+        None => registry::overflow(),
+    }
+}
+
+/// The node of `name` for an entry by name: the existing node, else a new one with any loaded
+/// rules for it in force. A name that loaded rules mention always gets its node; any other new
+/// name counts against the cap on resources, and beyond it gets the shared overflow node (its
+/// entries pass unchecked).
+pub(crate) fn node_by_name(name: &str) -> &'static ResourceNode {
+    if let Some(node) = registry::get(name) {
+        return node;
+    }
+    let loaded = loaded();
+    let capped = !loaded.names(name);
+    registry::get_or_create(name, capped, |node| loaded.apply(node))
+        .unwrap_or_else(registry::overflow)
+}
