@@ -116,6 +116,17 @@ fn bench(c: &mut Criterion) {
     let sentinel_warm_up = || drop(black_box(WARM_UP_NODE.enter().unwrap()));
     let sentinel_throttle = || drop(black_box(THROTTLE_NODE.enter().unwrap()));
     let sentinel_by_name = || drop(black_box(sentinel_runtime::entry("bench-by-name").unwrap()));
+    sentinel_runtime::rules::load_flow_rules(vec![sentinel_runtime::rules::FlowRule::qps(
+        "bench-by-name-qps",
+        2e9,
+    )])
+    .unwrap();
+    // Other resources in the registry, so a lookup is not alone in its table.
+    for i in 0..1_000 {
+        drop(sentinel_runtime::entry(&format!("bench-filler-{i}")));
+    }
+    let sentinel_by_name_qps =
+        || drop(black_box(sentinel_runtime::entry("bench-by-name-qps").unwrap()));
     let governor_check = || {
         black_box(governor.check()).unwrap();
     };
@@ -133,6 +144,9 @@ fn bench(c: &mut Criterion) {
     });
     one.bench_function("sentinel entry(&str), no rule: entry+exit", |b| {
         b.iter(sentinel_by_name)
+    });
+    one.bench_function("sentinel entry(&str), qps rule: entry+exit", |b| {
+        b.iter(sentinel_by_name_qps)
     });
     one.bench_function("sentinel static node, warm-up rule: entry+exit", |b| {
         b.iter(sentinel_warm_up)
@@ -152,6 +166,12 @@ fn bench(c: &mut Criterion) {
     });
     two.bench_function("sentinel static node, no rule: entry+exit", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &sentinel_stats))
+    });
+    two.bench_function("sentinel entry(&str), no rule: entry+exit", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_by_name))
+    });
+    two.bench_function("sentinel entry(&str), qps rule: entry+exit", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_by_name_qps))
     });
     two.bench_function("governor check", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &governor_check))

@@ -53,10 +53,38 @@ impl<'a> EntryBuilder<'a> {
     }
 
     /// Runs the slot chain: `Ok(Entry)` if admitted. On a resource with a throttling rule, a
-    /// call whose turn is not yet due **sleeps this thread** until it is (in async code, guard an
-    /// `async fn` with the attribute instead: it awaits its turn without blocking the executor).
+    /// call whose turn is not yet due **sleeps this thread** until it is: in async code use
+    /// [`enter_async`](Self::enter_async), which awaits its turn without blocking the executor.
     pub fn enter(self) -> Result<Entry, BlockError> {
         enter(rules::node_by_name(self.resource), self.count)
+    }
+
+    /// Runs the slot chain like [`enter`](Self::enter), but a call whose throttling turn is not
+    /// yet due **awaits** it on a timer (a tokio timer with the default `tokio` feature) instead
+    /// of sleeping the thread, so an executor's worker stays free for other tasks meanwhile.
+    ///
+    /// The future is `Send` and borrows nothing (the resource is resolved when this is called).
+    /// Dropping it while it waits gives back everything the checks reserved for the call.
+    ///
+    /// ```
+    /// # async fn handler() -> Result<(), sentinel_runtime::BlockError> {
+    /// use sentinel_runtime::EntryBuilder;
+    /// let entry = EntryBuilder::new("doc-async").enter_async().await?;
+    /// // ... the guarded work ...
+    /// drop(entry);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn enter_async(
+        self,
+    ) -> impl std::future::Future<Output = Result<Entry, BlockError>> + Send + 'static {
+        let node = rules::node_by_name(self.resource);
+        let count = self.count;
+        async move {
+            let reservation = reserve(node, count, false)?;
+            wait_turn(&reservation).await;
+            Ok(reservation.into_entry())
+        }
     }
 }
 
@@ -93,6 +121,17 @@ pub(crate) fn enter(node: &'static ResourceNode, count: u32) -> Result<Entry, Bl
             }
         }
     })
+}
+
+/// Waits, without blocking the executor's thread, for a reserved call's throttling turn (at once
+/// if it has none). Under a [`MockClock`](crate::clock::MockClock) the mock clock then moves to
+/// the turn.
+pub(crate) async fn wait_turn(reservation: &Reservation) {
+    let wait = reservation.wait_nanos();
+    if wait > 0 {
+        crate::timer::sleep(std::time::Duration::from_nanos(wait)).await;
+        clock::catch_up_mock(reservation.turn());
+    }
 }
 
 /// Sleeps this thread until a throttled call's turn, then enters it.

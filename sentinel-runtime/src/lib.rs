@@ -35,6 +35,7 @@ pub mod rules;
 pub mod slot;
 pub mod stat;
 mod sync;
+mod timer;
 
 #[cfg(test)]
 mod model_tests;

@@ -19,18 +19,11 @@ pub(crate) struct Defaults {
     pub(crate) breakers: Vec<CircuitBreakerRule>,
 }
 
-impl Defaults {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.flow.is_empty() && self.breakers.is_empty()
-    }
-}
-
 /// What changes only when rules are loaded, behind the node's lock.
 #[derive(Debug, Default)]
 struct NodeConfig {
+    /// The rules of every definition of the resource.
     defaults: Defaults,
-    /// Whether the defaults came from a definition (the attribute), even if it had no rules.
-    defined: bool,
 }
 
 /// A resource: its statistics (second- and minute-level windows) and the rules in force.
@@ -149,17 +142,26 @@ impl ResourceNode {
         self.config.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sets the defaults if the node has none yet; returns whether it did.
+    /// Adds one definition's rules (a function guarded by the attribute) to the defaults:
+    /// several functions may share a resource, and then every definition's rules apply to every
+    /// call of it (a rule two definitions both write is kept once). Returns whether the defaults
+    /// changed.
     pub(crate) fn adopt_defaults(&self, defaults: &Defaults) -> bool {
         let mut config = self.config();
-        if !config.defined {
-            config.defined = true;
-            if !defaults.is_empty() {
-                config.defaults = defaults.clone();
-                return true;
+        let mut changed = false;
+        for rule in &defaults.flow {
+            if !config.defaults.flow.contains(rule) {
+                config.defaults.flow.push(rule.clone());
+                changed = true;
             }
         }
-        false
+        for rule in &defaults.breakers {
+            if !config.defaults.breakers.contains(rule) {
+                config.defaults.breakers.push(rule.clone());
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// Puts rules in force: the loaded ones where given, else the defaults, per kind (all
@@ -200,7 +202,7 @@ impl ResourceNode {
                 }
                 None => {
                     let recent = |since: u64, f: &mut dyn FnMut(u64, u64, u64)| {
-                        self.stats.recent_passes(now, since, |a, b, c| f(a, b, c))
+                        self.stats.recent_passes(now, since, &mut *f)
                     };
                     Arc::new(Gate::new(rule, now, resolve, &recent))
                 }

@@ -3,6 +3,14 @@
 //! Consulted by `entry(&str)`, metrics and rule loading; the attribute's static nodes never look
 //! here after their first call.
 //!
+//! # Lookups take no lock
+//!
+//! The table is an immutable open-addressing array behind a [`Published`] pointer: a lookup
+//! reads the pointer (a hazard-pointer read: no lock, no write to memory other threads read),
+//! hashes the name with a keyed hash, and probes. Nodes are never removed, so a name found stays
+//! valid. Creating a node copies the table under a lock and publishes the copy: creation is rare
+//! (bounded by the cap) and costs in proportion to the table.
+//!
 //! # The cap
 //!
 //! Every distinct name that reaches [`entry`](crate::entry) would otherwise cost a node forever:
@@ -15,11 +23,12 @@
 //! that loaded rules mention, always get their node and do not count against the cap, even after
 //! a flood of other names has filled it.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{LazyLock, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use crate::node::ResourceNode;
+use crate::sync::Published;
 
 /// The default cap on resources created by name: Sentinel's.
 pub const DEFAULT_MAX_RESOURCES: usize = 6_000;
@@ -44,31 +53,110 @@ pub fn max_resources() -> usize {
     MAX.load(Ordering::Acquire)
 }
 
-struct Nodes {
-    by_name: HashMap<&'static str, &'static ResourceNode>,
-    /// Nodes created by name that count against the cap.
-    capped: usize,
+/// Whether two names are equal: an inlined word-by-word compare (names are short; a call to
+/// `memcmp` cost more than the rest of the lookup).
+#[inline(always)]
+fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut a_words = a.chunks_exact(8);
+    let mut b_words = b.chunks_exact(8);
+    for (x, y) in (&mut a_words).zip(&mut b_words) {
+        let word = |c: &[u8]| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        if word(x) != word(y) {
+            return false;
+        }
+    }
+    a_words.remainder() == b_words.remainder()
 }
 
-static NODES: LazyLock<RwLock<Nodes>> = LazyLock::new(|| {
-    RwLock::new(Nodes {
-        by_name: HashMap::new(),
-        capped: 0,
-    })
+/// An immutable open-addressing table: `slots.len()` is a power of two, at most half full.
+#[derive(Debug)]
+struct Table {
+    slots: Box<[Option<(u64, &'static ResourceNode)>]>,
+    len: usize,
+}
+
+impl Table {
+    fn with_capacity(slots: usize) -> Table {
+        Table {
+            slots: vec![None; slots.next_power_of_two().max(16)].into_boxed_slice(),
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn get(&self, hash: u64, name: &str) -> Option<&'static ResourceNode> {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            match self.slots[i] {
+                None => return None,
+                Some((h, node)) if h == hash && same_name(node.name(), name) => return Some(node),
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// A copy with `node` added (and room to spare).
+    fn with(&self, hash: u64, node: &'static ResourceNode) -> Table {
+        let mut table = Table::with_capacity(if (self.len + 1) * 2 > self.slots.len() {
+            self.slots.len() * 2
+        } else {
+            self.slots.len()
+        });
+        for (h, n) in self.slots.iter().flatten() {
+            table.insert(*h, n);
+        }
+        table.insert(hash, node);
+        table
+    }
+
+    fn insert(&mut self, hash: u64, node: &'static ResourceNode) {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        while self.slots[i].is_some() {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Some((hash, node));
+        self.len += 1;
+    }
+}
+
+struct Registry {
+    /// The keyed hash of names (seeded once per process, so a client cannot aim for
+    /// collisions).
+    hasher: foldhash::fast::RandomState,
+    table: Published<Table>,
+    /// Serialises creation; counts the nodes created by name that count against the cap.
+    writer: Mutex<usize>,
+}
+
+impl Registry {
+    #[inline(always)]
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+}
+
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
+    hasher: foldhash::fast::RandomState::default(),
+    table: Published::new(Arc::new(Table::with_capacity(16))),
+    writer: Mutex::new(0),
 });
 
 /// The node the entries beyond the cap share: never registered, never given rules.
 static OVERFLOW: LazyLock<&'static ResourceNode> =
     LazyLock::new(|| ResourceNode::leak("<overflow>"));
 
-/// The node named `name`, if one exists.
+/// The node named `name`, if one exists. Takes no lock.
+#[inline]
 pub(crate) fn get(name: &str) -> Option<&'static ResourceNode> {
-    NODES
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .by_name
-        .get(name)
-        .copied()
+    let registry = &*REGISTRY;
+    let hash = registry.hash(name);
+    registry.table.read(|table| table.get(hash, name))
 }
 
 /// The node named `name`, created (and passed to `init`) if it does not exist. A node created
@@ -78,19 +166,24 @@ pub(crate) fn get_or_create(
     capped: bool,
     init: impl FnOnce(&'static ResourceNode),
 ) -> Option<&'static ResourceNode> {
-    let mut nodes = NODES.write().unwrap_or_else(PoisonError::into_inner);
-    if let Some(node) = nodes.by_name.get(name) {
+    let hash = REGISTRY.hash(name);
+    let mut created_capped = REGISTRY
+        .writer
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(node) = REGISTRY.table.read(|table| table.get(hash, name)) {
         return Some(node);
     }
     if capped {
-        if nodes.capped >= max_resources() {
+        if *created_capped >= max_resources() {
             return None;
         }
-        nodes.capped += 1;
+        *created_capped += 1;
     }
     let node = ResourceNode::leak(name);
     init(node);
-    nodes.by_name.insert(node.name(), node);
+    let table = REGISTRY.table.read(|table| table.with(hash, node));
+    REGISTRY.table.replace(Arc::new(table));
     Some(node)
 }
 
@@ -101,11 +194,45 @@ pub(crate) fn overflow() -> &'static ResourceNode {
 
 /// Every node, in no particular order.
 pub(crate) fn all() -> Vec<&'static ResourceNode> {
-    NODES
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .by_name
-        .values()
-        .copied()
-        .collect()
+    REGISTRY
+        .table
+        .read(|table| table.slots.iter().flatten().map(|(_, n)| *n).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_every_node_it_created_and_nothing_else() {
+        let names: Vec<String> = (0..300).map(|i| format!("registry-test-{i}")).collect();
+        for name in &names {
+            let node = get_or_create(name, false, |_| {}).expect("uncapped");
+            assert_eq!(node.name(), name);
+        }
+        for name in &names {
+            assert_eq!(get(name).map(ResourceNode::name), Some(name.as_str()));
+        }
+        assert!(get("registry-test-none").is_none());
+        let again = get_or_create(&names[7], false, |_| panic!("created twice")).unwrap();
+        assert!(std::ptr::eq(again, get(&names[7]).unwrap()));
+        assert!(all().len() >= names.len());
+    }
+
+    #[test]
+    fn names_compare_byte_for_byte() {
+        for (a, b, same) in [
+            ("", "", true),
+            ("a", "a", true),
+            ("a", "b", false),
+            ("GET:/users/{id}", "GET:/users/{id}", true),
+            ("GET:/users/{id}", "GET:/users/{ix}", false),
+            ("GET:/users/{id}", "GET:/users/{id", false),
+            ("12345678", "12345678", true),
+            ("12345678", "12345679", false),
+            ("1234567890abcdefX", "1234567890abcdefY", false),
+        ] {
+            assert_eq!(same_name(a, b), same, "{a:?} vs {b:?}");
+        }
+    }
 }

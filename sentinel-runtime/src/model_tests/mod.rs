@@ -1,2 +1,4 @@
 //! Model tests of the lock-free windows: loom models of every interleaving, and property tests
 //! against plain reference models.
+
+mod loom_qps;

@@ -164,10 +164,10 @@ pub fn circuit_breaker_rules() -> Vec<CircuitBreakerRule> {
     sorted(&loaded().breakers)
 }
 
-/// The node of a definition (the attribute) named `name`, created with `defaults` (validated
-/// by the caller) and with any loaded rules for it in force. An existing node that no
-/// definition claimed yet adopts these defaults. Definitions always get their node (they do not
-/// count against the cap on resources).
+/// The node of a definition (the attribute) named `name`, with the definition's `defaults`
+/// (validated by the caller) added to the node's (several definitions may share a resource:
+/// every one's rules apply) and any loaded rules for it in force. Definitions always get their
+/// node (they do not count against the cap on resources).
 pub(crate) fn defined_node(name: &str, defaults: &Defaults) -> &'static ResourceNode {
     let loaded = loaded();
     let mut created = false;

@@ -43,6 +43,10 @@ impl GateShape {
     }
 }
 
+/// The passes a resource admitted since a time: `recent(since, f)` calls `f(start, length,
+/// passes)` per statistics bucket (see [`QpsGate::seed`]).
+pub(crate) type Recent<'a> = &'a dyn Fn(u64, &mut dyn FnMut(u64, u64, u64));
+
 /// A gate's admission of a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Pass {
@@ -75,7 +79,7 @@ impl Gate {
         rule: &FlowRule,
         now: u64,
         resolve: Resolve,
-        recent: &dyn Fn(u64, &mut dyn FnMut(u64, u64, u64)),
+        recent: Recent<'_>,
     ) -> Gate {
         debug_assert_eq!(rule.metric, FlowMetric::Qps);
         let kind = match (&rule.relate, rule.max_wait) {

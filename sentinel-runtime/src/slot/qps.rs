@@ -37,7 +37,7 @@ impl QpsGate {
     /// `f(start, length, passes)` per statistics bucket. Each lands in the gate bucket holding
     /// the end of its statistics bucket (never earlier than it happened, so it stays in the
     /// window at least as long as it should: at most one statistics bucket longer).
-    pub(super) fn seed(&mut self, now: u64, recent: &dyn Fn(u64, &mut dyn FnMut(u64, u64, u64))) {
+    pub(super) fn seed(&mut self, now: u64, recent: super::gate::Recent<'_>) {
         let since = now.saturating_sub(self.window_ms.saturating_mul(1_000_000));
         let ring = &mut self.ring;
         recent(since, &mut |start, length, passes| {

@@ -195,7 +195,7 @@ impl<T: Send + Sync> Published<T> {
         let word = &hazards.words[depth];
         hazards.used.store(depth + 1, Ordering::Relaxed);
         let _guard = HazardGuard {
-            hazards: &**hazards,
+            hazards,
             depth,
         };
         let asymmetric = ASYMMETRIC.load(Ordering::Relaxed);

@@ -1,0 +1,426 @@
+//! Loom models of [`QpsRing`]'s admission protocol (seqlocked head, CAS reservation, rollback):
+//! every interleaving of two or three callers, within a preemption bound.
+//!
+//! Rings here have buckets of 1 ns, so `now` *is* the period and each model chooses its periods
+//! directly. `sample_count` is 2 throughout: the default window is the periods `(p - 2, p]`,
+//! the strict one `(p - 3, p]`.
+//!
+//! Every model checks some of:
+//!
+//! * **Never over the limit.** Among the reservations admitted (counted at the period `reserve`
+//!   returned, which for a stale reading is a later one), every window holds at most `limit`
+//!   passes ([`assert_windows`]). Where a model rolls back, a ghost counter of the passes held
+//!   *right now* (raised after an admission, lowered before a rollback) never exceeds the limit.
+//! * **Exact at one period.** Callers at a period the head already holds (or all moving it to
+//!   the same period) admit exactly `limit` passes.
+//! * **Nothing left behind.** After the threads are joined, moving the head one period on
+//!   recomputes the window from the buckets: it must hold exactly the admitted passes still in
+//!   that window, so that exactly the remainder fits ([`assert_settles`]). An aborted add that was
+//!   not rolled back, a rollback that was lost, or a count that carried into a tag shows here.
+
+use std::sync::atomic::Ordering::{self, SeqCst};
+
+use loom::sync::atomic::{fence, AtomicU64 as LoomWord};
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::slot::qps_ring::{QpsRing, MAX_COUNT};
+use crate::sync::AtomicWord;
+
+/// A loom word whose `SeqCst` accesses are sequentially consistent.
+///
+/// Loom 0.7 models a `SeqCst` *access* as `AcqRel` (its README, "Unsupported features"; it
+/// supports `SeqCst` *fences*). The QPS ring relies on `SeqCst` for a store-load order (a
+/// Dekker pattern: a reserver CASes its bucket then loads `seq`; a mover CASes `seq` then loads
+/// the buckets), so on a plain loom word loom reports executions no real machine can produce
+/// (see [`plain_loom_words_report_a_false_alarm`]). Every access of the ring is `SeqCst`, and a
+/// program whose atomics are all `SeqCst` has only sequentially consistent executions (C++20
+/// [atomics.order]), which is exactly what a `SeqCst` fence on each side of every access gives
+/// loom: the model stays exact, neither weaker nor stronger.
+#[derive(Debug)]
+pub(super) struct ScWord(LoomWord);
+
+/// Runs `access` between two `SeqCst` fences if `order` is `SeqCst`.
+fn sc<T>(order: Ordering, access: impl FnOnce() -> T) -> T {
+    if order == SeqCst {
+        fence(SeqCst);
+        let value = access();
+        fence(SeqCst);
+        value
+    } else {
+        access()
+    }
+}
+
+impl AtomicWord for ScWord {
+    fn new(value: u64) -> Self {
+        ScWord(LoomWord::new(value))
+    }
+    fn load(&self, order: Ordering) -> u64 {
+        sc(order, || self.0.load(order))
+    }
+    fn store(&self, value: u64, order: Ordering) {
+        sc(order, || self.0.store(value, order))
+    }
+    fn swap(&self, value: u64, order: Ordering) -> u64 {
+        sc(order, || self.0.swap(value, order))
+    }
+    fn fetch_add(&self, value: u64, order: Ordering) -> u64 {
+        sc(order, || self.0.fetch_add(value, order))
+    }
+    fn fetch_min(&self, value: u64, order: Ordering) -> u64 {
+        sc(order, || self.0.fetch_min(value, order))
+    }
+    fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        sc(strongest(success, failure), || {
+            self.0.compare_exchange(current, new, success, failure)
+        })
+    }
+    fn compare_exchange_weak(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        sc(strongest(success, failure), || {
+            self.0.compare_exchange_weak(current, new, success, failure)
+        })
+    }
+    fn spin_wait() {
+        loom::thread::yield_now();
+    }
+}
+
+fn strongest(success: Ordering, failure: Ordering) -> Ordering {
+    if success == SeqCst || failure == SeqCst {
+        SeqCst
+    } else {
+        success
+    }
+}
+
+/// Runs `f` over every interleaving with at most `bound` preemptions.
+fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(bound);
+    builder.check(f);
+}
+
+/// A ring of 2 buckets of 1 ns whose head is period `head`.
+fn ring<A: AtomicWord>(strict: bool, head: u64) -> QpsRing<A> {
+    QpsRing::new(1, 2, strict, head)
+}
+
+/// Periods in a window: 2, or 3 when strict.
+fn window(strict: bool) -> u64 {
+    if strict {
+        3
+    } else {
+        2
+    }
+}
+
+/// Every window of `w` periods holds at most `limit` of the `admitted` `(period, count)`
+/// passes. (The fullest window ends at an admitted period: checking those suffices.)
+fn assert_windows(admitted: &[(u64, u64)], w: u64, limit: u64) {
+    for &(end, _) in admitted {
+        let sum: u64 = admitted
+            .iter()
+            .filter(|&&(p, _)| p <= end && end - p < w)
+            .map(|&(_, c)| c)
+            .sum();
+        assert!(
+            sum <= limit,
+            "{sum} passes in the window of {w} periods ending at {end} (limit {limit}); \
+             admitted (period, count): {admitted:?}"
+        );
+    }
+}
+
+/// Moves the head from `head` to `head + 1` and checks that the window there holds exactly the
+/// `admitted` passes within it: exactly the rest of the limit fits, and not one more.
+fn assert_settles<A: AtomicWord>(r: &QpsRing<A>, head: u64, admitted: &[(u64, u64)], w: u64, limit: u64) {
+    let next = head + 1;
+    let inside: u64 = admitted
+        .iter()
+        .filter(|&&(p, _)| p <= next && next - p < w)
+        .map(|&(_, c)| c)
+        .sum();
+    assert!(inside <= limit, "admitted {admitted:?}");
+    let free = limit - inside;
+    assert_eq!(
+        r.reserve(next, free, limit),
+        Some(next),
+        "at period {next} the {free} passes left of {limit} must fit; admitted {admitted:?}, \
+         held {}",
+        r.held()
+    );
+    assert_eq!(
+        r.reserve(next, 1, limit),
+        None,
+        "at period {next} the window must be full; admitted {admitted:?}"
+    );
+}
+
+/// Spawns one thread per `(now, count)` reserving against `limit`; returns what each got.
+fn reserve_all<A: AtomicWord + 'static>(
+    r: &Arc<QpsRing<A>>,
+    calls: &[(u64, u64)], limit: u64) -> Vec<Option<u64>> {
+    let handles: Vec<_> = calls
+        .iter()
+        .map(|&(now, count)| {
+            let r = r.clone();
+            thread::spawn(move || r.reserve(now, count, limit))
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// The admitted `(period, count)` of `calls`, checking that each returned period is the
+/// requested one or a later one the head had reached (never earlier, never beyond the newest
+/// period any caller asked for).
+fn admitted_of(calls: &[(u64, u64)], got: &[Option<u64>]) -> Vec<(u64, u64)> {
+    let newest = calls.iter().map(|&(now, _)| now).max().unwrap_or(0);
+    calls
+        .iter()
+        .zip(got)
+        .filter_map(|(&(now, count), &got)| {
+            let p = got?;
+            assert!(
+                now <= p && p <= newest,
+                "a reservation at period {now} was counted at {p} (newest requested {newest})"
+            );
+            Some((p, count))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Callers at one period: exactly `limit` admitted.
+// ---------------------------------------------------------------------------------------------
+
+/// Callers all at period `at` against `limit` (count 1 each), on a ring whose head is `head`
+/// and which already holds `pre` passes at `head`: exactly `limit - pre-in-window` admitted.
+fn same_period(threads: usize, limit: u64, head: u64, pre: u64, at: u64, bound: usize) {
+    check(bound, move || {
+        let r = Arc::new(ring::<ScWord>(false, head));
+        if pre > 0 {
+            assert_eq!(r.reserve(head, pre, limit), Some(head));
+        }
+        let calls = vec![(at, 1); threads];
+        let got = reserve_all(&r, &calls, limit);
+        let admitted = admitted_of(&calls, &got);
+        assert!(admitted.iter().all(|&(p, _)| p == at), "{admitted:?}");
+        // `pre` at `head` is in the window of `at` (at most one period later).
+        let expected = (limit - pre).min(threads as u64);
+        assert_eq!(
+            admitted.len() as u64,
+            expected,
+            "limit {limit}, {pre} held before: got {got:?}"
+        );
+        assert_eq!(r.held(), pre + expected);
+        // One admitted caller rolls back: a later reserve fits again, and only one.
+        if let Some(&(p, c)) = admitted.first() {
+            r.rollback(p, c);
+            assert_eq!(r.held(), pre + expected - 1);
+            assert_eq!(r.reserve(at, 1, limit), Some(at), "after a rollback");
+            assert_eq!(r.reserve(at, 1, limit), None, "after a rollback");
+        }
+        let mut all = admitted.clone();
+        if pre > 0 {
+            all.push((head, pre));
+        }
+        assert_settles(&r, at, &all, 2, limit);
+    });
+}
+
+#[test]
+fn same_period_two_callers_limit_one() {
+    same_period(2, 1, 8, 0, 8, 3);
+}
+
+#[test]
+fn same_period_three_callers_limit_two() {
+    same_period(3, 2, 8, 0, 8, 2);
+}
+
+#[test]
+fn same_period_three_callers_moving_the_head_together() {
+    // The head is at 7 holding one pass; all three move it to 8 (window {7, 8}): one more fits.
+    same_period(3, 2, 7, 1, 8, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Callers at different periods: the head moves under them.
+// ---------------------------------------------------------------------------------------------
+
+/// Callers at the given `(period, count)`s on a ring whose head is `head` and which already
+/// admitted `pre` `(period, count)`s (in order, from the main thread).
+fn moving_head<A: AtomicWord + 'static>(
+    strict: bool,
+    limit: u64,
+    head: u64,
+    pre: &'static [(u64, u64)],
+    calls: &'static [(u64, u64)],
+    bound: usize,
+) {
+    check(bound, move || {
+        let r = Arc::new(ring::<A>(strict, head));
+        let mut admitted = Vec::new();
+        for &(at, count) in pre {
+            let p = r.reserve(at, count, limit);
+            assert_eq!(p, Some(at), "pre-admission at {at}");
+            admitted.push((at, count));
+        }
+        let got = reserve_all(&r, calls, limit);
+        admitted.extend(admitted_of(calls, &got));
+        let w = window(strict);
+        assert_windows(&admitted, w, limit);
+        let newest = calls.iter().chain(pre).map(|&(p, _)| p).max().unwrap();
+        // The ring never counts less than was admitted in its head's window.
+        let inside: u64 = admitted
+            .iter()
+            .filter(|&&(p, _)| newest - p < w)
+            .map(|&(_, c)| c)
+            .sum();
+        assert!(r.held() >= inside, "held {} < {inside} admitted", r.held());
+        assert_settles(&r, newest, &admitted, w, limit);
+    });
+}
+
+#[test]
+fn head_moves_default_limit_one() {
+    // Window {p-1, p}: at most one of the two is admitted, wherever each is counted.
+    moving_head::<ScWord>(false, 1, 4, &[], &[(4, 1), (5, 1)], 3);
+}
+
+/// The reason for [`ScWord`]: the same model on plain loom words fails, in an execution where
+/// the caller at 4 CASes its bucket and then reads the old `seq`, while the caller at 5 CASes
+/// `seq` and then reads the bucket of 4 without that CAS (store buffering, which `SeqCst`
+/// forbids and loom's `AcqRel` reading of `SeqCst` allows). Should loom start modelling `SeqCst`
+/// accesses, this test fails and [`ScWord`] can go.
+#[test]
+#[should_panic(expected = "passes in the window of 2 periods")]
+fn plain_loom_words_report_a_false_alarm() {
+    moving_head::<LoomWord>(false, 1, 4, &[], &[(4, 1), (5, 1)], 3);
+}
+
+#[test]
+fn head_moves_default_limit_two_three_callers() {
+    // One pass at 3; callers at 4, 5, 6.
+    moving_head::<ScWord>(false, 2, 3, &[(3, 1)], &[(4, 1), (5, 1), (6, 1)], 2);
+}
+
+#[test]
+fn head_moves_strict_limit_one() {
+    // Strict window {p-2, p-1, p}. The pass at 2 blocks period 4 but not 5.
+    moving_head::<ScWord>(true, 1, 2, &[(2, 1)], &[(4, 1), (5, 1)], 3);
+}
+
+#[test]
+fn head_moves_strict_limit_two() {
+    moving_head::<ScWord>(true, 2, 3, &[(3, 1)], &[(4, 1), (5, 1), (5, 1)], 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A reservation racing with a move of the head and a rollback.
+// ---------------------------------------------------------------------------------------------
+
+/// The main thread holds one pass at period 4 (limit 1, window {p-1, p} so every period used
+/// here shares one window); thread 1 rolls it back while thread 2 reserves at 5 (moving the
+/// head) and thread 3 at 4. A ghost counter of the passes held right now (raised after an
+/// admission, lowered before the rollback starts) must never exceed the limit.
+fn reserve_advance_rollback(strict: bool, bound: usize) {
+    check(bound, move || {
+        let limit = 1;
+        let r = Arc::new(ring::<ScWord>(strict, 4));
+        assert_eq!(r.reserve(4, 1, limit), Some(4));
+        let held = Arc::new(ScWord::new(1));
+        let roll = {
+            let (r, held) = (r.clone(), held.clone());
+            thread::spawn(move || {
+                sc(SeqCst, || held.0.fetch_sub(1, SeqCst));
+                r.rollback(4, 1);
+            })
+        };
+        let reservers: Vec<_> = [5u64, 4]
+            .into_iter()
+            .map(|at| {
+                let (r, held) = (r.clone(), held.clone());
+                thread::spawn(move || {
+                    let got = r.reserve(at, 1, limit);
+                    if got.is_some() {
+                        let before = held.fetch_add(1, SeqCst);
+                        assert!(
+                            before < limit,
+                            "admitted at {at} (counted at {got:?}) while {before} held"
+                        );
+                    }
+                    got
+                })
+            })
+            .collect();
+        roll.join().unwrap();
+        let got: Vec<_> = reservers.into_iter().map(|h| h.join().unwrap()).collect();
+        let calls = [(5, 1), (4, 1)];
+        let admitted = admitted_of(&calls, &got);
+        // The rolled-back pass is gone: only the two reservers count.
+        assert_windows(&admitted, window(strict), limit);
+        assert_settles(&r, 5, &admitted, window(strict), limit);
+    });
+}
+
+#[test]
+fn reservation_races_with_advance_and_rollback() {
+    reserve_advance_rollback(false, 2);
+}
+
+#[test]
+fn reservation_races_with_advance_and_rollback_strict() {
+    reserve_advance_rollback(true, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batches at the limit: a count never carries into the tag.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn batches_at_max_count_same_period() {
+    check(3, || {
+        let limit = MAX_COUNT;
+        let r = Arc::new(ring::<ScWord>(false, 6));
+        let calls = [(6, MAX_COUNT), (6, MAX_COUNT)];
+        let got = reserve_all(&r, &calls, limit);
+        let admitted = admitted_of(&calls, &got);
+        assert_eq!(admitted.len(), 1, "{got:?}");
+        assert_eq!(r.held(), MAX_COUNT);
+        assert!(r.held() <= limit);
+        // Above the clamp, or above u32: refused outright, nothing changes.
+        assert_eq!(r.reserve(6, u64::from(u32::MAX), u64::MAX), None);
+        assert_eq!(r.reserve(6, 1, u64::MAX), None);
+        assert_eq!(r.held(), MAX_COUNT);
+        assert_settles(&r, 6, &admitted, 2, limit);
+    });
+}
+
+#[test]
+fn batches_at_max_count_across_a_head_move() {
+    check(2, || {
+        let limit = MAX_COUNT;
+        let r = Arc::new(ring::<ScWord>(false, 6));
+        // Window {6, 7}: at most one of these fits, wherever each is counted.
+        let calls = [(6, MAX_COUNT), (7, MAX_COUNT), (7, 1)];
+        let got = reserve_all(&r, &calls, limit);
+        let admitted = admitted_of(&calls, &got);
+        assert_windows(&admitted, 2, limit);
+        assert!(r.held() <= limit, "held {} > {limit}", r.held());
+        assert_settles(&r, 7, &admitted, 2, limit);
+    });
+}
