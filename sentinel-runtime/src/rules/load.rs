@@ -130,18 +130,76 @@ pub fn load_circuit_breaker_rules(
     for rule in &rules {
         rule.validate()?;
     }
-    let grouped = by_resource(rules, |r| &r.resource);
-    if let Some((resource, _)) = grouped
-        .iter()
-        .find(|(_, r)| r.len() > MAX_BREAKERS_PER_RESOURCE)
-    {
-        return Err(RuleError::new(
-            resource,
-            "resource",
-            format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
-        ));
-    }
+    let grouped = breakers_by_resource(rules).map_err(|mut errors| errors.remove(0))?;
     replace(|l| &mut l.breakers, grouped);
+    Ok(())
+}
+
+/// Groups breaker rules by resource, refusing a resource with more than
+/// [`MAX_BREAKERS_PER_RESOURCE`].
+fn breakers_by_resource(
+    rules: Vec<CircuitBreakerRule>,
+) -> Result<HashMap<String, Vec<CircuitBreakerRule>>, Vec<RuleError>> {
+    let grouped = by_resource(rules, |r| &r.resource);
+    let mut errors: Vec<RuleError> = grouped
+        .iter()
+        .filter(|(_, r)| r.len() > MAX_BREAKERS_PER_RESOURCE)
+        .map(|(resource, _)| {
+            RuleError::new(
+                resource,
+                "resource",
+                format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(grouped)
+    } else {
+        errors.sort_by(|a, b| a.resource().cmp(b.resource()));
+        Err(errors)
+    }
+}
+
+/// Validates every rule of every kind, then replaces every kind at once (under one lock, so a
+/// concurrent load of one kind sees either none or all of this set); on any error nothing
+/// changes and every failing rule is reported, by its position in its kind's list.
+#[allow(dead_code)] // until the rule-set loader uses it
+pub(crate) fn replace_all(
+    flow: Vec<FlowRule>,
+    breakers: Vec<CircuitBreakerRule>,
+) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
+    let mut errors = Vec::new();
+    for (i, rule) in flow.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            errors.push(("flow", i, e));
+        }
+    }
+    for (i, rule) in breakers.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            errors.push(("circuit_breaker", i, e));
+        }
+    }
+    let grouped = match breakers_by_resource(breakers) {
+        Ok(grouped) => grouped,
+        Err(too_many) => {
+            errors.extend(too_many.into_iter().map(|e| ("circuit_breaker", 0, e)));
+            HashMap::new()
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let flow = by_resource(flow, |r| &r.resource);
+    let mut loaded = loaded();
+    let old_flow = std::mem::replace(&mut loaded.flow, flow);
+    let old_breakers = std::mem::replace(&mut loaded.breakers, grouped);
+    let names: std::collections::HashSet<String> = old_flow
+        .into_keys()
+        .chain(old_breakers.into_keys())
+        .chain(loaded.flow.keys().cloned())
+        .chain(loaded.breakers.keys().cloned())
+        .collect();
+    loaded.apply_to(&names);
     Ok(())
 }
 
