@@ -1,5 +1,31 @@
-//! Sentinel-style flow control for Rust: sliding-window statistics, flow rules and RAII entries,
-//! put around any function with one attribute.
+//! Sentinel-style flow control for Rust: put one attribute on any function, sync or async.
+//!
+//! ```
+//! use sentinel_runtime::{sentinel, BlockError};
+//!
+//! #[sentinel(resource = "orders", qps = 2, fallback = orders_busy)]
+//! fn place_order(id: u64) -> String {
+//!     format!("order {id} placed")
+//! }
+//!
+//! fn orders_busy(id: u64, err: BlockError) -> String {
+//!     format!("order {id} refused: {err}")
+//! }
+//!
+//! # let _clock = sentinel_runtime::clock::MockClock::install();
+//! assert_eq!(place_order(1), "order 1 placed");
+//! assert_eq!(place_order(2), "order 2 placed");
+//! assert!(place_order(3).starts_with("order 3 refused")); // at most 2 per second
+//! ```
+//!
+//! The attribute ([`sentinel`]) builds a `static` resource node on the first call and wraps the
+//! body in an [`Entry`] guard: every call runs the resource's checks (flow rules, circuit
+//! breakers, hotspot limits, your own slots), and the guard's drop records the exit (response
+//! time, error, concurrency) on every path, panics and dropped futures included. Each guarded
+//! call costs one entry and one exit: no lock, no map lookup, no allocation.
+//!
+//! Code that is not a function uses [`entry`] / [`EntryBuilder`]; rules change at run time
+//! through [`rules`]; [`metrics`] reads the statistics.
 //!
 //! ```
 //! use sentinel_runtime::{entry, metrics, rules::{self, FlowRule}};
@@ -16,12 +42,33 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Cargo features
+//!
+//! * `macros` (default): re-exports the `#[sentinel]` attribute.
+//! * `tokio` (default): a throttled `async fn` or [`EntryBuilder::enter_async`] awaits its turn
+//!   on a tokio timer; without it, on a helper thread per wait.
+//!
+//! # Promises
+//!
+//! * **Exact admission.** No number of threads gets more than a rule allows: passes are reserved
+//!   atomically, for any batch size ([`EntryBuilder::acquire`]), and a call counts in the window
+//!   its pass is recorded in, even if its thread was delayed after reading the clock.
+//! * **Exact statistics.** Counters and response-time sums are `u64`; windows store their periods
+//!   in full, so they are right after any idle gap the clock can express.
+//! * **Reloads never forget.** A reloaded rule counts what the resource already admitted in its
+//!   window and the calls already inside ([`rules`]).
+//! * **Bounded memory.** Resources created by name are capped ([`registry`]); reloads free what
+//!   they replace.
+//! * **Nothing leaks on panic.** Whatever user code panics (a check slot, a listener, the body),
+//!   everything reserved for the call is given back exactly once ([`slot`]).
+//!
 //! # Layers
 //!
-//! Bottom up: [`clock`] and the errors; [`stat`] ([`stat::LeapArray`]);
-//! [`rules`] as plain validated data; [`ResourceNode`] (windows plus the rules in force); the
-//! registry of nodes by name; the rule loader; the [`slot`] chain and [`Entry`]; [`metrics`].
-//! Each layer uses only those below it.
+//! Bottom up, each using only those below it: [`clock`], the errors, `sync` (thread slots,
+//! hazard-pointer publication); [`stat`] ([`stat::LeapArray`], per-thread statistics shards);
+//! [`rules`] as plain validated data; the [`slot`] checks (which see a resource's name and
+//! statistics, never its node); [`ResourceNode`] (statistics plus the checks in force); the
+//! [`registry`] of nodes by name; the rule loader; [`Entry`] and the entry functions; [`metrics`].
 #![warn(missing_docs)]
 
 pub mod breaker;
@@ -217,3 +264,8 @@ pub use node::ResourceNode;
 /// emitted beside the errors, so IDE features keep working.
 #[cfg(feature = "macros")]
 pub use sentinel_macros::sentinel;
+
+/// The README's Rust snippets, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

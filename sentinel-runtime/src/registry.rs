@@ -5,7 +5,7 @@
 //!
 //! # Lookups take no lock
 //!
-//! The table is an immutable open-addressing array behind a [`Published`] pointer: a lookup
+//! The table is an immutable open-addressing array behind a published pointer: a lookup
 //! reads the pointer (a hazard-pointer read: no lock, no write to memory other threads read),
 //! hashes the name with a keyed hash, and probes. Nodes are never removed, so a name found stays
 //! valid. Creating a node copies the table under a lock and publishes the copy: creation is rare

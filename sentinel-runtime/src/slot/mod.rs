@@ -138,8 +138,8 @@ impl SlotContext<'_> {
         self.target.name
     }
 
-    /// The resource's statistics over its second-level window, as [`metrics::snapshot`]
-    /// (crate::metrics::snapshot) gives them.
+    /// The resource's statistics over its second-level window, as
+    /// [`metrics::snapshot`](crate::metrics::snapshot) gives them.
     pub fn stats(&self) -> ResourceStats {
         let circuit = self.chain.breakers.iter().map(|b| b.state()).max();
         ResourceStats::from_totals(self.target.stats.window(self.now), circuit)
