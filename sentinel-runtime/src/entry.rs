@@ -1,12 +1,15 @@
 //! [`Entry`], the RAII guard of an admitted call, and [`entry`] / [`EntryBuilder`] to get one.
 
+use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::clock;
 use crate::error::BlockError;
 use crate::node::ResourceNode;
+use crate::param::Params;
 use crate::rules;
+use crate::slot::param_table::Slot;
 use crate::slot::{self, Admission, Chain, ProbeTicket};
 use crate::sync::thread_slot;
 
@@ -37,12 +40,39 @@ pub fn entry(resource: &str) -> Result<Entry, BlockError> {
 pub struct EntryBuilder<'a> {
     resource: &'a str,
     count: u32,
+    params: Params,
 }
 
 impl<'a> EntryBuilder<'a> {
     /// Entering `resource` for one pass.
     pub fn new(resource: &'a str) -> EntryBuilder<'a> {
-        EntryBuilder { resource, count: 1 }
+        EntryBuilder {
+            resource,
+            count: 1,
+            params: Params::NONE,
+        }
+    }
+
+    /// Adds a parameter value for hotspot rules ([`HotspotRule`](crate::rules::HotspotRule)):
+    /// parameters are indexed in call order (the first is index 0). The value is hashed with the
+    /// process's keyed 64-bit hasher; only the hash is kept. Up to 8 parameters (more are
+    /// ignored).
+    ///
+    /// ```
+    /// use sentinel_runtime::{rules::{self, HotspotRule}, BlockKind, EntryBuilder};
+    ///
+    /// rules::load_hotspot_rules(vec![HotspotRule::qps("doc-per-user", 0, 2.0)])?;
+    /// let call = |user: &str| EntryBuilder::new("doc-per-user").param(user).enter();
+    /// # let _clock = sentinel_runtime::clock::MockClock::install();
+    /// assert!(call("alice").is_ok() && call("alice").is_ok());
+    /// assert_eq!(call("alice").unwrap_err().kind(), BlockKind::HotParam); // 2 a second each
+    /// assert!(call("bob").is_ok()); // bob has his own 2
+    /// # rules::load_hotspot_rules(vec![])?;
+    /// # Ok::<(), sentinel_runtime::RuleError>(())
+    /// ```
+    pub fn param(mut self, value: &(impl Hash + ?Sized)) -> EntryBuilder<'a> {
+        self.params.push(crate::param::hash(value));
+        self
     }
 
     /// Asks for `count` passes at once (a batch); 0 is taken as 1. A batch larger than a QPS
@@ -56,7 +86,9 @@ impl<'a> EntryBuilder<'a> {
     /// call whose turn is not yet due **sleeps this thread** until it is: in async code use
     /// [`enter_async`](Self::enter_async), which awaits its turn without blocking the executor.
     pub fn enter(self) -> Result<Entry, BlockError> {
-        enter(rules::node_by_name(self.resource), self.count)
+        let slot = thread_slot();
+        let node = rules::node_by_name(slot, self.resource);
+        enter_in(slot, node, self.count, &self.params)
     }
 
     /// Runs the slot chain like [`enter`](Self::enter), but a call whose throttling turn is not
@@ -78,10 +110,10 @@ impl<'a> EntryBuilder<'a> {
     pub fn enter_async(
         self,
     ) -> impl std::future::Future<Output = Result<Entry, BlockError>> + Send + 'static {
-        let node = rules::node_by_name(self.resource);
-        let count = self.count;
+        let node = rules::node_by_name(thread_slot(), self.resource);
+        let (count, params) = (self.count, self.params);
         async move {
-            let reservation = reserve(node, count, false)?;
+            let reservation = reserve_with(node, count, false, &params)?;
             wait_turn(&reservation).await;
             Ok(reservation.into_entry())
         }
@@ -93,20 +125,32 @@ impl<'a> EntryBuilder<'a> {
 /// moves the mock clock forward instead).
 #[inline]
 pub(crate) fn enter(node: &'static ResourceNode, count: u32) -> Result<Entry, BlockError> {
+    enter_in(thread_slot(), node, count, &Params::NONE)
+}
+
+/// [`enter`] for a caller that knows its thread slot.
+#[inline]
+pub(crate) fn enter_in(
+    slot: usize,
+    node: &'static ResourceNode,
+    count: u32,
+    params: &Params,
+) -> Result<Entry, BlockError> {
     let now = clock::now_nanos();
-    let slot = thread_slot();
     if !node.is_checked() && !slot::has_custom() {
         node.stats().on_pass_in(slot, now, count);
-        return Ok(Entry::new(node, count, Admission::at(now), false));
+        return Ok(Entry::new(node, count, Admission::at(now), false, || None));
     }
     // The entry is built inside the read, as its result: no copy of a larger value on the way
     // out (a copied struct read back whole after narrower writes stalls store forwarding,
     // measured on this path).
     node.with_chain_in(slot, |chain| {
-        match slot::check(node.target(), &chain, node.counter(), now, count) {
+        match slot::check(node.target(), &chain, node.counter(), now, count, params) {
             Ok(admission) if admission.turn == 0 => {
                 node.stats().on_pass_in(slot, admission.at, count);
-                Ok(Entry::new(node, count, admission, false))
+                Ok(Entry::new(node, count, admission, false, || {
+                    Some(chain.to_arc())
+                }))
             }
             Ok(admission) => Ok(wait_for_turn(Waiting::new(
                 node,
@@ -151,17 +195,28 @@ pub(crate) fn reserve(
     count: u32,
     cancellable: bool,
 ) -> Result<Reservation, BlockError> {
+    reserve_with(node, count, cancellable, &Params::NONE)
+}
+
+/// [`reserve`] with the entry's parameters.
+pub(crate) fn reserve_with(
+    node: &'static ResourceNode,
+    count: u32,
+    cancellable: bool,
+    params: &Params,
+) -> Result<Reservation, BlockError> {
     let now = clock::now_nanos();
     if !node.is_checked() && !slot::has_custom() {
         node.stats().on_pass(now, count);
-        let entry = Entry::new(node, count, Admission::at(now), cancellable);
+        let entry = Entry::new(node, count, Admission::at(now), cancellable, || None);
         return Ok(Reservation(Inner::Ready(entry)));
     }
-    node.with_chain(
-        |chain| match slot::check(node.target(), &chain, node.counter(), now, count) {
+    node.with_chain(|chain| {
+        match slot::check(node.target(), &chain, node.counter(), now, count, params) {
             Ok(admission) if admission.turn == 0 => {
                 node.stats().on_pass(admission.at, count);
-                let entry = Entry::new(node, count, admission, cancellable);
+                let entry =
+                    Entry::new(node, count, admission, cancellable, || Some(chain.to_arc()));
                 Ok(Reservation(Inner::Ready(entry)))
             }
             Ok(admission) => {
@@ -172,8 +227,8 @@ pub(crate) fn reserve(
                 node.stats().on_block(now, count);
                 Err(block)
             }
-        },
-    )
+        }
+    })
 }
 
 /// A call admitted by every check, not yet entered: it may have to wait for its throttling turn
@@ -232,7 +287,7 @@ impl Drop for Waiting {
             &self.chain,
             self.node.counter(),
             self.count,
-            self.admission,
+            std::mem::take(&mut self.admission),
         );
     }
 }
@@ -266,11 +321,11 @@ impl Reservation {
                 w.entered = true;
                 let now = clock::now_nanos().max(w.admission.at);
                 w.node.stats().on_pass(now, w.count);
-                let admission = Admission {
-                    at: now,
-                    ..w.admission
-                };
-                Entry::new(w.node, w.count, admission, w.cancellable)
+                let mut admission = std::mem::take(&mut w.admission);
+                admission.at = now;
+                Entry::new(w.node, w.count, admission, w.cancellable, || {
+                    Some(Arc::clone(&w.chain))
+                })
             }
         }
     }
@@ -300,6 +355,16 @@ pub struct Entry {
     count: u64,
     probe: ProbeTicket,
     flags: AtomicU64,
+    /// Places taken in hotspot concurrency counters (rare: boxed, so the common entry stays
+    /// small).
+    held: Option<Box<HotHeld>>,
+}
+
+/// Places an entry took in hotspot concurrency counters, with the checks that own them.
+#[derive(Debug)]
+struct HotHeld {
+    chain: Arc<Chain>,
+    places: Vec<(usize, Slot)>,
 }
 
 impl Entry {
@@ -309,6 +374,7 @@ impl Entry {
         count: u32,
         admission: Admission,
         cancellable: bool,
+        chain: impl FnOnce() -> Option<Arc<Chain>>,
     ) -> Entry {
         let mut flags = 0;
         if cancellable {
@@ -323,6 +389,11 @@ impl Entry {
             count: u64::from(count),
             probe: admission.probe,
             flags: AtomicU64::new(flags),
+            held: if admission.hot.is_empty() {
+                None
+            } else {
+                hot_held(&admission, chain)
+            },
         }
     }
 
@@ -356,6 +427,20 @@ impl Entry {
     }
 }
 
+/// The hotspot places of `admission`, held with an owned handle on `chain`.
+#[cold]
+fn hot_held(
+    admission: &Admission,
+    chain: impl FnOnce() -> Option<Arc<Chain>>,
+) -> Option<Box<HotHeld>> {
+    let places: Vec<(usize, Slot)> = admission.inside().collect();
+    if places.is_empty() {
+        return None;
+    }
+    let chain = chain()?;
+    Some(Box::new(HotHeld { chain, places }))
+}
+
 impl Drop for Entry {
     #[inline]
     fn drop(&mut self) {
@@ -371,6 +456,13 @@ impl Drop for Entry {
             counter.release();
         } else if counter.is_tracking() {
             counter.release_untracked();
+        }
+        if let Some(held) = self.held.take() {
+            for &(i, place) in &held.places {
+                if let Some(gate) = held.chain.hotspots.get(i) {
+                    gate.exit(place);
+                }
+            }
         }
         self.node
             .stats()

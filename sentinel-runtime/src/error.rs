@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::time::Duration;
 
 /// Which kind of check rejected a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -15,6 +16,9 @@ pub enum BlockKind {
     CircuitBreaker,
     /// A check slot registered by the user ([`crate::slot::register_check_slot`]).
     Custom,
+    /// A hotspot rule: one value of a parameter made too many calls
+    /// ([`crate::rules::HotspotRule`]).
+    HotParam,
 }
 
 /// A call was rejected: which resource, by which kind of rule, and that rule's threshold.
@@ -35,6 +39,8 @@ pub struct BlockError {
     window_ms: u64,
     reason: Option<Cow<'static, str>>,
     related: Option<&'static str>,
+    param_index: Option<usize>,
+    retry_after: Option<Duration>,
 }
 
 impl BlockError {
@@ -46,6 +52,8 @@ impl BlockError {
             window_ms,
             reason: None,
             related: None,
+            param_index: None,
+            retry_after: None,
         }
     }
 
@@ -69,6 +77,8 @@ impl BlockError {
             window_ms: 0,
             reason: None,
             related: None,
+            param_index: None,
+            retry_after: None,
         }
     }
 
@@ -84,6 +94,8 @@ impl BlockError {
             window_ms: 0,
             reason: Some(Cow::Borrowed(state)),
             related: None,
+            param_index: None,
+            retry_after: None,
         }
     }
 
@@ -100,6 +112,24 @@ impl BlockError {
             window_ms: 0,
             reason: Some(reason.into()),
             related: None,
+            param_index: None,
+            retry_after: None,
+        }
+    }
+
+    /// A rejection by a hotspot rule on parameter `param_index`, whose blocked value may retry
+    /// after `retry_after`.
+    pub(crate) fn hot_param(
+        resource: &'static str,
+        threshold: f64,
+        param_index: usize,
+        retry_after: Option<Duration>,
+    ) -> BlockError {
+        BlockError {
+            param_index: Some(param_index),
+            retry_after,
+            kind: BlockKind::HotParam,
+            ..BlockError::flow(resource, threshold, 0)
         }
     }
 
@@ -122,6 +152,18 @@ impl BlockError {
     /// The related resource whose traffic the blocking rule counts, if it counts another one.
     pub fn related(&self) -> Option<&str> {
         self.related
+    }
+
+    /// Which parameter's value was blocked, for [`BlockKind::HotParam`] (0 is the entry's first
+    /// parameter).
+    pub fn param_index(&self) -> Option<usize> {
+        self.param_index
+    }
+
+    /// How long until the call could pass, where the blocking rule can tell (a hotspot rule:
+    /// the blocked value's next free slot). `None` where it cannot.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
     }
 
     /// Why, in words: a custom slot's reason, a circuit breaker's state, or throttling.
@@ -163,6 +205,17 @@ impl fmt::Display for BlockError {
                 "check slot ({})",
                 self.reason.as_deref().unwrap_or("no reason given")
             ),
+            BlockKind::HotParam => {
+                write!(
+                    f,
+                    "hotspot rule on parameter {}",
+                    self.param_index.unwrap_or(0)
+                )?;
+                if let Some(retry) = self.retry_after {
+                    write!(f, " (retry after {retry:?})")?;
+                }
+                Ok(())
+            }
         }
     }
 }

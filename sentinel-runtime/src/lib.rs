@@ -77,6 +77,7 @@ mod entry;
 mod error;
 pub mod metrics;
 mod node;
+mod param;
 pub mod registry;
 pub mod rules;
 pub mod slot;
@@ -121,21 +122,30 @@ pub use node::ResourceNode;
 ///
 /// # What it expands to
 ///
-/// A `static`, lazily built resource node (the attribute's rules are that resource's defaults;
-/// rules loaded with [`rules::load_flow_rules`] override them) and an entry guard around the body.
+/// A `static`, lazily built resource node (the attribute's rules are that resource's defaults,
+/// see [Rules loaded at run time](#rules-loaded-at-run-time)) and an entry guard around the body.
 /// The example above is, written by hand:
 ///
 /// ```
 /// # use sentinel_runtime::BlockError;
 /// # fn orders_busy(id: u64, _qty: u32, err: BlockError) -> String { String::new() }
 /// fn place_order(id: u64, qty: u32) -> String {
-///     use sentinel_runtime::__private::{DefaultRule, StaticNode}; // not a stable API
+///     use sentinel_runtime::__private::{call_once, DefaultRule, StaticNode}; // not a stable API
 ///     static NODE: StaticNode = StaticNode::new("doc-orders", &[DefaultRule::Qps(2.0)]);
-///     let _entry = match NODE.enter() {
-///         Ok(entry) => entry,                              // admitted: hold the guard
-///         Err(blocked) => return orders_busy(id, qty, blocked),
-///     };
-///     format!("order {id} x{qty}")                         // the body; the guard drops after it
+///     match NODE.enter() {
+///         Ok(entry) => {
+///             // admitted: the body runs while `entry` lives, in a closure so that its
+///             // `return`s and `?`s come back here
+///             let result = call_once(move || -> String { format!("order {id} x{qty}") });
+///             // (for a `Result`, of any spelling: `if result.is_err() { entry.set_error() }`)
+///             result // the guard drops after the body
+///         }
+///         Err(blocked) => {
+///             // the fallback's expected signature, checked where `fallback = ...` is written
+///             let fallback: fn(u64, u32, BlockError) -> String = orders_busy;
+///             fallback(id, qty, blocked)
+///         }
+///     }
 /// }
 /// ```
 ///
@@ -146,32 +156,47 @@ pub use node::ResourceNode;
 /// # Arguments
 ///
 /// * **`resource = "name"`**: the resource's name (a non-empty string literal). Default: the
-///   function's module path and name, `concat!(module_path!(), "::", "place_order")`.
-/// * **`qps = N`**: at most `N` calls per second (integer or float literal, > 0): a
-///   [`FlowRule::qps`](rules::FlowRule::qps) default.
-/// * **`concurrency = N`**: at most `N` calls inside at once (integer literal, > 0): a
-///   [`FlowRule::concurrency`](rules::FlowRule::concurrency) default.
+///   function's module path and name, `concat!(module_path!(), "::", "place_order")`. Several
+///   functions may share one name: they are one resource, with one set of statistics, and every
+///   definition's rules apply to every call of any of them (a rule two definitions both write
+///   counts once).
+/// * **`qps = N`**: at most `N` calls per second (integer or float literal, > 0, at most
+///   2147483647): a [`FlowRule::qps`](rules::FlowRule::qps) default.
+/// * **`concurrency = N`**: at most `N` calls inside at once (integer literal, 1 to
+///   2147483647): a [`FlowRule::concurrency`](rules::FlowRule::concurrency) default.
 /// * **`fallback = path`**: called instead of the body when the call is blocked. It takes the
-///   function's arguments in order (the receiver first, for methods), then the [`BlockError`],
-///   and returns the function's return type. For an `async fn` it may be an `async fn` (awaited)
-///   or a plain `fn`. `fallback = Self::busy` works inside `impl` blocks.
+///   function's arguments in order, with exactly their types (the receiver first, for methods:
+///   `&self`, `&mut self` or `self` as the function has it), then the [`BlockError`], and
+///   returns the function's return type: for `fn greet(&self, name: &str) -> String` it is
+///   `fn busy(&self, name: &str, err: BlockError) -> String`. A wrong signature fails to
+///   compile at `fallback = ...`, naming the expected one (`expected fn pointer
+///   fn(&Greeter, &str, BlockError) -> String`). For an `async fn` it may be an `async fn`
+///   (awaited) or a plain `fn`. `fallback = Self::busy` works inside `impl` blocks; so does a
+///   generic function, whose type parameters are inferred.
 /// * **`window = "1m"`**, **`strict = true`**: the `qps` rule's window (then `qps` counts calls
 ///   per window: `qps = 100, window = "1m"` is 100 a minute) and the strict window mode (see
 ///   [`rules::FlowRule`]).
-/// * **`warm_up = "10s"`**, **`cold_factor = 3`**: the `qps` rule warms up from cold, starting at
-///   `qps / cold_factor` (default 3) and reaching `qps` after the warm-up period.
-/// * **`max_wait = "500ms"`**: the `qps` rule throttles instead of rejecting: calls pass
-///   `1 / qps` apart, waiting at most `max_wait` for their turn (a sync caller sleeps; an
-///   `async fn` awaits a tokio timer, never blocking the executor's thread).
+/// * **`warm_up = "10s"`** (at most 24 h), **`cold_factor = 3`** (greater than 1, at most 100):
+///   the `qps` rule warms up from cold, starting at `qps / cold_factor` (default 3) and reaching
+///   `qps` after the warm-up period.
+/// * **`max_wait = "500ms"`** (at most 1 h): the `qps` rule throttles instead of rejecting:
+///   calls pass `1 / qps` apart, waiting at most `max_wait` for their turn (a sync caller
+///   sleeps; an `async fn` awaits a tokio timer, never blocking the executor's thread).
 /// * **`relate = "writes"`**: the `qps` rule counts the passes of the resource `writes` instead.
 /// * **`breaker(...)`**: a circuit breaker ([`rules::CircuitBreakerRule`]) as a default. One
 ///   strategy per `breaker(...)`, several `breaker(...)` allowed:
 ///   `breaker(error_ratio = 0.5, ...)`, `breaker(error_count = 20, ...)`, or
 ///   `breaker(slow_rt = "200ms", slow_ratio = 0.5, ...)`; then `recovery = "5s"` (required: how
-///   long it stays open), and optionally `min_requests = 10`, `window = "10s"`, `probes = 3`.
-///   Durations are string literals with the units `ms`, `s`, `m`, `h`, checked at compile time.
+///   long it stays open; at most 24 h), and optionally `min_requests = 10` (the fewest calls in
+///   the window before it may open; default 5, at most 1000000000), `window = "10s"` (the
+///   statistics window; default 1 s in 10 buckets), `probes = 3` (the calls admitted
+///   half-open; default 1, at most 1000). At most 8 `breaker(...)` per function.
+///   Durations are string literals with the units `ms`, `s`, `m`, `h`, checked at compile time;
+///   a `window` (flow or breaker) is at most 4294967295 ms and has 10 buckets when 10 divides
+///   its milliseconds, else 1.
 /// * **`is_error = path`**: a `fn(&E) -> bool` deciding which `Err` values of a `Result`
-///   function count as errors (by default all do), like Sentinel's `exceptionsToIgnore`.
+///   function count as errors (by default all do), like Sentinel's `exceptionsToIgnore`. `E` is
+///   the error type of the `Result`, however it is spelled (an alias works).
 /// * **`crate = path`**: where this crate is, for a renamed dependency (default
 ///   `::sentinel_runtime`).
 ///
@@ -207,10 +232,17 @@ pub use node::ResourceNode;
 ///
 /// # Without a fallback
 ///
-/// A function returning a `Result` (any path ending in `Result`: `io::Result<T>`,
-/// `anyhow::Result<T>`, ...) returns `Err(E::from(block_error))` when blocked; `std::io::Error`
-/// implements `From<BlockError>`. Any other return type needs a fallback: compilation fails,
-/// pointing at the return type.
+/// A function returning a `Result<T, E>` whose `E` implements `From<BlockError>` returns
+/// `Err(E::from(block_error))` when blocked; `std::io::Error` implements `From<BlockError>`.
+/// The type system decides what is a `Result`, not the name written: `io::Result<T>`,
+/// `anyhow::Result<T>`, a crate's own `type ApiResult<T> = Result<T, AppError>` all work,
+/// and a type that is merely named `Result` is not one. Any other return type needs a
+/// fallback: compilation fails at the return type ("#[sentinel] needs `fallback = ...` here: a
+/// blocked call must still return a `u32`"), as does a `Result` whose error type lacks
+/// `From<BlockError>`.
+///
+/// For every spelling of `Result`, an `Err` the body returns counts as an error in the
+/// statistics (and for the breakers); `is_error` narrows that down.
 ///
 /// ```
 /// use sentinel_runtime::{sentinel, BlockError};
@@ -220,14 +252,50 @@ pub use node::ResourceNode;
 /// impl From<BlockError> for AppError {
 ///     fn from(e: BlockError) -> Self { AppError::Busy(e) }
 /// }
+/// type ApiResult<T> = Result<T, AppError>;
 ///
 /// #[sentinel(resource = "doc-lookup", concurrency = 1)]
-/// fn lookup(key: &str) -> Result<usize, AppError> {
+/// fn lookup(key: &str) -> ApiResult<usize> {
 ///     Ok(key.len()) // an `Err` returned here counts as an error in the statistics
 /// }
 ///
 /// assert_eq!(lookup("abc").unwrap(), 3);
 /// ```
+///
+/// # Returning `impl Trait`
+///
+/// A function returning `impl Trait` (axum's `impl IntoResponse`, say) still returns one
+/// concrete type, and a blocked call must return that same type. A fallback declared
+/// `-> impl Trait` returns another (opaque) type, which is refused at `fallback = ...` ("the
+/// fallback returns `impl IntoResponse`, but the guarded function's body returns `String`"):
+/// declare the fallback with the body's concrete type.
+///
+/// ```
+/// use sentinel_runtime::{sentinel, BlockError};
+///
+/// trait IntoResponse {}
+/// impl IntoResponse for String {}
+///
+/// #[sentinel(resource = "doc-handler", qps = 100, fallback = handler_busy)]
+/// fn handler(name: &str) -> impl IntoResponse {
+///     format!("hello {name}")
+/// }
+///
+/// fn handler_busy(_name: &str, _err: BlockError) -> String { // not `impl IntoResponse`
+///     "try again later".to_owned()
+/// }
+/// # let _ = handler("doc");
+/// ```
+///
+/// # Rules loaded at run time
+///
+/// The attribute's rules are the resource's defaults. Loading rules of one kind for the
+/// resource ([`rules::load_flow_rules`] for `qps` and `concurrency`,
+/// [`rules::load_circuit_breaker_rules`] for `breaker(...)`) replaces *all* of the attribute's
+/// rules of that kind for that resource: with `qps = 100, concurrency = 1` in the attribute and
+/// only a QPS rule loaded for the resource, no concurrency limit is in force. The other kind's
+/// defaults stay. When the loaded rules no longer name the resource, its defaults are back in
+/// force.
 ///
 /// # Async functions and methods
 ///
@@ -256,12 +324,37 @@ pub use node::ResourceNode;
 /// # Compile-time errors
 ///
 /// Mistakes are reported together, each at the token that is wrong: an unknown or duplicate
-/// argument, a literal of the wrong type (`qps = "100"`), a zero, negative or infinite limit, a
-/// bad duration (`"5"`, `"5d"`, `"0s"`), `cold_factor <= 1`, a shaping option without `qps`, a `breaker(...)` with two strategies, none, a ratio
-/// outside `0..=1` or no `recovery`, a `fallback` or `is_error` that is not a path or does not
-/// match the function, a missing fallback, a `const fn`, or the attribute on something other
-/// than a function. The function is still
-/// emitted beside the errors, so IDE features keep working.
+/// argument (a near miss such as `qsp` asks "did you mean `qps`?"; a bare `"orders"` asks for
+/// `resource = "orders"`), a literal of the wrong type (`qps = "100"`), a zero, negative or
+/// infinite limit, a bad duration (`"5"`, `"5d"`, `"0s"`), `cold_factor <= 1`, a shaping option
+/// without `qps`, a `breaker(...)` with two strategies, none, a ratio outside `0..=1` or no
+/// `recovery`, a `fallback` or `is_error` that is not a path or does not match the function, a
+/// missing fallback, a `const fn`, or the attribute on something other than a function. Every
+/// value the run-time rule validation would refuse is refused here, so no default rule can be
+/// dropped when its node is built:
+///
+/// | argument | compile-time limit |
+/// |---|---|
+/// | `qps` | greater than 0, at most 2147483647 |
+/// | `concurrency` | 1 to 2147483647 |
+/// | `max_wait` | at most 1 h |
+/// | `warm_up` | at most 24 h |
+/// | `cold_factor` | greater than 1, at most 100 |
+/// | `window` (flow and breaker) | 1 ms to 4294967295 ms |
+/// | `recovery` | 1 ms to 24 h |
+/// | `slow_rt` | 1 ms to 4294967295 ms |
+/// | `error_ratio`, `slow_ratio` | 0 to 1 |
+/// | `error_count` | 1 to 4294967295 |
+/// | `min_requests` | 1 to 1000000000 |
+/// | `probes` | 1 to 1000 |
+///
+/// The function is still emitted beside the errors, so IDE features keep working.
+///
+/// A fallback's signature is checked as a function pointer where one can be written (not for
+/// an `async fn`, whose fallback may be async or not, nor with `impl Trait` arguments, an
+/// `extern` ABI, a receiver such as `self: Pin<&mut Self>`, or a `&self` method that both takes
+/// another borrowed argument and returns a type hiding a lifetime, like `Iter<u8>` for
+/// `Iter<'_, u8>`); elsewhere the fallback is called directly and rustc reports the call.
 #[cfg(feature = "macros")]
 pub use sentinel_macros::sentinel;
 

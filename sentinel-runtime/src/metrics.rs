@@ -39,6 +39,13 @@ pub fn overflow() -> ResourceStats {
     registry::overflow().snapshot()
 }
 
+/// How many values the hotspot rules of `resource` forgot while they were still being limited
+/// (their tables were full of live values); `None` if no node of that name exists. See
+/// [`HotspotRule`](crate::rules::HotspotRule).
+pub fn hotspot_live_evictions(resource: &str) -> Option<u64> {
+    registry::get(resource).map(|node| node.hotspot_live_evictions())
+}
+
 /// The totals of one second, from the minute-level window.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]

@@ -8,7 +8,11 @@ use crate::clock;
 use crate::error::RuleError;
 use crate::rules::breaker::CircuitBreakerRule;
 use crate::rules::flow::{FlowMetric, FlowRule};
-use crate::slot::{Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, Resolve, Target};
+use crate::rules::hotspot::HotspotRule;
+use crate::slot::{
+    Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, HotspotGate, HotspotShape, Resolve,
+    Target,
+};
 use crate::stat::{NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
 
@@ -17,6 +21,7 @@ use crate::sync::{Held, Published};
 pub(crate) struct Defaults {
     pub(crate) flow: Vec<FlowRule>,
     pub(crate) breakers: Vec<CircuitBreakerRule>,
+    pub(crate) hotspot: Vec<HotspotRule>,
 }
 
 /// What changes only when rules are loaded, behind the node's lock.
@@ -123,6 +128,12 @@ impl ResourceNode {
         ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
     }
 
+    /// Values its hotspot rules forgot while still being limited, because their tables were full
+    /// of such values (a table full of idle values forgets those first, losing nothing).
+    pub fn hotspot_live_evictions(&self) -> u64 {
+        self.with_chain(|c| c.hotspots.iter().map(|g| g.live_evictions()).sum())
+    }
+
     /// The state of each circuit breaker in force, in rule order.
     pub fn circuit_states(&self) -> Vec<CircuitState> {
         self.with_chain(|c| c.breakers.iter().map(|b| b.state()).collect())
@@ -155,6 +166,12 @@ impl ResourceNode {
                 changed = true;
             }
         }
+        for rule in &defaults.hotspot {
+            if !config.defaults.hotspot.contains(rule) {
+                config.defaults.hotspot.push(rule.clone());
+                changed = true;
+            }
+        }
         for rule in &defaults.breakers {
             if !config.defaults.breakers.contains(rule) {
                 config.defaults.breakers.push(rule.clone());
@@ -173,12 +190,14 @@ impl ResourceNode {
         &self,
         flow: Option<&[FlowRule]>,
         breakers: Option<&[CircuitBreakerRule]>,
+        hotspot: Option<&[HotspotRule]>,
         resolve: Resolve,
     ) {
         let config = self.config();
         let now = clock::now_nanos();
         let flow = flow.unwrap_or(&config.defaults.flow);
         let breakers = breakers.unwrap_or(&config.defaults.breakers);
+        let hotspot = hotspot.unwrap_or(&config.defaults.hotspot);
         let old = self.chain_owned();
 
         let mut chain = Chain::default();
@@ -209,6 +228,21 @@ impl ResourceNode {
             };
             chain.gates.push(gate);
         }
+        for rule in hotspot {
+            let shape = HotspotShape::of(rule);
+            let kept = old
+                .hotspots
+                .iter()
+                .find(|g| g.fits(&shape) && !chain.hotspots.iter().any(|c| Arc::ptr_eq(c, g)));
+            let gate = match kept {
+                Some(gate) => {
+                    gate.set(rule);
+                    Arc::clone(gate)
+                }
+                None => Arc::new(HotspotGate::new(rule)),
+            };
+            chain.hotspots.push(gate);
+        }
         for rule in breakers {
             let kept = old
                 .breakers
@@ -236,6 +270,13 @@ impl ResourceNode {
     pub(crate) fn validated(defaults: &mut Defaults) -> Vec<RuleError> {
         let mut errors = Vec::new();
         defaults.flow.retain(|r| match r.validate() {
+            Ok(()) => true,
+            Err(e) => {
+                errors.push(e);
+                false
+            }
+        });
+        defaults.hotspot.retain(|r| match r.validate() {
             Ok(()) => true,
             Err(e) => {
                 errors.push(e);

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use crate::node::ResourceNode;
-use crate::sync::Published;
+use crate::sync::{thread_slot, Published};
 
 /// The default cap on resources created by name: Sentinel's.
 pub const DEFAULT_MAX_RESOURCES: usize = 6_000;
@@ -53,23 +53,26 @@ pub fn max_resources() -> usize {
     MAX.load(Ordering::Acquire)
 }
 
-/// Whether two names are equal: an inlined word-by-word compare (names are short; a call to
-/// `memcmp` cost more than the rest of the lookup).
+/// Whether two names are equal: an inlined compare (names are short; a call to `memcmp` cost
+/// more than the rest of the lookup). Differences are OR-ed together rather than returned early,
+/// which also keeps the compiler from turning the loops back into a `memcmp` call.
 #[inline(always)]
 fn same_name(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
     }
-    let mut a_words = a.chunks_exact(8);
-    let mut b_words = b.chunks_exact(8);
-    for (x, y) in (&mut a_words).zip(&mut b_words) {
-        let word = |c: &[u8]| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        if word(x) != word(y) {
-            return false;
-        }
+    let word = |c: &[u8]| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (a_tail, b_tail) = (a_words.remainder(), b_words.remainder());
+    let mut diff = 0u64;
+    for (x, y) in a_words.zip(b_words) {
+        diff |= word(x) ^ word(y);
     }
-    a_words.remainder() == b_words.remainder()
+    for (x, y) in a_tail.iter().zip(b_tail) {
+        diff |= u64::from(x ^ y);
+    }
+    diff == 0
 }
 
 /// An immutable open-addressing table: `slots.len()` is a power of two, at most half full.
@@ -154,9 +157,15 @@ static OVERFLOW: LazyLock<&'static ResourceNode> =
 /// The node named `name`, if one exists. Takes no lock.
 #[inline]
 pub(crate) fn get(name: &str) -> Option<&'static ResourceNode> {
+    get_in(thread_slot(), name)
+}
+
+/// [`get`] for a caller that knows its thread slot.
+#[inline]
+pub(crate) fn get_in(slot: usize, name: &str) -> Option<&'static ResourceNode> {
     let registry = &*REGISTRY;
     let hash = registry.hash(name);
-    registry.table.read(|table| table.get(hash, name))
+    registry.table.read_in(slot, |table| table.get(hash, name))
 }
 
 /// The node named `name`, created (and passed to `init`) if it does not exist. A node created

@@ -5,8 +5,8 @@
 //! counted as a pass), and the call is counted as a block. An admitted call is counted as a pass;
 //! its [`Entry`](crate::Entry)'s drop records the exit.
 //!
-//! Built in: the flow checks (concurrency, then QPS) at [`FLOW_SLOT_ORDER`] and the circuit
-//! breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`] (Sentinel's orders). A user adds a check with
+//! Built in: the flow checks (concurrency, then QPS) at [`FLOW_SLOT_ORDER`], the hotspot checks
+//! at [`HOTSPOT_SLOT_ORDER`] and the circuit breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`]. A user adds a check with
 //! [`register_check_slot`]; with none registered the chain costs nothing beyond the built-in
 //! checks.
 //!
@@ -22,6 +22,8 @@
 pub(crate) mod breaker;
 mod concurrency;
 mod gate;
+mod hotspot;
+pub(crate) mod param_table;
 mod qps;
 pub(crate) mod qps_ring;
 mod related;
@@ -36,13 +38,18 @@ use std::sync::{Arc, PoisonError, RwLock};
 pub(crate) use breaker::{CircuitBreaker, Probe};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use gate::{Gate, GateShape};
+pub(crate) use hotspot::{HotPass, HotspotGate, HotspotShape};
 pub(crate) use related::Resolve;
 
 use crate::error::BlockError;
+use crate::param::Params;
 use crate::stat::{NodeStats, ResourceStats};
 
 /// Order of the built-in flow checks (concurrency and QPS), as in Sentinel.
 pub const FLOW_SLOT_ORDER: i32 = -2_000;
+/// Order of the built-in hotspot (per-parameter-value) checks: after the flow checks, before
+/// the circuit breakers.
+pub const HOTSPOT_SLOT_ORDER: i32 = -1_500;
 /// Order of the built-in circuit breakers, as in Sentinel's degrade slot.
 pub const CIRCUIT_BREAKER_SLOT_ORDER: i32 = -1_000;
 
@@ -78,19 +85,24 @@ pub(crate) struct Chain {
     pub(crate) concurrency: Option<(u64, f64)>,
     /// The QPS checks, in order.
     pub(crate) gates: Vec<Arc<Gate>>,
-    /// The circuit breakers, checked after the flow checks.
+    /// The hotspot (per-parameter-value) checks, after the flow checks.
+    pub(crate) hotspots: Vec<Arc<HotspotGate>>,
+    /// The circuit breakers, checked after the hotspot checks.
     pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
 }
 
 impl Chain {
     /// No checks at all.
     pub(crate) fn is_empty(&self) -> bool {
-        self.concurrency.is_none() && self.gates.is_empty() && self.breakers.is_empty()
+        self.concurrency.is_none()
+            && self.gates.is_empty()
+            && self.hotspots.is_empty()
+            && self.breakers.is_empty()
     }
 }
 
 /// What the chain decided for an admitted call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub(crate) struct Admission {
     /// The time the call counts at (the entry's clock reading, or later if a QPS window had
     /// already moved past it).
@@ -102,6 +114,19 @@ pub(crate) struct Admission {
     /// 1 if the call took a place in the node's concurrency counter (a whole word: see
     /// `entry::enter`).
     pub(crate) counted: u64,
+    /// What each hotspot gate (by index in the chain) admitted: empty (no allocation) on a
+    /// resource without hotspot rules.
+    pub(crate) hot: Vec<(usize, HotPass)>,
+}
+
+impl Admission {
+    /// The places the call took in hotspot concurrency counters, which its exit gives back.
+    pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Slot)> + '_ {
+        self.hot.iter().filter_map(|&(i, pass)| match pass {
+            HotPass::Inside(slot) => Some((i, slot)),
+            _ => None,
+        })
+    }
 }
 
 impl Admission {
@@ -222,6 +247,9 @@ struct Reserved<'a> {
     gates: usize,
     at: u64,
     probe: ProbeTicket,
+    /// What the hotspot gates admitted (by index in the chain).
+    hot: Vec<(usize, HotPass)>,
+    params: &'a Params,
     /// The first `custom` registered slots admitted the call.
     custom: usize,
     custom_slots: &'a [Registered],
@@ -260,6 +288,11 @@ impl Reserved<'_> {
         self.custom = 0;
         release_probe(self.chain, self.probe);
         self.probe = ProbeTicket::NONE;
+        for (i, pass) in self.hot.drain(..).rev() {
+            if let Some(gate) = self.chain.hotspots.get(i) {
+                gate.cancel(pass, self.count);
+            }
+        }
         self.cancel_gates();
         if self.counted {
             self.counter.release();
@@ -277,9 +310,10 @@ pub(crate) fn check(
     counter: &ConcurrencyCounter,
     now: u64,
     count: u32,
+    params: &Params,
 ) -> Result<Admission, BlockError> {
     if HAS_CUSTOM.load(Ordering::Acquire) {
-        return check_with_custom(node, chain, counter, now, count);
+        return check_with_custom(node, chain, counter, now, count, params);
     }
     // No user code runs in the built-in checks, so no guard is needed against a panic: a block
     // gives back what was reserved explicitly.
@@ -291,18 +325,29 @@ pub(crate) fn check(
         gates: 0,
         at: now,
         probe: ProbeTicket::NONE,
+        hot: Vec::new(),
+        params,
         custom: 0,
         custom_slots: &[],
         ctx: None,
         armed: false,
     };
-    let turn = match check_flow(node.name, &mut reserved) {
+    let mut turn = match check_flow(node.name, &mut reserved) {
         Ok(turn) => turn,
         Err(block) => {
             reserved.release();
             return Err(block);
         }
     };
+    if !chain.hotspots.is_empty() {
+        match check_hotspots(node.name, &mut reserved) {
+            Ok(t) => turn = turn.max(t),
+            Err(block) => {
+                reserved.release();
+                return Err(block);
+            }
+        }
+    }
     if !chain.breakers.is_empty() {
         if let Err(block) = check_breakers(node.name, &mut reserved) {
             reserved.release();
@@ -314,7 +359,23 @@ pub(crate) fn check(
         turn,
         probe: reserved.probe,
         counted: u64::from(reserved.counted),
+        hot: std::mem::take(&mut reserved.hot),
     })
+}
+
+/// The hotspot checks: the latest waiting turn among them (0: none).
+fn check_hotspots(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
+    let mut turn = 0;
+    for (i, gate) in r.chain.hotspots.iter().enumerate() {
+        let pass = gate.try_enter(resource, r.params, r.at, r.count)?;
+        if let HotPass::Rate { turn: t, .. } = pass {
+            turn = turn.max(t);
+        }
+        if pass != HotPass::Free {
+            r.hot.push((i, pass));
+        }
+    }
+    Ok(turn)
 }
 
 /// The concurrency check, then the QPS gates: the latest throttling turn among them (0: none).
@@ -387,7 +448,7 @@ pub(crate) fn cancel(
     chain: &Chain,
     counter: &ConcurrencyCounter,
     count: u32,
-    admission: Admission,
+    mut admission: Admission,
 ) {
     let custom = if HAS_CUSTOM.load(Ordering::Acquire) {
         Some(CUSTOM.read().unwrap_or_else(PoisonError::into_inner))
@@ -409,6 +470,8 @@ pub(crate) fn cancel(
         gates: chain.gates.len(),
         at: admission.at,
         probe: admission.probe,
+        hot: std::mem::take(&mut admission.hot),
+        params: &Params::NONE,
         custom: slots.len(),
         custom_slots: slots,
         ctx: Some(&ctx),
@@ -426,9 +489,11 @@ fn check_with_custom(
     counter: &ConcurrencyCounter,
     now: u64,
     count: u32,
+    params: &Params,
 ) -> Result<Admission, BlockError> {
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
     let flow_at = custom.partition_point(|(o, _)| *o < FLOW_SLOT_ORDER);
+    let hot_at = custom.partition_point(|(o, _)| *o < HOTSPOT_SLOT_ORDER);
     let breaker_at = custom.partition_point(|(o, _)| *o < CIRCUIT_BREAKER_SLOT_ORDER);
     let early = SlotContext {
         target: node,
@@ -446,6 +511,8 @@ fn check_with_custom(
         gates: 0,
         at: now,
         probe: ProbeTicket::NONE,
+        hot: Vec::new(),
+        params,
         custom: 0,
         custom_slots: &custom[..flow_at],
         ctx: Some(&early),
@@ -456,7 +523,7 @@ fn check_with_custom(
         before.custom += 1;
     }
     let mut flow = shallow(&before);
-    let turn = check_flow(node.name, &mut flow)?;
+    let mut turn = check_flow(node.name, &mut flow)?;
     let late = SlotContext {
         target: node,
         chain,
@@ -467,7 +534,12 @@ fn check_with_custom(
     after.custom_slots = &custom[flow_at..];
     after.ctx = Some(&late);
     flow.armed = false; // `after` owns the flow reservations now
-    for (_, slot) in &custom[flow_at..breaker_at] {
+    for (_, slot) in &custom[flow_at..hot_at] {
+        slot.check(&late)?;
+        after.custom += 1;
+    }
+    turn = turn.max(check_hotspots(node.name, &mut after)?);
+    for (_, slot) in &custom[hot_at..breaker_at] {
         slot.check(&late)?;
         after.custom += 1;
     }
@@ -485,10 +557,12 @@ fn check_with_custom(
         turn,
         probe: after.probe,
         counted: u64::from(after.counted),
+        hot: std::mem::take(&mut after.hot),
     })
 }
 
-/// A copy of `r`'s reservations (not its custom slots), armed: exactly one of `r` and the copy
+/// A copy of `r`'s reservations (not its custom slots nor hotspot passes: `shallow` is taken
+/// before the hotspot checks), armed: exactly one of `r` and the copy
 /// must stay armed. (Built field by field, never as a temporary: a dropped armed copy would give
 /// the reservations back.)
 fn shallow<'a>(r: &Reserved<'a>) -> Reserved<'a> {
@@ -500,6 +574,8 @@ fn shallow<'a>(r: &Reserved<'a>) -> Reserved<'a> {
         gates: r.gates,
         at: r.at,
         probe: r.probe,
+        hot: Vec::new(),
+        params: r.params,
         custom: 0,
         custom_slots: &[],
         ctx: None,

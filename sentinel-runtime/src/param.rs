@@ -1,0 +1,87 @@
+//! Parameter values as the hotspot rules see them: a 64-bit keyed hash.
+//!
+//! Values are hashed with one process-wide hasher whose key is drawn at random when the process
+//! starts, so a client cannot choose values that collide, and a collision between two honest
+//! values (probability about `n² / 2^65` for `n` values) is negligible. A rule's exception
+//! matches a call's parameter when their hashes match: hash the same type (`&str` and `String`
+//! hash alike; `42u64` and `"42"` do not).
+
+use std::hash::{BuildHasher, Hash};
+use std::sync::LazyLock;
+
+/// How many parameters an entry carries (more are ignored).
+pub const MAX_PARAMS: usize = 8;
+
+static HASHER: LazyLock<foldhash::quality::RandomState> =
+    LazyLock::new(foldhash::quality::RandomState::default);
+
+/// The keyed 64-bit hash of a parameter value.
+#[inline]
+pub(crate) fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
+    HASHER.hash_one(value)
+}
+
+/// The parameters of one entry, in call order: index 0 first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Params {
+    hashes: [u64; MAX_PARAMS],
+    len: usize,
+}
+
+impl Params {
+    /// No parameters.
+    pub(crate) const NONE: Params = Params {
+        hashes: [0; MAX_PARAMS],
+        len: 0,
+    };
+
+    /// Adds the next parameter (ignored beyond [`MAX_PARAMS`]).
+    #[inline]
+    pub(crate) fn push(&mut self, hash: u64) {
+        if let Some(slot) = self.hashes.get_mut(self.len) {
+            *slot = hash;
+            self.len += 1;
+        }
+    }
+
+    /// The parameter at `index`, if the entry has one.
+    #[inline]
+    pub(crate) fn get(&self, index: usize) -> Option<u64> {
+        self.hashes[..self.len].get(index).copied()
+    }
+
+    /// The parameters as hashes, in order.
+    #[cfg(test)]
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        &self.hashes[..self.len]
+    }
+
+    /// Parameters from hashes already computed (beyond [`MAX_PARAMS`] ignored).
+    #[cfg(test)]
+    pub(crate) fn from_hashes(hashes: &[u64]) -> Params {
+        let mut params = Params::NONE;
+        for &h in hashes {
+            params.push(h);
+        }
+        params
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_values_hash_alike_and_extra_params_are_ignored() {
+        assert_eq!(hash("user-1"), hash(&String::from("user-1")));
+        assert_ne!(hash("user-1"), hash("user-2"));
+        let mut p = Params::NONE;
+        for i in 0..10u64 {
+            p.push(hash(&i));
+        }
+        assert_eq!(p.as_slice().len(), MAX_PARAMS);
+        assert_eq!(p.get(3), Some(hash(&3u64)));
+        assert_eq!(p.get(8), None);
+        assert_eq!(Params::from_hashes(p.as_slice()), p);
+    }
+}

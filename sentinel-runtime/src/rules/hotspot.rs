@@ -1,0 +1,296 @@
+//! [`HotspotRule`]: plain, validated data for per-parameter-value limits.
+
+use std::hash::Hash;
+use std::time::Duration;
+
+use super::flow::{MAX_THRESHOLD, MAX_WAIT_LIMIT};
+use crate::error::RuleError;
+use crate::param::MAX_PARAMS;
+
+/// How many values a hotspot rule tracks unless told otherwise.
+pub const DEFAULT_HOTSPOT_CAPACITY: usize = 16_384;
+/// The most values one hotspot rule may track.
+pub const MAX_HOTSPOT_CAPACITY: usize = 16_777_216;
+/// The most hotspot rules one resource can have.
+pub const MAX_HOTSPOT_RULES_PER_RESOURCE: usize = 8;
+/// The longest window a hotspot rule accepts.
+pub const MAX_HOTSPOT_WINDOW: Duration = Duration::from_secs(24 * 3_600);
+
+/// What a hotspot rule limits per value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HotspotMetric {
+    /// Calls per window, per value (GCRA: `threshold` per `window`, evenly spaced, after a
+    /// burst of `threshold + burst` from idle).
+    Qps,
+    /// Calls inside at once, per value.
+    Concurrency,
+}
+
+/// A per-value threshold for one listed value (e.g. a VIP user), matched by the value's hash.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HotspotException {
+    /// The keyed hash of the value (see [`HotspotRule::exception`]).
+    pub value_hash: u64,
+    /// The value's own threshold.
+    pub threshold: f64,
+}
+
+/// A hotspot (hot-parameter) rule: a limit applied to each distinct value of one parameter of a
+/// resource separately, e.g. "at most 10 requests a second per user id". Sentinel calls it
+/// `ParamFlowRule`; governor calls it a keyed limiter.
+///
+/// Parameters are the values an entry carries, in call order
+/// ([`EntryBuilder::param`](crate::EntryBuilder::param)): `param_index` 0 is the first. A call
+/// without that parameter is not limited by the rule.
+///
+/// # Semantics (QPS)
+///
+/// From idle, a value admits `threshold + burst` calls at once; after that `threshold` per
+/// `window`, evenly spaced (GCRA: one theoretical arrival time per value, in nanoseconds, the
+/// spacing computed in 128-bit arithmetic, so a million per second is paced exactly). Over any
+/// interval of length `k x window` a value admits at most `(k + 1) x threshold + burst` calls.
+/// With [`throttle`](Self::throttle), a call whose slot is within `max_wait` waits for it
+/// instead of being blocked. A block is [`BlockKind::HotParam`](crate::BlockKind::HotParam) and
+/// says when to retry ([`BlockError::retry_after`](crate::BlockError::retry_after)).
+///
+/// # Memory
+///
+/// Each rule tracks at most [`capacity`](Self::capacity) values (default 16 384) in a table
+/// allocated once. A value whose next slot is already free is indistinguishable from a value
+/// never seen, so such values are forgotten first; if the table is full of values being limited
+/// right now, the one closest to being free is forgotten (counted in the metrics). Exception
+/// values are never forgotten; a value of a concurrency rule is never forgotten while calls are
+/// inside. A reload that changes only the threshold keeps every value's state.
+///
+/// ```
+/// use sentinel_runtime::rules::HotspotRule;
+/// use std::time::Duration;
+///
+/// let per_user = HotspotRule::qps("api", 0, 10.0).burst(5).exception(&"vip-7", 100.0);
+/// let per_ip = HotspotRule::qps("login", 1, 5.0)
+///     .window(Duration::from_secs(60))
+///     .throttle(Duration::from_millis(200));
+/// let per_tenant_inside = HotspotRule::concurrency("reports", 0, 2);
+/// # assert!(per_user.validate().is_ok() && per_ip.validate().is_ok());
+/// # assert!(per_tenant_inside.validate().is_ok());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct HotspotRule {
+    /// The resource the rule applies to.
+    pub resource: String,
+    /// Which parameter of the entry: 0 is the first (`0..MAX_PARAMS`).
+    pub param_index: usize,
+    /// What the rule limits per value.
+    pub metric: HotspotMetric,
+    /// Calls per window (QPS) or calls inside (concurrency), per value: finite,
+    /// `0..=MAX_THRESHOLD`, fractions rounded down for concurrency.
+    pub threshold: f64,
+    /// Extra calls a value may make at once from idle (QPS). Default 0.
+    pub burst: u32,
+    /// The window `threshold` counts over (QPS): whole milliseconds, at most a day. Default 1 s.
+    pub window: Duration,
+    /// Wait up to this long for a slot instead of being blocked (QPS). Default none.
+    pub max_wait: Option<Duration>,
+    /// Values with their own threshold.
+    pub exceptions: Vec<HotspotException>,
+    /// How many values the rule tracks (`1..=MAX_HOTSPOT_CAPACITY`). Default 16 384.
+    pub capacity: usize,
+}
+
+impl HotspotRule {
+    /// At most `threshold` calls per second for each value of parameter `param_index`.
+    pub fn qps(resource: impl Into<String>, param_index: usize, threshold: f64) -> HotspotRule {
+        HotspotRule {
+            resource: resource.into(),
+            param_index,
+            metric: HotspotMetric::Qps,
+            threshold,
+            burst: 0,
+            window: Duration::from_secs(1),
+            max_wait: None,
+            exceptions: Vec::new(),
+            capacity: DEFAULT_HOTSPOT_CAPACITY,
+        }
+    }
+
+    /// At most `max` calls inside at once for each value of parameter `param_index`.
+    pub fn concurrency(resource: impl Into<String>, param_index: usize, max: u32) -> HotspotRule {
+        HotspotRule {
+            metric: HotspotMetric::Concurrency,
+            ..HotspotRule::qps(resource, param_index, f64::from(max))
+        }
+    }
+
+    /// Lets a value make `burst` extra calls at once from idle.
+    pub fn burst(mut self, burst: u32) -> HotspotRule {
+        self.burst = burst;
+        self
+    }
+
+    /// Counts `threshold` calls per `window` instead of per second.
+    pub fn window(mut self, window: Duration) -> HotspotRule {
+        self.window = window;
+        self
+    }
+
+    /// Gives `value` its own threshold. The value matches a call's parameter when both hash
+    /// alike (hash the same type: `"vip"` and `String::from("vip")` match, `7u64` and `"7"` do
+    /// not).
+    pub fn exception(mut self, value: &(impl Hash + ?Sized), threshold: f64) -> HotspotRule {
+        self.exceptions.push(HotspotException {
+            value_hash: crate::param::hash(value),
+            threshold,
+        });
+        self
+    }
+
+    /// Waits up to `max_wait` for a value's next slot instead of blocking.
+    pub fn throttle(mut self, max_wait: Duration) -> HotspotRule {
+        self.max_wait = Some(max_wait);
+        self
+    }
+
+    /// Tracks at most `capacity` values.
+    pub fn capacity(mut self, capacity: usize) -> HotspotRule {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), RuleError> {
+        let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
+        if self.resource.is_empty() {
+            return err("resource", "must not be empty".into());
+        }
+        if self.param_index >= MAX_PARAMS {
+            return err(
+                "param_index",
+                format!("must be below {MAX_PARAMS}, got {}", self.param_index),
+            );
+        }
+        threshold(self.threshold).or_else(|m| err("threshold", m))?;
+        for e in &self.exceptions {
+            threshold(e.threshold).or_else(|m| err("exceptions", m))?;
+        }
+        if self.capacity == 0 || self.capacity > MAX_HOTSPOT_CAPACITY {
+            return err(
+                "capacity",
+                format!(
+                    "must be in 1..={MAX_HOTSPOT_CAPACITY}, got {}",
+                    self.capacity
+                ),
+            );
+        }
+        match self.metric {
+            HotspotMetric::Qps => {
+                let w = self.window;
+                if w.is_zero() || w.subsec_nanos() % 1_000_000 != 0 || w > MAX_HOTSPOT_WINDOW {
+                    return err(
+                        "window",
+                        format!(
+                            "must be a positive whole number of milliseconds, at most \
+                             {MAX_HOTSPOT_WINDOW:?}, got {w:?}"
+                        ),
+                    );
+                }
+                if f64::from(self.burst) > MAX_THRESHOLD {
+                    return err(
+                        "burst",
+                        format!("must be at most {MAX_THRESHOLD}, got {}", self.burst),
+                    );
+                }
+                if let Some(max_wait) = self.max_wait {
+                    if max_wait > MAX_WAIT_LIMIT {
+                        return err(
+                            "max_wait",
+                            format!("must be at most {MAX_WAIT_LIMIT:?}, got {max_wait:?}"),
+                        );
+                    }
+                }
+            }
+            HotspotMetric::Concurrency => {
+                if self.burst != 0 {
+                    return err("burst", "applies to QPS hotspot rules only".into());
+                }
+                if self.max_wait.is_some() {
+                    return err("max_wait", "applies to QPS hotspot rules only".into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn threshold(t: f64) -> Result<(), String> {
+    if !t.is_finite() || !(0.0..=MAX_THRESHOLD).contains(&t) {
+        return Err(format!(
+            "must be a finite number in 0..={MAX_THRESHOLD}, got {t}"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(rule: HotspotRule) -> &'static str {
+        rule.validate().expect_err("rule should be invalid").field()
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        assert_eq!(field_of(HotspotRule::qps("", 0, 1.0)), "resource");
+        assert_eq!(
+            field_of(HotspotRule::qps("r", MAX_PARAMS, 1.0)),
+            "param_index"
+        );
+        assert_eq!(field_of(HotspotRule::qps("r", 0, f64::NAN)), "threshold");
+        assert_eq!(field_of(HotspotRule::qps("r", 0, -1.0)), "threshold");
+        assert_eq!(
+            field_of(HotspotRule::qps("r", 0, 1.0).exception("v", f64::INFINITY)),
+            "exceptions"
+        );
+        assert_eq!(
+            field_of(HotspotRule::qps("r", 0, 1.0).capacity(0)),
+            "capacity"
+        );
+        assert_eq!(
+            field_of(HotspotRule::qps("r", 0, 1.0).window(Duration::ZERO)),
+            "window"
+        );
+        assert_eq!(
+            field_of(HotspotRule::qps("r", 0, 1.0).window(Duration::from_micros(1_500))),
+            "window"
+        );
+        assert_eq!(
+            field_of(HotspotRule::qps("r", 0, 1.0).throttle(Duration::from_secs(7_200))),
+            "max_wait"
+        );
+        assert_eq!(
+            field_of(HotspotRule::concurrency("r", 0, 1).burst(2)),
+            "burst"
+        );
+        assert_eq!(
+            field_of(HotspotRule::concurrency("r", 0, 1).throttle(Duration::from_secs(1))),
+            "max_wait"
+        );
+    }
+
+    #[test]
+    fn good_rules_pass() {
+        for rule in [
+            HotspotRule::qps("r", 0, 0.0),
+            HotspotRule::qps("r", 7, 1e6).burst(5).capacity(100_000),
+            HotspotRule::qps("r", 0, 10.0)
+                .window(Duration::from_secs(60))
+                .throttle(Duration::from_millis(100))
+                .exception(&42u64, 1_000.0),
+            HotspotRule::concurrency("r", 1, 2),
+        ] {
+            assert_eq!(rule.validate(), Ok(()), "{rule:?}");
+        }
+    }
+}

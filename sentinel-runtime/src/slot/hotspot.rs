@@ -1,0 +1,252 @@
+//! The hotspot check: one [`HotspotGate`] per hotspot rule in force, limiting each value of one
+//! parameter separately through a bounded [`ParamTable`].
+
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::time::Duration;
+
+use super::param_table::{Full, ParamTable, RateDecision, Slot};
+use crate::error::BlockError;
+use crate::param::Params;
+use crate::rules::hotspot::{HotspotMetric, HotspotRule};
+
+/// What makes two hotspot rules need different tables; the threshold, burst and wait change in
+/// place, keeping every value's state.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct HotspotShape {
+    param_index: usize,
+    metric: HotspotMetric,
+    window: Duration,
+    capacity: usize,
+    exceptions: Vec<(u64, u64)>,
+}
+
+impl HotspotShape {
+    pub(crate) fn of(rule: &HotspotRule) -> HotspotShape {
+        HotspotShape {
+            param_index: rule.param_index,
+            metric: rule.metric,
+            window: rule.window,
+            capacity: rule.capacity,
+            exceptions: rule
+                .exceptions
+                .iter()
+                .map(|e| (e.value_hash, e.threshold.to_bits()))
+                .collect(),
+        }
+    }
+}
+
+/// The GCRA parameters of a threshold: emission interval and tolerance, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pace {
+    /// `window / threshold`, rounded up (never faster than the rule), at least 1;
+    /// `u64::MAX` for a threshold of 0 (nothing passes).
+    interval: u64,
+    /// `(max(floor(threshold), 1) + burst - 1) x interval`: from idle, `threshold + burst`
+    /// calls pass at once.
+    tolerance: u64,
+}
+
+impl Pace {
+    fn of(threshold: f64, burst: u32, window: Duration) -> Pace {
+        if threshold <= 0.0 {
+            return Pace {
+                interval: u64::MAX,
+                tolerance: 0,
+            };
+        }
+        let window = window.as_nanos();
+        let interval = if threshold.fract() == 0.0 {
+            // Exact in integers: window / threshold, rounded up.
+            let t = threshold as u128;
+            window.div_ceil(t)
+        } else {
+            (window as f64 / threshold).ceil() as u128
+        }
+        .clamp(1, u128::from(u64::MAX));
+        let calls = (threshold.floor() as u128).max(1) + u128::from(burst) - 1;
+        Pace {
+            interval: interval as u64,
+            tolerance: (calls * interval).min(u128::from(u64::MAX)) as u64,
+        }
+    }
+}
+
+/// A hotspot rule in force on a node.
+#[derive(Debug)]
+pub(crate) struct HotspotGate {
+    shape: HotspotShape,
+    table: ParamTable,
+    /// The rule's threshold as given (`f64` bits), for the error.
+    given: AtomicU64,
+    interval: AtomicU64,
+    tolerance: AtomicU64,
+    max_wait: AtomicU64,
+    /// The concurrency limit per value.
+    limit: AtomicU64,
+    /// The listed values with their own pace (or limit), and their threshold as given.
+    exceptions: Vec<(u64, Pace, u64, f64)>,
+}
+
+/// A hotspot gate's admission of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HotPass {
+    /// The rule does not apply (the call has no such parameter).
+    Free,
+    /// Counted in the value's rate; `turn` is when the call may pass (0: now).
+    Rate { key: u64, turn: u64 },
+    /// Took a place in the value's concurrency counter.
+    Inside(Slot),
+}
+
+impl HotspotGate {
+    /// The gate of a validated `rule`.
+    pub(crate) fn new(rule: &HotspotRule) -> HotspotGate {
+        let table = ParamTable::new(rule.capacity, Full::Evict);
+        let exceptions = rule
+            .exceptions
+            .iter()
+            .map(|e| {
+                table.pin(e.value_hash);
+                (
+                    e.value_hash,
+                    Pace::of(e.threshold, rule.burst, rule.window),
+                    e.threshold.floor() as u64,
+                    e.threshold,
+                )
+            })
+            .collect();
+        let gate = HotspotGate {
+            shape: HotspotShape::of(rule),
+            table,
+            given: AtomicU64::new(0),
+            interval: AtomicU64::new(0),
+            tolerance: AtomicU64::new(0),
+            max_wait: AtomicU64::new(0),
+            limit: AtomicU64::new(0),
+            exceptions,
+        };
+        gate.set(rule);
+        gate
+    }
+
+    /// Whether this gate can serve `shape` (then [`set`](Self::set) updates the rest).
+    pub(crate) fn fits(&self, shape: &HotspotShape) -> bool {
+        self.shape == *shape
+    }
+
+    /// Puts `rule`'s threshold, burst and wait in force, keeping every value's state.
+    pub(crate) fn set(&self, rule: &HotspotRule) {
+        let pace = Pace::of(rule.threshold, rule.burst, rule.window);
+        self.given.store(rule.threshold.to_bits(), Release);
+        self.interval.store(pace.interval, Release);
+        self.tolerance.store(pace.tolerance, Release);
+        let max_wait = rule
+            .max_wait
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        self.max_wait.store(max_wait, Release);
+        self.limit.store(rule.threshold.floor() as u64, Release);
+    }
+
+    fn exception(&self, key: u64) -> Option<&(u64, Pace, u64, f64)> {
+        self.exceptions.iter().find(|(k, ..)| *k == key)
+    }
+
+    /// Admits `count` calls of the entry's value at `now` (`now` is also the start of a wait),
+    /// or blocks them.
+    #[inline]
+    pub(crate) fn try_enter(
+        &self,
+        resource: &'static str,
+        params: &Params,
+        now: u64,
+        count: u32,
+    ) -> Result<HotPass, BlockError> {
+        let Some(key) = params.get(self.shape.param_index) else {
+            return Ok(HotPass::Free);
+        };
+        let exception = self.exception(key);
+        let given = exception.map_or_else(|| f64::from_bits(self.given.load(Acquire)), |e| e.3);
+        match self.shape.metric {
+            HotspotMetric::Qps => {
+                let (interval, tolerance) = match exception {
+                    Some((_, pace, ..)) => (pace.interval, pace.tolerance),
+                    None => (self.interval.load(Acquire), self.tolerance.load(Acquire)),
+                };
+                let max_wait = self.max_wait.load(Acquire);
+                match self
+                    .table
+                    .acquire_rate(key, now, count, interval, tolerance, max_wait)
+                {
+                    RateDecision::Pass => Ok(HotPass::Rate { key, turn: 0 }),
+                    RateDecision::Wait(wait) => Ok(HotPass::Rate {
+                        key,
+                        turn: now.saturating_add(wait),
+                    }),
+                    RateDecision::Block { retry_after } => Err(BlockError::hot_param(
+                        resource,
+                        given,
+                        self.shape.param_index,
+                        Some(Duration::from_nanos(retry_after)),
+                    )),
+                }
+            }
+            HotspotMetric::Concurrency => {
+                let limit = exception.map_or_else(|| self.limit.load(Acquire), |e| e.2);
+                match self.table.acquire_inflight(key, limit) {
+                    Ok(slot) => Ok(HotPass::Inside(slot)),
+                    Err(()) => Err(BlockError::hot_param(
+                        resource,
+                        given,
+                        self.shape.param_index,
+                        None,
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Undoes an admission of `count` calls (a later check blocked the call, or its future was
+    /// dropped while waiting).
+    pub(crate) fn cancel(&self, pass: HotPass, count: u32) {
+        match pass {
+            HotPass::Free => {}
+            HotPass::Rate { key, .. } => {
+                let interval = match self.exception(key) {
+                    Some((_, pace, ..)) => pace.interval,
+                    None => self.interval.load(Acquire),
+                };
+                self.table.cancel_rate(key, count, interval);
+            }
+            HotPass::Inside(slot) => self.table.release_inflight(slot),
+        }
+    }
+
+    /// The exit of a call that took a place ([`HotPass::Inside`]).
+    pub(crate) fn exit(&self, slot: Slot) {
+        self.table.release_inflight(slot);
+    }
+
+    /// Live values forgotten because the table was full (for metrics).
+    pub(crate) fn live_evictions(&self) -> u64 {
+        self.table.live_evictions()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pace_is_exact_in_integers_and_never_faster_than_the_rule() {
+        let second = Duration::from_secs(1);
+        assert_eq!(Pace::of(1e6, 0, second).interval, 1_000);
+        assert_eq!(Pace::of(5_000.0, 0, second).interval, 200_000);
+        assert_eq!(Pace::of(1_001.0, 0, second).interval, 999_001);
+        assert!(1_001 * Pace::of(1_001.0, 0, second).interval <= 1_000_000_000);
+        let p = Pace::of(10.0, 5, second);
+        assert_eq!((p.interval, p.tolerance), (100_000_000, 14 * 100_000_000));
+        assert_eq!(Pace::of(0.0, 3, second).interval, u64::MAX);
+        assert_eq!(Pace::of(0.5, 0, second).interval, 2_000_000_000);
+    }
+}

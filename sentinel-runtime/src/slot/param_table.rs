@@ -1,0 +1,1614 @@
+//! [`ParamTable`]: the per-value state of one hotspot rule, in a fixed allocation. Values are
+//! keyed by their 64-bit hash (any `u64`, 0 included); each value keeps either a GCRA rate
+//! state ([`acquire_rate`](ParamTable::acquire_rate)) or a count of calls inside
+//! ([`acquire_inflight`](ParamTable::acquire_inflight)).
+//!
+//! Nothing a client sends can grow it: [`ParamTable::new`] allocates every slot, and a new value
+//! that finds no room takes the slot of an idle one (a rate value whose TAT is at or before now,
+//! or a concurrency value with no call inside: forgetting either loses nothing), else, by the
+//! table's [`Full`] policy, the slot of the live rate value with the least debt, or nothing (the
+//! call is blocked). A value with calls inside and a [pinned](ParamTable::pin) value are never
+//! forgotten.
+//!
+//! # Layout
+//!
+//! Slots come in buckets of 8 key words (one cache line) and live in shards of equal size. A key
+//! is first scrambled by a bijective mixer; the top bits of the mixed key pick the shard, two
+//! further functions of it pick two buckets in that shard (two-choice hashing: a key lives in
+//! one of 16 slots; the emptier bucket gets a new key), so a lookup reads at most two lines of
+//! keys. Each slot has a key word and a state of two words, `word` and `base`:
+//!
+//! * the key word is 0 (empty, never used), [`BUSY`] (the slot is being rewritten), or a *tag*:
+//!   the mixed key shifted left by the shard bits (which the shard implies), with three flags in
+//!   the bits freed: occupied, concurrency (else rate), pinned (either kind). Tags of different
+//!   keys differ, so a key is found by one comparison per slot and never mistaken for another.
+//! * the slot's *value* is `word - base` (wrapping): a rate value's TAT in nanoseconds, or a
+//!   concurrency value's calls inside (`word` counts acquisitions, `base` releases).
+//!
+//! # Protocol
+//!
+//! * **`word` only grows.** Every write to it adds: an admission adds `new TAT - TAT` (> 0), an
+//!   acquisition 1, a rewrite's claim 1. So a CAS on `word` that succeeds proves that nobody
+//!   wrote it since it was read, and a re-read that finds it unchanged proves the same (short of
+//!   2^64 of growth between a reader's load and its CAS): there is no ABA, even when a slot
+//!   passes from one key to another and back.
+//! * **Reading** (no lock, no write but the CAS on the key's own `word`): find the tag in the
+//!   two buckets; load `word`, then the key word (BUSY: wait for the rewrite; another tag: the
+//!   key moved, look again), then `base`. Decide with a pure function of the value and commit by
+//!   a CAS of `word` to `word + delta`; a decision that writes nothing (a block, a refusal) is
+//!   confirmed by re-reading `word`. Either way the snapshot is consistent: a rewrite changes
+//!   `word` before it touches `base` or the key.
+//! * **Rewriting** a slot (a new key taking it, a give-back, a pin) is done only by the holder of
+//!   the shard's lock (a spin lock on one word): store the key word BUSY, claim by a CAS of
+//!   `word` to `word + 1` (it fails if a reader committed since `word` was read: re-decide; an
+//!   idle value must still be idle), store `base` to give the slot its new value, store the key
+//!   word (the new tag, or the old one). A reader that loaded `word` before the claim fails its
+//!   CAS or its re-read; one that loaded it after sees BUSY, or the new tag and with it the new
+//!   `base`.
+//! * **Inserting** a key: look it up again under the shard's lock, then take an empty slot, else
+//!   an idle one, else apply the policy. The new key's first admission runs (as a reader) before
+//!   the lock is released, so a flood of new keys cannot take its slot before it is used. A key
+//!   whose fresh state would block anyway is not inserted at all.
+//! * **Releasing** a concurrency place adds 1 to `base`: the slot cannot be rewritten while a
+//!   call is inside, so the release lands on the counter the acquisition took.
+//!
+//! # Exactness
+//!
+//! A rate admission is a CAS from the TAT it was decided on, so no number of threads admits more
+//! than the GCRA allows; a concurrency acquisition is a CAS from the count it saw, so no value
+//! ever has more than `max` calls inside. What the table forgets is only ever idle state, except
+//! for the [`Full::Evict`] policy's live evictions (counted in
+//! [`live_evictions`](ParamTable::live_evictions)).
+//!
+//! A table serves one kind of state. Both kinds may share a table (the kind is part of the tag),
+//! but a pinned key has one slot for both, and [`cancel_rate`](ParamTable::cancel_rate) must only
+//! be used with rate keys.
+
+// The table is built ahead of the hotspot slot that uses it; remove when it is wired in.
+#![allow(dead_code)]
+
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::AtomicWord;
+
+/// Slots per bucket: 8 key words, one cache line.
+const BUCKET: usize = 8;
+/// Key-word flag: the slot holds a key (every tag has it).
+const OCCUPIED: u64 = 1;
+/// Key-word flag: the value counts calls inside (else it is a TAT).
+const CONCURRENCY: u64 = 2;
+/// Key-word flag: the key is pinned (never evicted; one slot for both kinds).
+const PINNED: u64 = 4;
+/// A slot never used.
+const EMPTY: u64 = 0;
+/// A slot being rewritten by its shard's lock holder (not a tag: `OCCUPIED` is clear).
+const BUSY: u64 = 2;
+/// At least 3 shard bits, so that a tag has room for the 3 flags.
+const MIN_SHARDS: usize = 8;
+const MAX_SHARDS: usize = 64;
+/// The largest capacity a table is built with (slot indices fit in a `u32`).
+const MAX_CAPACITY: usize = 1 << 30;
+
+/// What a table does with a new key when its slots hold only live values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// Forget the live rate value with the least debt (the TAT nearest to now); counted in
+    /// [`ParamTable::live_evictions`]. Never a value with calls inside, never a pinned one.
+    #[default]
+    Evict,
+    /// Refuse the new key: its call is blocked; counted in [`ParamTable::refused`].
+    Block,
+}
+
+/// The outcome of [`ParamTable::acquire_rate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RateDecision {
+    /// Admitted now.
+    Pass,
+    /// Admitted; the caller waits this many nanoseconds (until `now + wait`).
+    Wait(u64),
+    /// Not admitted. `retry_after`: nanoseconds until the same request would pass without a
+    /// wait (`u64::MAX`: never, or unknown).
+    Block { retry_after: u64 },
+}
+
+/// A concurrency place taken by [`ParamTable::acquire_inflight`]: give it back with
+/// [`ParamTable::release_inflight`], exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Slot(u32);
+
+/// 8 key words on one cache line.
+#[repr(align(64))]
+struct Bucket<A> {
+    keys: [A; BUCKET],
+}
+
+/// A slot's state: its value is `word - base` (see the module docs).
+#[repr(C)]
+struct State<A> {
+    word: A,
+    base: A,
+}
+
+/// A shard's lock and counters (on their own cache line).
+struct Shard<A> {
+    /// 1 while a thread inserts, evicts, gives back or pins in the shard.
+    lock: A,
+    /// Slots ever taken (slots are reused, never emptied).
+    len: A,
+    live_evictions: A,
+    refused: A,
+}
+
+/// Where a key lives: its shard, its tag without flags, its buckets (one or two).
+#[derive(Clone, Copy, Debug)]
+struct Located {
+    shard: usize,
+    id: u64,
+    buckets: [usize; 2],
+    /// 1 if both choices are the same bucket, else 2.
+    distinct: usize,
+}
+
+impl Located {
+    /// The key's buckets.
+    #[inline(always)]
+    fn buckets(&self) -> &[usize] {
+        &self.buckets[..self.distinct]
+    }
+}
+
+/// What a rate acquisition asks for (see [`ParamTable::acquire_rate`]).
+#[derive(Clone, Copy, Debug)]
+struct RateRequest {
+    count: u32,
+    interval: u64,
+    tolerance: u64,
+    max_wait: u64,
+}
+
+/// The GCRA step from `tat` at `now`: the decision and the TAT it leaves (unchanged on a
+/// block). A TAT past `u64::MAX` cannot be kept, so such a request blocks, and an interval of
+/// `u64::MAX` (a threshold of 0) passes nothing.
+fn gcra(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
+    if r.interval == u64::MAX {
+        // A threshold of 0 (even at `now == 0`, where one such interval would still fit).
+        return (
+            RateDecision::Block {
+                retry_after: u64::MAX,
+            },
+            tat,
+        );
+    }
+    let now_wide = u128::from(now);
+    let start = u128::from(tat).max(now_wide);
+    let new_tat = start + u128::from(r.count) * u128::from(r.interval);
+    let Ok(kept) = u64::try_from(new_tat) else {
+        return (
+            RateDecision::Block {
+                retry_after: u64::MAX,
+            },
+            tat,
+        );
+    };
+    let ahead = new_tat - now_wide;
+    let limit = u128::from(r.tolerance) + u128::from(r.interval);
+    if ahead <= limit {
+        return (RateDecision::Pass, kept);
+    }
+    let wait = u64::try_from(ahead - limit).unwrap_or(u64::MAX);
+    if wait <= r.max_wait {
+        (RateDecision::Wait(wait), kept)
+    } else {
+        (RateDecision::Block { retry_after: wait }, tat)
+    }
+}
+
+/// A bijection of `u64` (splitmix64's finalizer): distinct keys stay distinct, and every bit of
+/// the key reaches the bits that pick the shard and the buckets.
+#[inline]
+fn mix(key: u64) -> u64 {
+    let mut x = key;
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// `x` scaled into `0..n` (`n <= 2^32`) without a division.
+#[inline]
+fn fastrange(x: u32, n: u64) -> usize {
+    ((u64::from(x) * n) >> 32) as usize
+}
+
+/// Whether key word `word` is the key `id` with kind `flags`, or the key pinned.
+#[inline]
+fn matches(word: u64, id: u64, flags: u64) -> bool {
+    word == id | flags || word == id | OCCUPIED | PINNED
+}
+
+/// The shard lock, held (released on drop).
+struct Locked<'a, A: AtomicWord>(&'a A);
+
+impl<A: AtomicWord> Drop for Locked<'_, A> {
+    fn drop(&mut self) {
+        self.0.store(0, Release);
+    }
+}
+
+fn lock<A: AtomicWord>(word: &A) -> Locked<'_, A> {
+    loop {
+        if word.load(Relaxed) == 0 && word.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
+            return Locked(word);
+        }
+        // The holder's section is a few dozen loads and stores.
+        A::spin_wait();
+    }
+}
+
+/// The per-value state of one hotspot rule (see the module docs).
+pub(crate) struct ParamTable<A: AtomicWord = AtomicU64> {
+    buckets: Box<[Bucket<A>]>,
+    states: Box<[State<A>]>,
+    shards: Box<[CachePadded<Shard<A>>]>,
+    shard_bits: u32,
+    buckets_per_shard: u64,
+    full: Full,
+}
+
+impl<A: AtomicWord> fmt::Debug for ParamTable<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParamTable")
+            .field("capacity", &self.capacity())
+            .field("len", &self.len())
+            .field("full", &self.full)
+            .field("live_evictions", &self.live_evictions())
+            .field("refused", &self.refused())
+            .finish()
+    }
+}
+
+impl<A: AtomicWord> ParamTable<A> {
+    /// A table for at least `capacity` values (clamped to `1..=2^30`), allocated at once: 1.5
+    /// slots per value requested (so that two-choice placement never runs out of room before
+    /// `capacity` live values), rounded up to whole buckets of 8 in 8 to 64 shards.
+    /// [`capacity`](Self::capacity) gives the slot count, the bound on [`len`](Self::len).
+    pub(crate) fn new(capacity: usize, full: Full) -> Self {
+        let wanted = (capacity.clamp(1, MAX_CAPACITY) * 3).div_ceil(2);
+        let shards = wanted
+            .div_ceil(256)
+            .next_power_of_two()
+            .clamp(MIN_SHARDS, MAX_SHARDS);
+        let buckets_per_shard = wanted.div_ceil(shards * BUCKET).max(1);
+        Self::with_geometry(shards, buckets_per_shard, full)
+    }
+
+    /// A table of `shards` (a power of two in `8..=64`) of `buckets_per_shard` buckets of 8.
+    fn with_geometry(shards: usize, buckets_per_shard: usize, full: Full) -> Self {
+        let shards = shards.clamp(MIN_SHARDS, MAX_SHARDS).next_power_of_two();
+        let buckets_per_shard = buckets_per_shard.max(1);
+        let total = shards * buckets_per_shard;
+        ParamTable {
+            buckets: (0..total)
+                .map(|_| Bucket {
+                    keys: std::array::from_fn(|_| A::new(EMPTY)),
+                })
+                .collect(),
+            states: (0..total * BUCKET)
+                .map(|_| State {
+                    word: A::new(0),
+                    base: A::new(0),
+                })
+                .collect(),
+            shards: (0..shards)
+                .map(|_| {
+                    CachePadded::new(Shard {
+                        lock: A::new(0),
+                        len: A::new(0),
+                        live_evictions: A::new(0),
+                        refused: A::new(0),
+                    })
+                })
+                .collect(),
+            shard_bits: shards.trailing_zeros(),
+            buckets_per_shard: buckets_per_shard as u64,
+            full,
+        }
+    }
+
+    /// Slots: the most values the table holds at once.
+    pub(crate) fn capacity(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Slots holding a value (idle ones included: they are forgotten only when a slot is
+    /// needed).
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.len.load(Relaxed) as usize)
+            .sum()
+    }
+
+    /// Live rate values forgotten to make room ([`Full::Evict`]).
+    pub(crate) fn live_evictions(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.live_evictions.load(Relaxed))
+            .sum()
+    }
+
+    /// Calls blocked because no slot could be had ([`Full::Block`], or every candidate slot
+    /// pinned or with calls inside).
+    pub(crate) fn refused(&self) -> u64 {
+        self.shards.iter().map(|s| s.refused.load(Relaxed)).sum()
+    }
+
+    /// Bytes allocated by [`new`](Self::new) (all the table ever allocates).
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.buckets)
+            + std::mem::size_of_val(&*self.states)
+            + std::mem::size_of_val(&*self.shards)
+            + std::mem::size_of::<Self>()
+    }
+
+    #[inline]
+    fn locate(&self, key: u64) -> Located {
+        let mixed = mix(key);
+        let shard = (mixed >> (64 - self.shard_bits)) as usize;
+        let first = shard * self.buckets_per_shard as usize;
+        let one = fastrange((mixed >> 26) as u32, self.buckets_per_shard);
+        let two = fastrange(
+            (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32,
+            self.buckets_per_shard,
+        );
+        Located {
+            shard,
+            id: mixed << self.shard_bits,
+            buckets: [first + one, first + two],
+            distinct: if one == two { 1 } else { 2 },
+        }
+    }
+
+    #[inline(always)]
+    fn key(&self, slot: usize) -> &A {
+        &self.buckets[slot / BUCKET].keys[slot % BUCKET]
+    }
+
+    /// The slot holding key `k` of kind `flags` (or pinned), if any (a slot being rewritten is
+    /// skipped). A bucket's used slots come first (slots are taken in order and never emptied),
+    /// so the scan of a bucket stops at its first empty slot.
+    #[inline]
+    fn find(&self, k: &Located, flags: u64) -> Option<usize> {
+        self.find_or_empty(k, flags).ok()
+    }
+
+    /// The slot holding key `k` of kind `flags` (or pinned), else the first empty slot of the
+    /// emptier of its buckets, if any.
+    #[inline]
+    fn find_or_empty(&self, k: &Located, flags: u64) -> Result<usize, Option<usize>> {
+        let (own, pinned) = (k.id | flags, k.id | OCCUPIED | PINNED);
+        // (used slots, the first empty one)
+        let mut emptiest: Option<(usize, usize)> = None;
+        for &bucket in k.buckets() {
+            let keys = &self.buckets[bucket].keys;
+            let mut used = 0;
+            while used < BUCKET {
+                let word = keys[used].load(Acquire);
+                if word == own || word == pinned {
+                    return Ok(bucket * BUCKET + used);
+                }
+                if word == EMPTY {
+                    break;
+                }
+                used += 1;
+            }
+            if used < BUCKET && emptiest.map_or(true, |(fewest, _)| used < fewest) {
+                emptiest = Some((used, bucket * BUCKET + used));
+            }
+        }
+        Err(emptiest.map(|(_, slot)| slot))
+    }
+
+    /// The slot holding key `k` of any kind, else the first empty slot of the emptier of its
+    /// buckets, if any.
+    fn find_any(&self, k: &Located) -> Result<usize, Option<usize>> {
+        match self.find_or_empty(k, OCCUPIED) {
+            Err(_) => self.find_or_empty(k, OCCUPIED | CONCURRENCY),
+            found => found,
+        }
+    }
+
+    /// Admits `count` calls of `key` at `now` by the GCRA with emission interval `interval`
+    /// (`window / threshold`, at least 1) and tolerance `tolerance` (both in nanoseconds), or
+    /// with a wait of at most `max_wait`: let `start = max(TAT, now)` and
+    /// `new = start + count * interval`; pass if `new - now <= tolerance + interval`, else wait
+    /// `new - now - (tolerance + interval)` if that is at most `max_wait`, else block. An
+    /// admission sets the TAT to `new` (one CAS: exact under any number of threads). A `new`
+    /// beyond `u64::MAX`, or an `interval` of `u64::MAX` (a threshold of 0), blocks with
+    /// `retry_after: u64::MAX`.
+    ///
+    /// With `tolerance = (threshold + burst - 1) * interval`, an idle key admits
+    /// `threshold + burst` calls at once, then `threshold` per window evenly spaced.
+    pub(crate) fn acquire_rate(
+        &self,
+        key: u64,
+        now: u64,
+        count: u32,
+        interval: u64,
+        tolerance: u64,
+        max_wait: u64,
+    ) -> RateDecision {
+        let r = RateRequest {
+            count,
+            interval: interval.max(1),
+            tolerance,
+            max_wait,
+        };
+        let k = self.locate(key);
+        loop {
+            match self.find(&k, OCCUPIED) {
+                Some(slot) => {
+                    if let Some(decision) = self.rate_at(slot, &k, now, &r) {
+                        return decision;
+                    }
+                    // The slot was given to another key meanwhile: look again.
+                }
+                None => {
+                    // Absent: the key's state is fresh (a TAT at or before now).
+                    let (fresh, _) = gcra(0, now, &r);
+                    if let RateDecision::Block { .. } = fresh {
+                        return fresh;
+                    }
+                    return self.insert_rate(&k, now, &r);
+                }
+            }
+        }
+    }
+
+    /// The reader's admission at `slot` (see the module docs); `None` if the slot no longer
+    /// holds the key.
+    #[inline]
+    fn rate_at(&self, slot: usize, k: &Located, now: u64, r: &RateRequest) -> Option<RateDecision> {
+        let key = self.key(slot);
+        let state = &self.states[slot];
+        loop {
+            let word = state.word.load(Acquire);
+            let tag = key.load(Acquire);
+            if tag == BUSY {
+                A::spin_wait();
+                continue;
+            }
+            if !matches(tag, k.id, OCCUPIED) {
+                return None;
+            }
+            let tat = word.wrapping_sub(state.base.load(Acquire));
+            let (decision, new_tat) = gcra(tat, now, r);
+            if new_tat != tat {
+                // (`new_tat > tat`: an admission only moves the TAT forward.)
+                let next = word.wrapping_add(new_tat - tat);
+                if state
+                    .word
+                    .compare_exchange(word, next, AcqRel, Acquire)
+                    .is_ok()
+                {
+                    return Some(decision);
+                }
+            } else if state.word.load(Acquire) == word {
+                return Some(decision);
+            }
+        }
+    }
+
+    /// The insertion of an absent rate key, under its shard's lock.
+    #[cold]
+    #[inline(never)]
+    fn insert_rate(&self, k: &Located, now: u64, r: &RateRequest) -> RateDecision {
+        let shard = &self.shards[k.shard];
+        let _locked = lock(&shard.lock);
+        let slot = match self.find_or_empty(k, OCCUPIED) {
+            Ok(slot) => slot,
+            Err(empty) => {
+                match self.place(shard, k, k.id | OCCUPIED, empty, Some(now), self.full) {
+                    Ok(slot) => slot,
+                    Err(retry_after) => {
+                        shard.refused.fetch_add(1, Relaxed);
+                        return RateDecision::Block { retry_after };
+                    }
+                }
+            }
+        };
+        // Only the lock holder rewrites slots, so the key is still there.
+        self.rate_at(slot, k, now, r)
+            .unwrap_or(RateDecision::Block { retry_after: 0 })
+    }
+
+    /// Gives back a reservation of `count` calls at `interval` (a later check blocked the call,
+    /// or its caller stopped waiting): `TAT = max(TAT - count * interval, 0)`. The give-back is
+    /// exact while the reservation is the key's latest debt (a cancel right after the
+    /// acquisition); nothing happens if the key is not in the table (its state, reservation
+    /// included, was forgotten). One given back after the reservation has elapsed credits later
+    /// admissions of the key with up to `count * interval`.
+    pub(crate) fn cancel_rate(&self, key: u64, count: u32, interval: u64) {
+        let give = u128::from(count) * u128::from(interval.max(1));
+        let give = u64::try_from(give).unwrap_or(u64::MAX);
+        if give == 0 {
+            return;
+        }
+        let k = self.locate(key);
+        if self.find(&k, OCCUPIED).is_none() {
+            return;
+        }
+        let shard = &self.shards[k.shard];
+        let _locked = lock(&shard.lock);
+        let Some(slot) = self.find(&k, OCCUPIED) else {
+            return;
+        };
+        let tag = self.key(slot).load(Acquire);
+        let state = &self.states[slot];
+        loop {
+            let word = state.word.load(Acquire);
+            let tat = word.wrapping_sub(state.base.load(Acquire));
+            let given_back = tat.saturating_sub(give);
+            if given_back == tat || self.rewrite(slot, tag, word, tag, given_back) {
+                return;
+            }
+        }
+    }
+
+    /// Takes a concurrency place for `key` if fewer than `max` calls of it are inside (one CAS:
+    /// never more than `max`, under any number of threads). `Err` if `max` are inside, or if
+    /// the key is new and no slot could be had.
+    #[allow(clippy::result_unit_err)]
+    pub(crate) fn acquire_inflight(&self, key: u64, max: u64) -> Result<Slot, ()> {
+        if max == 0 {
+            return Err(());
+        }
+        let k = self.locate(key);
+        loop {
+            match self.find(&k, OCCUPIED | CONCURRENCY) {
+                Some(slot) => {
+                    if let Some(taken) = self.inflight_at(slot, &k, max) {
+                        return taken;
+                    }
+                }
+                None => return self.insert_inflight(&k, max),
+            }
+        }
+    }
+
+    /// The reader's acquisition at `slot`; `None` if the slot no longer holds the key.
+    #[inline]
+    fn inflight_at(&self, slot: usize, k: &Located, max: u64) -> Option<Result<Slot, ()>> {
+        let key = self.key(slot);
+        let state = &self.states[slot];
+        loop {
+            let word = state.word.load(Acquire);
+            let tag = key.load(Acquire);
+            if tag == BUSY {
+                A::spin_wait();
+                continue;
+            }
+            if !matches(tag, k.id, OCCUPIED | CONCURRENCY) {
+                return None;
+            }
+            // `base` only grows (releases): the count seen is at least the true one.
+            let inside = word.wrapping_sub(state.base.load(Acquire));
+            if inside < max {
+                if state
+                    .word
+                    .compare_exchange(word, word.wrapping_add(1), AcqRel, Acquire)
+                    .is_ok()
+                {
+                    return Some(Ok(Slot(slot as u32)));
+                }
+            } else if state.word.load(Acquire) == word {
+                return Some(Err(()));
+            }
+        }
+    }
+
+    /// The insertion of an absent concurrency key, under its shard's lock.
+    #[cold]
+    #[inline(never)]
+    fn insert_inflight(&self, k: &Located, max: u64) -> Result<Slot, ()> {
+        let shard = &self.shards[k.shard];
+        let _locked = lock(&shard.lock);
+        let flags = OCCUPIED | CONCURRENCY;
+        let slot = match self.find_or_empty(k, flags) {
+            Ok(slot) => slot,
+            Err(empty) => match self.place(shard, k, k.id | flags, empty, None, self.full) {
+                Ok(slot) => slot,
+                Err(_) => {
+                    shard.refused.fetch_add(1, Relaxed);
+                    return Err(());
+                }
+            },
+        };
+        self.inflight_at(slot, k, max).unwrap_or(Err(()))
+    }
+
+    /// Gives back a place taken by [`acquire_inflight`](Self::acquire_inflight).
+    #[inline]
+    pub(crate) fn release_inflight(&self, slot: Slot) {
+        debug_assert!(
+            (slot.0 as usize) < self.states.len(),
+            "a slot of another table"
+        );
+        if let Some(state) = self.states.get(slot.0 as usize) {
+            state.base.fetch_add(1, Release);
+        }
+    }
+
+    /// Pins `key` (a rule's exception): it gets a slot now, with a fresh state, and keeps it for
+    /// the table's life, for either kind of state. `false` if no slot could be had (its 16 slots
+    /// pinned or with calls inside); a live rate value may be evicted to make room.
+    pub(crate) fn pin(&self, key: u64) -> bool {
+        let k = self.locate(key);
+        let shard = &self.shards[k.shard];
+        let _locked = lock(&shard.lock);
+        let pinned = k.id | OCCUPIED | PINNED;
+        match self.find_any(&k) {
+            Ok(slot) => {
+                // Readers accept either tag, so a plain store is enough.
+                self.key(slot).store(pinned, Release);
+                true
+            }
+            Err(empty) => self
+                .place(shard, &k, pinned, empty, None, Full::Evict)
+                .is_ok(),
+        }
+    }
+
+    /// Under the shard's lock: a slot for the absent key `k`, now tagged `tag` with a fresh
+    /// value (a TAT of `now` for a rate key, else 0). Takes `empty` (the first empty slot of the
+    /// emptier bucket, found by the lookup), else an idle slot, else applies `full`. `Err`:
+    /// nanoseconds until the first candidate becomes idle (`u64::MAX`: unknown).
+    fn place(
+        &self,
+        shard: &Shard<A>,
+        k: &Located,
+        tag: u64,
+        empty: Option<usize>,
+        now: Option<u64>,
+        full: Full,
+    ) -> Result<usize, u64> {
+        let fresh = if tag & (CONCURRENCY | PINNED) == 0 {
+            now.unwrap_or(0)
+        } else {
+            0
+        };
+        if let Some(slot) = empty {
+            // Never used: its value is 0, fresh for either kind.
+            self.key(slot).store(tag, Release);
+            shard.len.fetch_add(1, Relaxed);
+            return Ok(slot);
+        }
+        // (No slot empties while the lock is held: no need to look for one again.)
+        'choose: loop {
+            // (slot, its tag, its word, its TAT): the live rate value with the least debt.
+            let mut least: Option<(usize, u64, u64, u64)> = None;
+            for slot in k
+                .buckets()
+                .iter()
+                .flat_map(|&b| b * BUCKET..(b + 1) * BUCKET)
+            {
+                // Stable: only the lock holder writes key words.
+                let old = self.key(slot).load(Acquire);
+                if old & PINNED != 0 {
+                    continue;
+                }
+                let state = &self.states[slot];
+                let word = state.word.load(Acquire);
+                let value = word.wrapping_sub(state.base.load(Acquire));
+                let idle = if old & CONCURRENCY != 0 {
+                    value == 0
+                } else {
+                    now.is_some_and(|now| value <= now)
+                };
+                if idle {
+                    if self.rewrite(slot, old, word, tag, fresh) {
+                        return Ok(slot);
+                    }
+                    // A reader used the value meanwhile: it may be live now.
+                    continue 'choose;
+                }
+                if old & CONCURRENCY == 0 && least.map_or(true, |(.., tat)| value < tat) {
+                    least = Some((slot, old, word, value));
+                }
+            }
+            return match least {
+                Some((slot, old, word, _)) if full == Full::Evict => {
+                    if !self.rewrite(slot, old, word, tag, fresh) {
+                        continue 'choose;
+                    }
+                    shard.live_evictions.fetch_add(1, Relaxed);
+                    Ok(slot)
+                }
+                Some((.., tat)) => Err(now.map_or(u64::MAX, |now| tat.saturating_sub(now))),
+                None => Err(u64::MAX),
+            };
+        }
+    }
+
+    /// Under the shard's lock: gives `slot` (tagged `old`, its word read as `word`) the tag
+    /// `tag` and the value `value`, if no reader wrote its word since (else `false`, nothing
+    /// changed).
+    fn rewrite(&self, slot: usize, old: u64, word: u64, tag: u64, value: u64) -> bool {
+        let key = self.key(slot);
+        let state = &self.states[slot];
+        key.store(BUSY, Release);
+        let claimed = word.wrapping_add(1);
+        if state
+            .word
+            .compare_exchange(word, claimed, AcqRel, Acquire)
+            .is_err()
+        {
+            key.store(old, Release);
+            return false;
+        }
+        state.base.store(claimed.wrapping_sub(value), Release);
+        key.store(tag, Release);
+        true
+    }
+
+    /// The value of `key` of kind `flags` (a TAT, or calls inside), if present.
+    #[cfg(test)]
+    fn value_of(&self, key: u64, flags: u64) -> Option<u64> {
+        let k = self.locate(key);
+        let slot = self.find(&k, flags)?;
+        let state = &self.states[slot];
+        Some(
+            state
+                .word
+                .load(Acquire)
+                .wrapping_sub(state.base.load(Acquire)),
+        )
+    }
+
+    /// The TAT of rate key `key`, if present.
+    #[cfg(test)]
+    fn tat(&self, key: u64) -> Option<u64> {
+        self.value_of(key, OCCUPIED)
+    }
+
+    /// The calls inside of concurrency key `key`, if present.
+    #[cfg(test)]
+    fn inside(&self, key: u64) -> Option<u64> {
+        self.value_of(key, OCCUPIED | CONCURRENCY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicU64 as StdWord;
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    use proptest::prelude::*;
+
+    use RateDecision::{Block, Pass, Wait};
+
+    const SECOND: u64 = 1_000_000_000;
+    /// Tests start an hour in (as the mock clock does).
+    const T0: u64 = 3_600 * SECOND;
+
+    type Table = ParamTable<StdWord>;
+
+    /// The caller's GCRA parameters for `threshold` per `window` with `burst`: the interval
+    /// `window / threshold` rounded up, the tolerance `(threshold + burst - 1) * interval`.
+    fn pace(threshold: u64, burst: u64, window: u64) -> (u64, u64) {
+        let interval = u128::from(window).div_ceil(u128::from(threshold)).max(1);
+        let tolerance = (u128::from(threshold) + u128::from(burst) - 1) * interval;
+        (interval as u64, tolerance as u64)
+    }
+
+    /// Distinct keys spread like hashes; `key_of(0) == 0`.
+    fn key_of(i: u64) -> u64 {
+        i.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// `n` distinct keys of one shard of `t`.
+    fn same_shard<A: AtomicWord>(t: &ParamTable<A>, n: usize) -> Vec<u64> {
+        let shard = t.locate(key_of(1)).shard;
+        (1..)
+            .map(key_of)
+            .filter(|&k| t.locate(k).shard == shard)
+            .take(n)
+            .collect()
+    }
+
+    fn admitted(d: RateDecision) -> bool {
+        matches!(d, Pass | Wait(_))
+    }
+
+    #[test]
+    fn memory_is_24_bytes_a_slot_and_at_most_64_a_requested_value() {
+        assert_eq!(std::mem::size_of::<Bucket<StdWord>>(), 64);
+        assert_eq!(std::mem::align_of::<Bucket<StdWord>>(), 64);
+        assert_eq!(std::mem::size_of::<State<StdWord>>(), 16);
+        for capacity in [1, 100, 1_000, 4_096, 100_000, 1_000_000] {
+            let t = Table::new(capacity, Full::Evict);
+            let bytes = t.allocated_bytes();
+            let per_slot = bytes as f64 / t.capacity() as f64;
+            let per_value = bytes as f64 / capacity as f64;
+            eprintln!(
+                "capacity {capacity}: {} slots, {bytes} bytes, {per_slot:.1} B/slot, \
+                 {per_value:.1} B/requested value",
+                t.capacity()
+            );
+            assert!(t.capacity() >= capacity + capacity / 2, "{capacity}");
+            assert_eq!(t.len(), 0);
+            if capacity >= 1_000 {
+                assert!(per_slot < 25.0, "{capacity}: {per_slot} B/slot");
+                assert!(per_value <= 40.0, "{capacity}: {per_value} B/value");
+            }
+        }
+    }
+
+    #[test]
+    fn an_idle_key_admits_threshold_plus_burst_then_one_per_interval() {
+        let t = Table::new(16, Full::Evict);
+        let (iv, tau) = pace(10, 5, SECOND);
+        for i in 0..15 {
+            assert_eq!(
+                t.acquire_rate(42, T0, 1, iv, tau, 0),
+                Pass,
+                "call {i} at T0"
+            );
+        }
+        assert_eq!(
+            t.acquire_rate(42, T0, 1, iv, tau, 0),
+            Block { retry_after: iv }
+        );
+        assert_eq!(
+            t.acquire_rate(42, T0 + iv - 1, 1, iv, tau, 0),
+            Block { retry_after: 1 }
+        );
+        assert_eq!(t.acquire_rate(42, T0 + iv, 1, iv, tau, 0), Pass);
+        assert_eq!(
+            t.acquire_rate(42, T0 + iv, 1, iv, tau, 0),
+            Block { retry_after: iv }
+        );
+        // With a wait allowed, the next call waits for its turn.
+        assert_eq!(t.acquire_rate(42, T0 + iv, 1, iv, tau, iv), Wait(iv));
+        assert_eq!(
+            t.acquire_rate(42, T0 + iv, 1, iv, tau, iv),
+            Block {
+                retry_after: 2 * iv
+            }
+        );
+        assert_eq!(t.tat(42), Some(T0 + 17 * iv));
+        // A batch larger than the burst never fits.
+        assert_eq!(
+            t.acquire_rate(7, T0, 16, iv, tau, 0),
+            Block { retry_after: iv }
+        );
+        assert_eq!(t.tat(7), None, "a call blocked while fresh takes no slot");
+        assert_eq!(t.acquire_rate(7, T0, 15, iv, tau, 0), Pass);
+    }
+
+    #[test]
+    fn key_zero_and_extreme_keys_are_keys_like_any_other() {
+        let t = Table::new(16, Full::Evict);
+        let (iv, tau) = pace(1, 0, SECOND);
+        for key in [0, 1, u64::MAX, u64::MAX - 1, 1 << 63] {
+            assert_eq!(t.acquire_rate(key, T0, 1, iv, tau, 0), Pass, "key {key:#x}");
+        }
+        for key in [0, 1, u64::MAX, u64::MAX - 1, 1 << 63] {
+            assert!(
+                !admitted(t.acquire_rate(key, T0, 1, iv, tau, 0)),
+                "key {key:#x}"
+            );
+        }
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.acquire_inflight(0, 1).map(|_| ()), Ok(()));
+        assert_eq!(t.inside(0), Some(1));
+        assert_eq!(t.tat(0), Some(T0 + iv), "the two kinds of key 0 are apart");
+    }
+
+    #[test]
+    fn a_threshold_of_zero_passes_nothing() {
+        let t = Table::new(16, Full::Evict);
+        for now in [0, 1, T0, u64::MAX] {
+            assert_eq!(
+                t.acquire_rate(3, now, 1, u64::MAX, 0, u64::MAX),
+                Block {
+                    retry_after: u64::MAX
+                }
+            );
+        }
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.acquire_inflight(3, 0), Err(()));
+    }
+
+    #[test]
+    fn threads_admit_exactly_threshold_plus_burst_per_key() {
+        const THREADS: usize = 8;
+        const KEYS: u64 = 1_000;
+        const ROUNDS: usize = 3;
+        let (threshold, burst) = (5, 2);
+        let (iv, tau) = pace(threshold, burst, SECOND);
+        let table = Arc::new(Table::new(4 * KEYS as usize, Full::Evict));
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let started = std::time::Instant::now();
+        let workers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (table, barrier) = (Arc::clone(&table), Arc::clone(&barrier));
+                thread::spawn(move || {
+                    let mut passes = vec![0u64; KEYS as usize];
+                    let mut blocks = 0u64;
+                    barrier.wait();
+                    for _ in 0..ROUNDS {
+                        for i in 0..KEYS {
+                            match table.acquire_rate(key_of(i), T0, 1, iv, tau, 0) {
+                                Pass => passes[i as usize] += 1,
+                                Block { .. } => blocks += 1,
+                                Wait(w) => panic!("a wait of {w} ns without max_wait"),
+                            }
+                        }
+                    }
+                    (passes, blocks)
+                })
+            })
+            .collect();
+        let mut passes = vec![0u64; KEYS as usize];
+        let mut blocks = 0;
+        for worker in workers {
+            let (p, b) = worker.join().unwrap();
+            passes.iter_mut().zip(p).for_each(|(sum, p)| *sum += p);
+            blocks += b;
+        }
+        eprintln!(
+            "{} calls in {:?}",
+            THREADS * ROUNDS * KEYS as usize,
+            started.elapsed()
+        );
+        for (i, &p) in passes.iter().enumerate() {
+            assert_eq!(p, threshold + burst, "key {i} at frozen now {T0}");
+        }
+        assert_eq!(
+            passes.iter().sum::<u64>() + blocks,
+            (THREADS * ROUNDS) as u64 * KEYS
+        );
+        assert_eq!((table.live_evictions(), table.refused()), (0, 0));
+        assert_eq!(table.len(), KEYS as usize);
+    }
+
+    #[test]
+    fn high_rates_are_paced_exactly() {
+        for threshold in [1_001, 5_000, 1_000_000] {
+            let (iv, _) = pace(threshold, 0, SECOND);
+            let t = Table::new(16, Full::Evict);
+            // Tolerance 0 and unlimited waits: each call's turn is exactly one interval after
+            // the one before.
+            let mut last = None;
+            for i in 0..2_000 {
+                let turn = match t.acquire_rate(9, T0, 1, iv, 0, u64::MAX) {
+                    Pass => T0,
+                    Wait(w) => T0 + w,
+                    Block { retry_after } => panic!("call {i} blocked ({retry_after})"),
+                };
+                if let Some(last) = last {
+                    assert_eq!(turn - last, iv, "threshold {threshold}, call {i}");
+                }
+                last = Some(turn);
+            }
+        }
+    }
+
+    /// Calls arriving every `step` ns for `duration` without waiting: the admitted ones, in
+    /// order.
+    fn stream(threshold: u64, burst: u64, step: u64, duration: u64) -> (Vec<u64>, u64) {
+        let (iv, tau) = pace(threshold, burst, SECOND);
+        let t = Table::new(16, Full::Evict);
+        let mut passed = Vec::new();
+        let mut now = T0;
+        while now < T0 + duration {
+            if t.acquire_rate(5, now, 1, iv, tau, 0) == Pass {
+                passed.push(now);
+            }
+            now += step;
+        }
+        (passed, iv)
+    }
+
+    #[test]
+    fn any_k_windows_hold_at_most_k_plus_1_thresholds_plus_burst() {
+        for (threshold, burst, step) in [
+            (1_001, 3, 97_003),
+            (5_000, 10, 31_013),
+            (1_000_000, 50, 397),
+        ] {
+            let duration = 3 * SECOND + SECOND / 2;
+            let (passed, iv) = stream(threshold, burst, step, duration);
+            for k in 1..=3u64 {
+                let bound = (k + 1) * threshold + burst;
+                let mut end = 0;
+                for (start, &at) in passed.iter().enumerate() {
+                    while end < passed.len() && passed[end] < at + k * SECOND {
+                        end += 1;
+                    }
+                    let held = (end - start) as u64;
+                    assert!(held <= bound, "{threshold}/s: {held} in {k} s from {at}");
+                }
+            }
+            // And the rate is kept: threshold + burst at once, then one per interval.
+            let expected = (threshold + burst) as f64 + duration as f64 / iv as f64;
+            let got = passed.len() as f64;
+            assert!(
+                (got - expected).abs() <= 2.0 + expected * 1e-3,
+                "{threshold}/s: {got} passed, {expected} expected"
+            );
+        }
+    }
+
+    #[test]
+    fn ten_million_values_stay_in_the_fixed_allocation() {
+        const THREADS: u64 = 2;
+        const VALUES: u64 = 10_000_000;
+        let t = Arc::new(Table::new(100_000, Full::Evict));
+        let bytes = t.allocated_bytes();
+        let capacity = t.capacity();
+        // One call per value, 10 new values a microsecond of a shared clock, each live for
+        // 1 ms: about 10,000 live at a time, the rest idle.
+        let (iv, tau) = pace(1, 0, 1_000_000);
+        let clock = Arc::new(StdWord::new(T0));
+        let started = std::time::Instant::now();
+        let workers: Vec<_> = (0..THREADS)
+            .map(|n| {
+                let (t, clock) = (Arc::clone(&t), Arc::clone(&clock));
+                thread::spawn(move || {
+                    for i in (n..VALUES).step_by(THREADS as usize) {
+                        let now = clock.fetch_add(100, Relaxed) + 100;
+                        let decision = t.acquire_rate(key_of(i), now, 1, iv, tau, 0);
+                        debug_assert_eq!(decision, Pass, "value {i} at {now}");
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        eprintln!(
+            "10M values through {capacity} slots in {:?}",
+            started.elapsed()
+        );
+        assert_eq!(t.len(), capacity, "every slot in use, none added");
+        assert_eq!(t.allocated_bytes(), bytes);
+        assert_eq!((t.live_evictions(), t.refused()), (0, 0));
+        // In the full table, 5,000 more values (live for the rest of the test) all find room
+        // among the idle ones and keep it.
+        let mut now = clock.load(Relaxed);
+        let newest = VALUES..VALUES + 5_000;
+        for i in newest.clone() {
+            now += 100;
+            assert_eq!(
+                t.acquire_rate(key_of(i), now, 1, iv, tau, 0),
+                Pass,
+                "value {i}"
+            );
+        }
+        for i in newest {
+            assert!(
+                t.tat(key_of(i)).is_some_and(|tat| tat > now),
+                "value {i} at {now}"
+            );
+        }
+        assert_eq!((t.len(), t.live_evictions()), (capacity, 0));
+    }
+
+    #[test]
+    fn a_flood_of_live_values_evicts_the_least_debt_and_never_grows() {
+        let t = Table::new(1_000, Full::Evict);
+        let (iv, tau) = pace(1, 0, SECOND);
+        for i in 0..200_000u64 {
+            assert_eq!(
+                t.acquire_rate(key_of(i), T0, 1, iv, tau, 0),
+                Pass,
+                "value {i}"
+            );
+        }
+        assert!(t.len() <= t.capacity());
+        assert_eq!(t.len(), t.capacity());
+        assert_eq!(t.live_evictions(), 200_000 - t.capacity() as u64);
+    }
+
+    #[test]
+    fn evict_takes_the_live_value_with_the_least_debt() {
+        let t = Table::with_geometry(8, 1, Full::Evict);
+        let keys = same_shard(&t, 9);
+        let (iv, tau) = (SECOND, 10 * SECOND);
+        // Debts of 3, 2, 4, 5, ... intervals: the second key owes least.
+        for (j, &key) in keys[..8].iter().enumerate() {
+            let count = if j == 1 { 2 } else { 3 + j as u32 };
+            assert_eq!(t.acquire_rate(key, T0, count, iv, tau, 0), Pass);
+        }
+        assert_eq!(t.acquire_rate(keys[8], T0, 1, iv, tau, 0), Pass);
+        assert_eq!(t.live_evictions(), 1);
+        assert_eq!(t.tat(keys[1]), None);
+        assert_eq!(t.tat(keys[8]), Some(T0 + iv));
+        assert_eq!(t.tat(keys[0]), Some(T0 + 3 * iv));
+    }
+
+    #[test]
+    fn idle_values_are_evicted_first_and_one_shot_floods_spare_live_ones() {
+        let t = Table::new(1_000, Full::Evict);
+        let live: Vec<u64> = (0..500).map(|i| key_of(1 << 40 | i)).collect();
+        let hour = 3_600 * SECOND;
+        for &key in &live {
+            assert_eq!(t.acquire_rate(key, T0, 1, hour, 0, 0), Pass);
+        }
+        // One-shot values, each idle by the time the next arrives.
+        let mut now = T0;
+        for i in 0..300_000 {
+            now += 2_000;
+            assert_eq!(t.acquire_rate(key_of(i), now, 1, 1_000, 0, 0), Pass);
+        }
+        assert_eq!((t.live_evictions(), t.refused()), (0, 0));
+        for &key in &live {
+            assert_eq!(t.tat(key), Some(T0 + hour));
+        }
+        assert!(t.len() <= t.capacity());
+    }
+
+    #[test]
+    fn block_policy_refuses_new_values_while_full_of_live_ones() {
+        let t = Table::with_geometry(8, 1, Full::Block);
+        let keys = same_shard(&t, 9);
+        let (iv, tau) = (SECOND, 0);
+        for &key in &keys[..8] {
+            assert_eq!(t.acquire_rate(key, T0, 1, iv, tau, 0), Pass);
+        }
+        assert_eq!(
+            t.acquire_rate(keys[8], T0 + 10, 1, iv, tau, 0),
+            Block {
+                retry_after: iv - 10
+            },
+            "refused until the first live value is idle"
+        );
+        assert_eq!((t.refused(), t.live_evictions()), (1, 0));
+        assert_eq!(t.tat(keys[8]), None);
+        for &key in &keys[..8] {
+            assert_eq!(t.tat(key), Some(T0 + iv));
+        }
+        // Once they are idle, the new value takes a slot.
+        assert_eq!(t.acquire_rate(keys[8], T0 + iv, 1, iv, tau, 0), Pass);
+        assert_eq!(t.refused(), 1);
+        // A table full of calls inside refuses a new concurrency value.
+        let c = Table::with_geometry(8, 1, Full::Evict);
+        for &key in &keys[..8] {
+            assert!(c.acquire_inflight(key, 1).is_ok());
+        }
+        assert_eq!(c.acquire_inflight(keys[8], 1), Err(()));
+        assert_eq!(c.refused(), 1);
+    }
+
+    #[test]
+    fn pinned_values_survive_floods() {
+        let t = Table::with_geometry(8, 2, Full::Evict);
+        let pinned = same_shard(&t, 3);
+        let (iv, tau) = (SECOND, 0);
+        assert!(t.pin(pinned[0]));
+        // Already present: pinning keeps its state.
+        assert_eq!(t.acquire_rate(pinned[1], T0, 1, iv, tau, 0), Pass);
+        assert!(t.pin(pinned[1]));
+        assert_eq!(t.tat(pinned[1]), Some(T0 + iv));
+        assert_eq!(t.tat(pinned[0]), Some(0), "pinned with a fresh state");
+        assert_eq!(t.acquire_rate(pinned[0], T0, 1, iv, tau, 0), Pass);
+        // The pinned values owe the least, yet a flood of live values never takes them.
+        for i in 0..20_000 {
+            let _ = t.acquire_rate(key_of(1 << 50 | i), T0, 2, iv, iv, 0);
+        }
+        assert!(t.live_evictions() > 0);
+        assert_eq!(t.tat(pinned[0]), Some(T0 + iv));
+        assert_eq!(t.tat(pinned[1]), Some(T0 + iv));
+        // A pinned key serves concurrency too.
+        assert!(t.pin(pinned[2]));
+        let slot = t.acquire_inflight(pinned[2], 1).unwrap();
+        assert_eq!(t.acquire_inflight(pinned[2], 1), Err(()));
+        t.release_inflight(slot);
+        assert_eq!(t.inside(pinned[2]), Some(0));
+    }
+
+    #[test]
+    fn concurrency_limit_holds_under_threads_and_returns_to_zero() {
+        const THREADS: usize = 8;
+        const MAX: u64 = 3;
+        let table = Arc::new(Table::new(64, Full::Evict));
+        let ghost = Arc::new(StdWord::new(0));
+        let peak = Arc::new(StdWord::new(0));
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let workers: Vec<_> = (0..THREADS)
+            .map(|n| {
+                let (table, ghost, peak, barrier) = (
+                    Arc::clone(&table),
+                    Arc::clone(&ghost),
+                    Arc::clone(&peak),
+                    Arc::clone(&barrier),
+                );
+                thread::spawn(move || {
+                    barrier.wait();
+                    let mut taken = 0;
+                    for i in 0..20_000u64 {
+                        // Other values come and go beside the contended one.
+                        if let Ok(s) = table.acquire_inflight(key_of(i % 500 + 1), 1) {
+                            table.release_inflight(s);
+                        }
+                        if let Ok(slot) = table.acquire_inflight(0, MAX) {
+                            let inside = ghost.fetch_add(1, AcqRel) + 1;
+                            peak.fetch_max(inside, AcqRel);
+                            if (i + n as u64) % 7 == 0 {
+                                thread::yield_now();
+                            }
+                            ghost.fetch_sub(1, AcqRel);
+                            table.release_inflight(slot);
+                            taken += 1;
+                        }
+                    }
+                    taken
+                })
+            })
+            .collect();
+        let taken: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        let peak = peak.load(Acquire);
+        assert!(peak <= MAX, "{peak} inside with a limit of {MAX}");
+        assert!(taken > 0);
+        assert_eq!(table.inside(0), Some(0));
+    }
+
+    #[test]
+    fn a_value_with_calls_inside_survives_a_flood() {
+        let t = Table::new(1, Full::Evict);
+        let held = t.acquire_inflight(77, 1).unwrap();
+        let (iv, tau) = (SECOND, 0);
+        for i in 0..50_000 {
+            if let Ok(slot) = t.acquire_inflight(key_of(i + 1), 2) {
+                t.release_inflight(slot);
+            }
+            // Live rate values too (Evict policy): never the one with a call inside.
+            let _ = t.acquire_rate(key_of(i + 1 << 32), T0, 1, iv, tau, 0);
+        }
+        assert!(t.live_evictions() > 0);
+        assert_eq!(t.inside(77), Some(1));
+        assert_eq!(t.acquire_inflight(77, 1), Err(()));
+        t.release_inflight(held);
+        assert_eq!(t.inside(77), Some(0));
+        let again = t.acquire_inflight(77, 1).unwrap();
+        assert_eq!(again, held, "the same counter");
+    }
+
+    #[test]
+    fn cancel_gives_back_exactly_and_never_below_zero() {
+        let t = Table::new(16, Full::Evict);
+        let (iv, tau) = pace(3, 0, SECOND);
+        for _ in 0..3 {
+            assert_eq!(t.acquire_rate(1, T0, 1, iv, tau, 0), Pass);
+        }
+        assert!(!admitted(t.acquire_rate(1, T0, 1, iv, tau, 0)));
+        t.cancel_rate(1, 1, iv);
+        assert_eq!(t.tat(1), Some(T0 + 2 * iv));
+        assert_eq!(t.acquire_rate(1, T0, 1, iv, tau, 0), Pass);
+        assert!(!admitted(t.acquire_rate(1, T0, 1, iv, tau, 0)));
+        t.cancel_rate(1, u32::MAX, u64::MAX);
+        assert_eq!(t.tat(1), Some(0));
+        for _ in 0..3 {
+            assert_eq!(t.acquire_rate(1, T0, 1, iv, tau, 0), Pass);
+        }
+        // An absent key: nothing to give back, nothing inserted.
+        t.cancel_rate(2, 1, iv);
+        assert_eq!((t.tat(2), t.len()), (None, 1));
+        t.cancel_rate(1, 0, iv);
+        assert_eq!(t.tat(1), Some(T0 + 3 * iv));
+    }
+
+    #[test]
+    fn a_threshold_reload_keeps_every_values_state() {
+        let t = Table::new(16, Full::Evict);
+        let (iv, tau) = pace(10, 0, SECOND);
+        for _ in 0..10 {
+            assert_eq!(t.acquire_rate(4, T0, 1, iv, tau, 0), Pass);
+        }
+        // A lower threshold admits nothing the old one had spent.
+        let (iv2, tau2) = pace(5, 0, SECOND);
+        assert!(!admitted(t.acquire_rate(4, T0, 1, iv2, tau2, 0)));
+        assert_eq!(t.tat(4), Some(T0 + SECOND));
+        // A higher one keeps the debt in time: the old rule spent a whole window (TAT 1 s
+        // ahead), which is the new rule's whole tolerance too; it then paces at its own rate.
+        let (iv3, tau3) = pace(20, 0, SECOND);
+        assert!(!admitted(t.acquire_rate(4, T0, 1, iv3, tau3, 0)));
+        assert_eq!(t.acquire_rate(4, T0 + iv3, 1, iv3, tau3, 0), Pass);
+        assert!(!admitted(t.acquire_rate(4, T0 + iv3, 1, iv3, tau3, 0)));
+        assert_eq!(t.acquire_rate(4, T0 + 2 * iv3, 1, iv3, tau3, 0), Pass);
+    }
+
+    /// The GCRA as specified, in `u128`, over an unbounded map.
+    #[derive(Default)]
+    struct Reference {
+        tats: HashMap<u64, u128>,
+    }
+
+    impl Reference {
+        fn acquire(
+            &mut self,
+            key: u64,
+            now: u64,
+            count: u32,
+            iv: u64,
+            tau: u64,
+            max_wait: u64,
+        ) -> RateDecision {
+            let tat = self.tats.get(&key).copied().unwrap_or(0);
+            let now = u128::from(now);
+            let new = tat.max(now) + u128::from(count) * u128::from(iv);
+            if new > u128::from(u64::MAX) {
+                return Block {
+                    retry_after: u64::MAX,
+                };
+            }
+            let ahead = new - now;
+            let limit = u128::from(tau) + u128::from(iv);
+            let decision = if ahead <= limit {
+                Pass
+            } else if ahead - limit <= u128::from(max_wait) {
+                Wait((ahead - limit) as u64)
+            } else {
+                return Block {
+                    retry_after: (ahead - limit).min(u128::from(u64::MAX)) as u64,
+                };
+            };
+            self.tats.insert(key, new);
+            decision
+        }
+
+        fn cancel(&mut self, key: u64, count: u32, iv: u64) {
+            if let Some(tat) = self.tats.get_mut(&key) {
+                *tat = tat.saturating_sub(u128::from(count) * u128::from(iv));
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// key index, time step, count, max_wait choice
+        Acquire(u16, u8, u32, u8),
+        /// key index, count
+        Cancel(u16, u32),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (any::<u16>(), 0u8..7, 1u32..4, 0u8..3)
+                .prop_map(|(k, step, count, wait)| Op::Acquire(k, step, count, wait)),
+            1 => (any::<u16>(), 1u32..3).prop_map(|(k, count)| Op::Cancel(k, count)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn decisions_match_an_unbounded_reference(
+            threshold in prop::sample::select(vec![1u64, 3, 10, 1_001, 5_000, 1_000_000]),
+            burst in 0u64..4,
+            window in prop::sample::select(vec![1_000_000u64, 100_000_000, SECOND]),
+            large in any::<bool>(),
+            ops in prop::collection::vec(op(), 1..300),
+        ) {
+            let (iv, tau) = pace(threshold, burst, window);
+            let keys: u64 = if large { 300 } else { 4 };
+            let t = Table::new(4 * keys as usize, Full::Evict);
+            let mut model = Reference::default();
+            let mut now = T0;
+            for (n, op) in ops.iter().enumerate() {
+                match *op {
+                    Op::Acquire(k, step, count, wait) => {
+                        let key = key_of(u64::from(k) % keys);
+                        now = match step {
+                            0 => now,
+                            1 => now + 1,
+                            2 => now + iv / 2,
+                            3 => now + iv,
+                            4 => now + 3 * iv,
+                            5 => now + window,
+                            _ => now - iv / 2, // a stale reading
+                        };
+                        let max_wait = [0, iv, window][usize::from(wait)];
+                        let got = t.acquire_rate(key, now, count, iv, tau, max_wait);
+                        let want = model.acquire(key, now, count, iv, tau, max_wait);
+                        prop_assert_eq!(got, want, "op {} {:?} at {}", n, op, now);
+                    }
+                    Op::Cancel(k, count) => {
+                        let key = key_of(u64::from(k) % keys);
+                        t.cancel_rate(key, count, iv);
+                        model.cancel(key, count, iv);
+                    }
+                }
+            }
+            for (&key, &tat) in &model.tats {
+                prop_assert_eq!(t.tat(key).map(u128::from), Some(tat), "key {:#x}", key);
+            }
+            prop_assert_eq!((t.live_evictions(), t.refused()), (0, 0));
+        }
+    }
+}
+
+/// Loom models of the table's protocol: every interleaving of two threads, within a preemption
+/// bound, on the smallest table (8 shards of one bucket: 8 slots a shard).
+#[cfg(test)]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::AtomicU64 as LoomWord;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use RateDecision::{Block, Pass};
+
+    type Table = ParamTable<LoomWord>;
+
+    fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(bound);
+        // The setups fill a bucket single-threaded: many loads, few real choices.
+        builder.max_branches = 100_000;
+        builder.check(f);
+    }
+
+    fn table(full: Full) -> Arc<Table> {
+        Arc::new(Table::with_geometry(8, 1, full))
+    }
+
+    /// `n` distinct keys of one shard.
+    fn same_shard(t: &Table, n: usize) -> Vec<u64> {
+        let shard = t.locate(1).shard;
+        (1..)
+            .filter(|&k| t.locate(k).shard == shard)
+            .take(n)
+            .collect()
+    }
+
+    fn passes(decisions: &[RateDecision]) -> usize {
+        decisions.iter().filter(|d| **d == Pass).count()
+    }
+
+    /// Two threads, a limit of 1, a key neither has seen: both race to insert it, then to
+    /// admit. Exactly one passes, and the key has one slot.
+    #[test]
+    fn a_new_key_with_room_for_one_admits_one() {
+        check(3, || {
+            let t = table(Full::Evict);
+            let other = Arc::clone(&t);
+            let h = thread::spawn(move || other.acquire_rate(7, 100, 1, 10, 0, 0));
+            let mine = t.acquire_rate(7, 100, 1, 10, 0, 0);
+            let theirs = h.join().unwrap();
+            assert_eq!(passes(&[mine, theirs]), 1, "{mine:?} {theirs:?}");
+            assert_eq!(t.len(), 1);
+            assert_eq!(t.tat(7), Some(110));
+        });
+    }
+
+    /// The same race on a key already present (the lock-free path only).
+    #[test]
+    fn a_present_key_with_room_for_one_admits_one() {
+        check(3, || {
+            let t = table(Full::Evict);
+            assert_eq!(t.acquire_rate(7, 50, 1, 10, 0, 0), Pass);
+            let other = Arc::clone(&t);
+            let h = thread::spawn(move || other.acquire_rate(7, 100, 1, 10, 0, 0));
+            let mine = t.acquire_rate(7, 100, 1, 10, 0, 0);
+            let theirs = h.join().unwrap();
+            assert_eq!(passes(&[mine, theirs]), 1, "{mine:?} {theirs:?}");
+            assert_eq!(t.tat(7), Some(110));
+        });
+    }
+
+    /// Two threads take concurrency places of a new key: one slot, both counted, both given
+    /// back.
+    #[test]
+    fn racing_inserts_of_one_key_share_one_slot() {
+        check(3, || {
+            let t = table(Full::Evict);
+            let other = Arc::clone(&t);
+            let h = thread::spawn(move || other.acquire_inflight(9, 2));
+            let mine = t.acquire_inflight(9, 2).unwrap();
+            let theirs = h.join().unwrap().unwrap();
+            assert_eq!(mine, theirs);
+            assert_eq!(t.len(), 1);
+            assert_eq!(t.inside(9), Some(2));
+            t.release_inflight(mine);
+            t.release_inflight(theirs);
+            assert_eq!(t.inside(9), Some(0));
+        });
+    }
+
+    /// A reader of key A races a new key B that evicts A (idle) from a full bucket. With the
+    /// Block policy exactly one of them gets the slot; its state is exactly its own admission
+    /// and the other is absent, blocked: no admission lands on the other key's state.
+    #[test]
+    fn an_eviction_races_a_reader_of_the_evicted_key() {
+        check(2, || {
+            let t = table(Full::Block);
+            let keys = same_shard(&t, 9);
+            let (a, b) = (keys[0], keys[8]);
+            for &k in &keys[1..8] {
+                assert_eq!(t.acquire_rate(k, 0, 1, 1_000, 0, 0), Pass);
+            }
+            assert_eq!(t.acquire_rate(a, 0, 1, 10, 0, 0), Pass); // TAT 10: idle at 100
+            let other = Arc::clone(&t);
+            let h = thread::spawn(move || other.acquire_rate(b, 100, 1, 10, 0, 0));
+            let for_a = t.acquire_rate(a, 100, 1, 10, 0, 0);
+            let for_b = h.join().unwrap();
+            assert_eq!(passes(&[for_a, for_b]), 1, "{for_a:?} {for_b:?}");
+            let (winner, loser) = if for_a == Pass { (a, b) } else { (b, a) };
+            assert_eq!(t.tat(winner), Some(110));
+            assert_eq!(t.tat(loser), None);
+            assert_eq!((t.refused(), t.live_evictions()), (1, 0));
+            for &k in &keys[1..8] {
+                assert_eq!(t.tat(k), Some(1_000));
+            }
+        });
+    }
+
+    /// A give-back races an admission of the same key: the admission sees the TAT before or
+    /// after the give-back, never a torn state.
+    #[test]
+    fn a_cancel_races_an_admission() {
+        check(3, || {
+            let t = table(Full::Evict);
+            assert_eq!(t.acquire_rate(5, 100, 1, 10, 0, 0), Pass); // TAT 110: full
+            let other = Arc::clone(&t);
+            let h = thread::spawn(move || other.cancel_rate(5, 1, 10));
+            let decision = t.acquire_rate(5, 100, 1, 10, 0, 0);
+            h.join().unwrap();
+            match decision {
+                Pass => assert_eq!(t.tat(5), Some(110)),
+                Block { retry_after } => {
+                    assert_eq!(retry_after, 10);
+                    assert_eq!(t.tat(5), Some(100));
+                }
+                other => panic!("{other:?}"),
+            }
+        });
+    }
+
+    /// A release races a new key that needs the releasing key's slot: the slot is taken only
+    /// once no call is inside, and the release lands on the counter it took.
+    #[test]
+    fn a_release_races_an_eviction() {
+        check(2, || {
+            let t = table(Full::Evict);
+            let keys = same_shard(&t, 9);
+            let (a, b) = (keys[0], keys[8]);
+            for &k in &keys[1..8] {
+                assert!(t.acquire_inflight(k, 1).is_ok());
+            }
+            let held = t.acquire_inflight(a, 1).unwrap();
+            let other = Arc::clone(&t);
+            let h = thread::spawn(move || other.release_inflight(held));
+            let for_b = t.acquire_inflight(b, 1);
+            h.join().unwrap();
+            match for_b {
+                Ok(slot) => {
+                    assert_eq!(slot, held, "B took A's slot");
+                    assert_eq!((t.inside(a), t.inside(b)), (None, Some(1)));
+                    assert_eq!(t.refused(), 0);
+                }
+                Err(()) => {
+                    assert_eq!((t.inside(a), t.inside(b)), (Some(0), None));
+                    assert_eq!(t.refused(), 1);
+                }
+            }
+            for &k in &keys[1..8] {
+                assert_eq!(t.inside(k), Some(1));
+            }
+            assert_eq!(t.live_evictions(), 0);
+        });
+    }
+}

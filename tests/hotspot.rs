@@ -1,0 +1,240 @@
+//! Hotspot rules through the public API: per-value limits, exact under threads, paced exactly at
+//! high rates, concurrency per value, exceptions, reloads that keep state. Time from the
+//! MockClock (installing it also serialises these tests).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::Duration;
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::rules::{self, HotspotRule};
+use sentinel_runtime::{metrics, BlockKind, Entry, EntryBuilder};
+
+fn call(resource: &str, value: u64) -> Result<Entry, sentinel_runtime::BlockError> {
+    EntryBuilder::new(resource).param(&value).enter()
+}
+
+#[test]
+fn each_value_admits_exactly_threshold_plus_burst_under_eight_threads() {
+    let _clock = MockClock::install();
+    const VALUES: u64 = 1_000;
+    const THRESHOLD: u64 = 10;
+    const BURST: u64 = 5;
+    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-exact", 0, THRESHOLD as f64)
+        .burst(BURST as u32)])
+    .unwrap();
+    let passes: Vec<AtomicU64> = (0..VALUES).map(|_| AtomicU64::new(0)).collect();
+    let blocks = AtomicU64::new(0);
+    let barrier = Barrier::new(8);
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (passes, blocks, barrier) = (&passes, &blocks, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for round in 0..4u64 {
+                    for v in 0..VALUES {
+                        // Threads walk the values in different orders.
+                        let v = (v * 7 + t * 131 + round) % VALUES;
+                        match call("hot-exact", v) {
+                            Ok(_entry) => passes[v as usize].fetch_add(1, Ordering::Relaxed),
+                            Err(e) => {
+                                assert_eq!(e.kind(), BlockKind::HotParam);
+                                blocks.fetch_add(1, Ordering::Relaxed)
+                            }
+                        };
+                    }
+                }
+            });
+        }
+    });
+    let total: u64 = passes.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+    for (v, p) in passes.iter().enumerate() {
+        assert_eq!(
+            p.load(Ordering::Relaxed),
+            THRESHOLD + BURST,
+            "value {v}: threshold + burst at a frozen time"
+        );
+    }
+    assert_eq!(total + blocks.load(Ordering::Relaxed), 8 * 4 * VALUES, "pass + block = calls");
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+#[test]
+fn high_rates_are_paced_to_the_nanosecond() {
+    let clock = MockClock::install();
+    for (i, threshold) in [1_001u64, 5_000, 1_000_000].into_iter().enumerate() {
+        let resource = format!("hot-rate-{i}");
+        rules::load_hotspot_rules(vec![HotspotRule::qps(&*resource, 0, threshold as f64)])
+            .unwrap();
+        // The emission interval, rounded up: never faster than the rule.
+        let interval = 1_000_000_000u64.div_ceil(threshold);
+        let passed = (0..threshold + 5)
+            .filter(|_| call(&resource, 1).is_ok())
+            .count() as u64;
+        assert_eq!(passed, threshold, "{threshold}/s: a full second's worth from idle");
+        let err = call(&resource, 1).unwrap_err();
+        assert_eq!(err.kind(), BlockKind::HotParam);
+        assert_eq!(err.param_index(), Some(0));
+        assert_eq!(
+            err.retry_after(),
+            Some(Duration::from_nanos(interval)),
+            "{threshold}/s: the next slot is one interval away"
+        );
+        for step in 0..20 {
+            clock.advance(Duration::from_nanos(interval - 1));
+            assert!(
+                call(&resource, 1).is_err(),
+                "{threshold}/s, step {step}: 1 ns before the slot"
+            );
+            clock.advance(Duration::from_nanos(1));
+            assert!(
+                call(&resource, 1).is_ok(),
+                "{threshold}/s, step {step}: at the slot"
+            );
+        }
+        // Over a thousand intervals of steady calls (4 per interval), exactly one passes per
+        // interval: no drift.
+        let mut steady = 0u64;
+        let step = interval / 4;
+        for _ in 0..4_000 {
+            clock.advance(Duration::from_nanos(step));
+            steady += u64::from(call(&resource, 1).is_ok());
+        }
+        let expected = 4_000 * step / interval;
+        assert!(
+            steady.abs_diff(expected) <= 1,
+            "{threshold}/s: {steady} passed in {} ns of steady calls, expected {expected}",
+            4_000 * step
+        );
+    }
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+#[test]
+fn values_are_limited_separately_and_exceptions_have_their_own_threshold() {
+    let clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-users", 0, 2.0)
+        .exception("vip", 5.0)])
+    .unwrap();
+    let user = |name: &str| EntryBuilder::new("hot-users").param(name).enter();
+    assert_eq!((0..10).filter(|_| user("alice").is_ok()).count(), 2);
+    assert_eq!((0..10).filter(|_| user("bob").is_ok()).count(), 2);
+    assert_eq!(
+        (0..10).filter(|_| user(&String::from("vip")).is_ok()).count(),
+        5
+    );
+    // A call without the parameter is not limited by the rule.
+    assert!((0..10).all(|_| EntryBuilder::new("hot-users").enter().is_ok()));
+    clock.advance(Duration::from_millis(500));
+    assert_eq!(
+        (0..10).filter(|_| user("alice").is_ok()).count(),
+        1,
+        "one slot every 500 ms"
+    );
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+#[test]
+fn a_threshold_only_reload_keeps_every_value_state() {
+    let _clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-reload", 0, 5.0).burst(5)]).unwrap();
+    assert_eq!((0..20).filter(|_| call("hot-reload", 7).is_ok()).count(), 10);
+    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-reload", 0, 6.0).burst(5)]).unwrap();
+    assert_eq!(
+        (0..20).filter(|_| call("hot-reload", 7).is_ok()).count(),
+        0,
+        "no fresh burst after a threshold-only reload"
+    );
+    assert_eq!(
+        (0..20).filter(|_| call("hot-reload", 8).is_ok()).count(),
+        11,
+        "a new value gets the new threshold + burst"
+    );
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+#[test]
+fn concurrency_per_value_is_never_exceeded_and_returns_to_zero() {
+    let _clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::concurrency("hot-inside", 0, 2)]).unwrap();
+    let inside: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+    let most: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+    let barrier = Barrier::new(8);
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (inside, most, barrier) = (&inside, &most, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for i in 0..2_000u64 {
+                    let v = (i + t) % 4;
+                    if let Ok(entry) = call("hot-inside", v) {
+                        let now = inside[v as usize].fetch_add(1, Ordering::SeqCst) + 1;
+                        most[v as usize].fetch_max(now, Ordering::SeqCst);
+                        std::hint::spin_loop();
+                        inside[v as usize].fetch_sub(1, Ordering::SeqCst);
+                        drop(entry);
+                    }
+                }
+            });
+        }
+    });
+    for (v, m) in most.iter().enumerate() {
+        let m = m.load(Ordering::SeqCst);
+        assert!(m <= 2, "value {v}: {m} inside at once under a limit of 2");
+    }
+    // Every place was given back: each value admits 2 again, then blocks.
+    for v in 0..4 {
+        let a = call("hot-inside", v).expect("first place");
+        let b = call("hot-inside", v).expect("second place");
+        assert_eq!(call("hot-inside", v).unwrap_err().kind(), BlockKind::HotParam);
+        drop((a, b));
+    }
+    // A panic inside the guarded work gives the place back too.
+    let panicked = std::panic::catch_unwind(|| {
+        let _entry = call("hot-inside", 9).unwrap();
+        panic!("inside");
+    });
+    assert!(panicked.is_err());
+    let a = call("hot-inside", 9).expect("the panicking call's place came back");
+    let b = call("hot-inside", 9).expect("second place");
+    drop((a, b));
+    assert_eq!(metrics::snapshot("hot-inside").unwrap().concurrency, 0);
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+#[test]
+fn a_dropped_async_entry_gives_its_place_back() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    let _clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::concurrency("hot-async", 0, 1)]).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    // A future holding an entry for value 3, dropped before it finishes.
+    let holder = async {
+        let entry = EntryBuilder::new("hot-async").param(&3u64).enter_async().await;
+        std::future::pending::<()>().await;
+        drop(entry);
+    };
+    {
+        let mut holder = Box::pin(holder);
+        assert!(holder.as_mut().poll(&mut cx).is_pending());
+        assert!(call("hot-async", 3).is_err(), "the place is held");
+    }
+    let fresh = pin!(EntryBuilder::new("hot-async").param(&3u64).enter_async()).poll(&mut cx);
+    assert!(
+        matches!(fresh, Poll::Ready(Ok(_))),
+        "the dropped future gave its place back"
+    );
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+#[test]
+fn bad_rules_are_refused_by_field_and_the_old_ones_stay() {
+    let _clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-bad", 0, 1.0)]).unwrap();
+    let err = rules::load_hotspot_rules(vec![HotspotRule::qps("hot-bad", 9, 1.0)]).unwrap_err();
+    assert_eq!((err.resource(), err.field()), ("hot-bad", "param_index"));
+    assert_eq!(rules::hotspot_rules(), vec![HotspotRule::qps("hot-bad", 0, 1.0)]);
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
