@@ -35,6 +35,22 @@ static WARM_UP_NODE: StaticNode =
 static THROTTLE_NODE: StaticNode =
     StaticNode::new("bench-throttle", &[DefaultRule::Flow(shaped(0, Some(500)))]);
 
+/// Keys for the keyed cases: each thread walks 1 million distinct keys.
+const KEYS: u64 = 1 << 20;
+
+thread_local! {
+    static NEXT_KEY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn next_key() -> u64 {
+    NEXT_KEY.with(|k| {
+        let key = k.get();
+        k.set((key + 1) % KEYS);
+        // Spread the keys (as user ids or addresses would be).
+        key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    })
+}
+
 /// The simplest correct windowed limiter: one lock around ten 100 ms buckets.
 struct NaiveWindow {
     inner: Mutex<NaiveState>,
@@ -125,10 +141,35 @@ fn bench(c: &mut Criterion) {
     for i in 0..1_000 {
         drop(sentinel_runtime::entry(&format!("bench-filler-{i}")));
     }
-    let sentinel_by_name_qps =
-        || drop(black_box(sentinel_runtime::entry("bench-by-name-qps").unwrap()));
+    let sentinel_by_name_qps = || {
+        drop(black_box(
+            sentinel_runtime::entry("bench-by-name-qps").unwrap(),
+        ))
+    };
     let governor_check = || {
         black_box(governor.check()).unwrap();
+    };
+    // Keyed: one limit per key over a million keys, high enough that every call passes.
+    sentinel_runtime::rules::load_hotspot_rules(vec![sentinel_runtime::rules::HotspotRule::qps(
+        "bench-hot",
+        0,
+        1e6,
+    )
+    .capacity(KEYS as usize)])
+    .unwrap();
+    let governor_keyed = RateLimiter::keyed(Quota::per_second(NonZeroU32::MAX));
+    let sentinel_hot = || {
+        let key = next_key();
+        drop(black_box(
+            sentinel_runtime::EntryBuilder::new("bench-hot")
+                .param(&key)
+                .enter()
+                .unwrap(),
+        ));
+    };
+    let governor_keyed_check = || {
+        let key = next_key();
+        black_box(governor_keyed.check_key(&key)).unwrap();
     };
     let naive_entry_exit = || {
         let start = naive.enter().unwrap();
@@ -155,6 +196,12 @@ fn bench(c: &mut Criterion) {
         b.iter(sentinel_throttle)
     });
     one.bench_function("governor check", |b| b.iter(governor_check));
+    one.bench_function("sentinel hotspot rule, 1M keys: entry+exit", |b| {
+        b.iter(sentinel_hot)
+    });
+    one.bench_function("governor keyed check_key, 1M keys", |b| {
+        b.iter(governor_keyed_check)
+    });
     one.bench_function("naive mutex window: entry+exit", |b| {
         b.iter(naive_entry_exit)
     });
@@ -172,6 +219,12 @@ fn bench(c: &mut Criterion) {
     });
     two.bench_function("sentinel entry(&str), qps rule: entry+exit", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &sentinel_by_name_qps))
+    });
+    two.bench_function("sentinel hotspot rule, 1M keys: entry+exit", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_hot))
+    });
+    two.bench_function("governor keyed check_key, 1M keys", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &governor_keyed_check))
     });
     two.bench_function("governor check", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &governor_check))

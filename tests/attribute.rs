@@ -6,7 +6,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::rules::{self, FlowRule};
@@ -16,9 +16,17 @@ fn stats(resource: &str) -> metrics::ResourceStats {
     metrics::snapshot(resource).expect("the guarded function has been called")
 }
 
+/// A waker that does nothing (`Waker::noop` needs Rust 1.85; the MSRV is 1.80).
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
 /// Polls a future once on a no-op waker.
 fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
-    fut.poll(&mut Context::from_waker(Waker::noop()))
+    let waker = Waker::from(Arc::new(Noop));
+    fut.poll(&mut Context::from_waker(&waker))
 }
 
 /// Runs a future to completion on a current-thread runtime.

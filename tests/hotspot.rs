@@ -20,8 +20,9 @@ fn each_value_admits_exactly_threshold_plus_burst_under_eight_threads() {
     const VALUES: u64 = 1_000;
     const THRESHOLD: u64 = 10;
     const BURST: u64 = 5;
-    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-exact", 0, THRESHOLD as f64)
-        .burst(BURST as u32)])
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("hot-exact", 0, THRESHOLD as f64).burst(BURST as u32)
+    ])
     .unwrap();
     let passes: Vec<AtomicU64> = (0..VALUES).map(|_| AtomicU64::new(0)).collect();
     let blocks = AtomicU64::new(0);
@@ -55,7 +56,11 @@ fn each_value_admits_exactly_threshold_plus_burst_under_eight_threads() {
             "value {v}: threshold + burst at a frozen time"
         );
     }
-    assert_eq!(total + blocks.load(Ordering::Relaxed), 8 * 4 * VALUES, "pass + block = calls");
+    assert_eq!(
+        total + blocks.load(Ordering::Relaxed),
+        8 * 4 * VALUES,
+        "pass + block = calls"
+    );
     rules::load_hotspot_rules(vec![]).unwrap();
 }
 
@@ -64,14 +69,16 @@ fn high_rates_are_paced_to_the_nanosecond() {
     let clock = MockClock::install();
     for (i, threshold) in [1_001u64, 5_000, 1_000_000].into_iter().enumerate() {
         let resource = format!("hot-rate-{i}");
-        rules::load_hotspot_rules(vec![HotspotRule::qps(&*resource, 0, threshold as f64)])
-            .unwrap();
+        rules::load_hotspot_rules(vec![HotspotRule::qps(&*resource, 0, threshold as f64)]).unwrap();
         // The emission interval, rounded up: never faster than the rule.
         let interval = 1_000_000_000u64.div_ceil(threshold);
         let passed = (0..threshold + 5)
             .filter(|_| call(&resource, 1).is_ok())
             .count() as u64;
-        assert_eq!(passed, threshold, "{threshold}/s: a full second's worth from idle");
+        assert_eq!(
+            passed, threshold,
+            "{threshold}/s: a full second's worth from idle"
+        );
         let err = call(&resource, 1).unwrap_err();
         assert_eq!(err.kind(), BlockKind::HotParam);
         assert_eq!(err.param_index(), Some(0));
@@ -113,14 +120,17 @@ fn high_rates_are_paced_to_the_nanosecond() {
 #[test]
 fn values_are_limited_separately_and_exceptions_have_their_own_threshold() {
     let clock = MockClock::install();
-    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-users", 0, 2.0)
-        .exception("vip", 5.0)])
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("hot-users", 0, 2.0).exception("vip", 5.0)
+    ])
     .unwrap();
     let user = |name: &str| EntryBuilder::new("hot-users").param(name).enter();
     assert_eq!((0..10).filter(|_| user("alice").is_ok()).count(), 2);
     assert_eq!((0..10).filter(|_| user("bob").is_ok()).count(), 2);
     assert_eq!(
-        (0..10).filter(|_| user(&String::from("vip")).is_ok()).count(),
+        (0..10)
+            .filter(|_| user(&String::from("vip")).is_ok())
+            .count(),
         5
     );
     // A call without the parameter is not limited by the rule.
@@ -138,7 +148,10 @@ fn values_are_limited_separately_and_exceptions_have_their_own_threshold() {
 fn a_threshold_only_reload_keeps_every_value_state() {
     let _clock = MockClock::install();
     rules::load_hotspot_rules(vec![HotspotRule::qps("hot-reload", 0, 5.0).burst(5)]).unwrap();
-    assert_eq!((0..20).filter(|_| call("hot-reload", 7).is_ok()).count(), 10);
+    assert_eq!(
+        (0..20).filter(|_| call("hot-reload", 7).is_ok()).count(),
+        10
+    );
     rules::load_hotspot_rules(vec![HotspotRule::qps("hot-reload", 0, 6.0).burst(5)]).unwrap();
     assert_eq!(
         (0..20).filter(|_| call("hot-reload", 7).is_ok()).count(),
@@ -186,7 +199,10 @@ fn concurrency_per_value_is_never_exceeded_and_returns_to_zero() {
     for v in 0..4 {
         let a = call("hot-inside", v).expect("first place");
         let b = call("hot-inside", v).expect("second place");
-        assert_eq!(call("hot-inside", v).unwrap_err().kind(), BlockKind::HotParam);
+        assert_eq!(
+            call("hot-inside", v).unwrap_err().kind(),
+            BlockKind::HotParam
+        );
         drop((a, b));
     }
     // A panic inside the guarded work gives the place back too.
@@ -212,7 +228,10 @@ fn a_dropped_async_entry_gives_its_place_back() {
     let mut cx = Context::from_waker(Waker::noop());
     // A future holding an entry for value 3, dropped before it finishes.
     let holder = async {
-        let entry = EntryBuilder::new("hot-async").param(&3u64).enter_async().await;
+        let entry = EntryBuilder::new("hot-async")
+            .param(&3u64)
+            .enter_async()
+            .await;
         std::future::pending::<()>().await;
         drop(entry);
     };
@@ -235,6 +254,9 @@ fn bad_rules_are_refused_by_field_and_the_old_ones_stay() {
     rules::load_hotspot_rules(vec![HotspotRule::qps("hot-bad", 0, 1.0)]).unwrap();
     let err = rules::load_hotspot_rules(vec![HotspotRule::qps("hot-bad", 9, 1.0)]).unwrap_err();
     assert_eq!((err.resource(), err.field()), ("hot-bad", "param_index"));
-    assert_eq!(rules::hotspot_rules(), vec![HotspotRule::qps("hot-bad", 0, 1.0)]);
+    assert_eq!(
+        rules::hotspot_rules(),
+        vec![HotspotRule::qps("hot-bad", 0, 1.0)]
+    );
     rules::load_hotspot_rules(vec![]).unwrap();
 }

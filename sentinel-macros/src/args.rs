@@ -9,7 +9,7 @@ use syn::spanned::Spanned as _;
 use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, Token, UnOp};
 
 use crate::errors::Errors;
-use crate::valid::limits;
+use crate::limits;
 
 /// The arguments the attribute accepts, in the order the error message lists them.
 pub(crate) const KNOWN: &[&str] = &[
@@ -40,22 +40,19 @@ const BREAKER_KNOWN: &[&str] = &[
     "probes",
 ];
 
-/// `key = value`, or `key(key = value, ...)`, not yet checked.
+/// `key = value`, or `key(key = value, ...)`, not yet checked; or a literal written without
+/// its key (`#[sentinel("orders")]`).
 enum RawArg {
     Value { key: Ident, value: Expr },
     List { key: Ident, items: Vec<RawArg> },
-}
-
-impl RawArg {
-    fn key(&self) -> &Ident {
-        match self {
-            RawArg::Value { key, .. } | RawArg::List { key, .. } => key,
-        }
-    }
+    Bare(Lit),
 }
 
 impl Parse for RawArg {
     fn parse(input: ParseStream<'_>) -> syn::Result<RawArg> {
+        if input.peek(Lit) {
+            return input.parse().map(RawArg::Bare);
+        }
         // `crate` is a keyword: accept any identifier as the key, and check it later.
         let key = Ident::parse_any(input)?;
         if input.peek(syn::token::Paren) {
@@ -144,32 +141,35 @@ impl Args {
         let mut args = Args::default();
         let mut seen: Vec<String> = Vec::new();
         for arg in raw {
-            let key = arg.key().clone();
-            let name = key.unraw().to_string();
-            if name == "breaker" {
-                match arg {
-                    RawArg::List { key, items } => {
-                        if let Some(b) = breaker(&key, items, &mut args.durations, errors) {
-                            args.breakers.push(b);
-                        }
-                    }
-                    RawArg::Value { key, .. } => errors.at(
-                        &key,
-                        "`breaker` takes a list: `breaker(error_ratio = 0.5, recovery = \"5s\")`",
-                    ),
+            let (key, value) = match arg {
+                RawArg::Bare(lit) => {
+                    bare(&lit, errors);
+                    continue;
                 }
-                continue;
-            }
-            let value = match arg {
-                RawArg::Value { value, .. } => value,
+                RawArg::List { key, items } if key.unraw() == "breaker" => {
+                    if let Some(b) = breaker(&key, items, &mut args.durations, errors) {
+                        args.breakers.push(b);
+                    }
+                    continue;
+                }
                 RawArg::List { key, .. } => {
+                    let name = key.unraw().to_string();
                     errors.at(
                         &key,
                         format!("`{name}` is written `{name} = value`, not `{name}(...)`"),
                     );
                     continue;
                 }
+                RawArg::Value { key, .. } if key.unraw() == "breaker" => {
+                    errors.at(
+                        &key,
+                        "`breaker` takes a list: `breaker(error_ratio = 0.5, recovery = \"5s\")`",
+                    );
+                    continue;
+                }
+                RawArg::Value { key, value } => (key, value),
             };
+            let name = key.unraw().to_string();
             if seen.contains(&name) && KNOWN.contains(&name.as_str()) {
                 errors.at(&key, format!("duplicate argument `{name}`: give it once"));
                 continue;
@@ -216,12 +216,71 @@ impl Args {
     }
 }
 
+/// A literal written without its key: a string can only be the resource's name.
+fn bare(lit: &Lit, errors: &mut Errors) {
+    match lit {
+        Lit::Str(s) => errors.at(
+            s,
+            format!(
+                "expected `resource = {}`: arguments are written `key = value`",
+                s.token()
+            ),
+        ),
+        other => errors.at(
+            other,
+            "expected `key = value`: a value needs its argument's name, like `qps = 100`",
+        ),
+    }
+}
+
+/// The message for an unknown argument: the nearest known name if it is a likely misspelling
+/// (at most 2 edits away), else the list of known names.
 fn unknown(name: &str, known: &[&str]) -> String {
+    if known == KNOWN && BREAKER_KNOWN.contains(&name) {
+        return format!(
+            "`{name}` is an argument of `breaker(...)`: write `breaker(..., {name} = ...)`"
+        );
+    }
+    let nearest = known
+        .iter()
+        .map(|k| (edit_distance(name, k), *k))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d);
+    if let Some((_, k)) = nearest {
+        return format!("unknown argument `{name}`: did you mean `{k}`?");
+    }
     let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
     format!(
         "unknown argument `{name}`: expected one of {}",
         list.join(", ")
     )
+}
+
+/// The edit distance between `a` and `b`: insertions, deletions, substitutions and swaps of
+/// two neighbouring characters, one each (optimal string alignment).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // rows[i][j]: the distance between a[..i] and b[..j].
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = d;
+        }
+    }
+    rows[a.len()][b.len()]
 }
 
 /// Checks one `breaker(...)`: exactly one strategy, a recovery time, sane numbers.
@@ -248,6 +307,10 @@ fn breaker(
                 }
             }
             RawArg::List { key, .. } => errors.at(&key, "`breaker(...)` does not nest"),
+            RawArg::Bare(lit) => errors.at(
+                lit,
+                "expected `key = value` inside `breaker(...)`, like `error_ratio = 0.5`",
+            ),
         }
     }
     let get = |name: &str| values.iter().find(|(k, _)| k == name);
@@ -570,5 +633,45 @@ fn path(value: &Expr, name: &str, example: &str, errors: &mut Errors) -> Option<
             errors.at(other, format!("`{name}` expects {what}, like `{example}`"));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{edit_distance, unknown, BREAKER_KNOWN, KNOWN};
+
+    #[test]
+    fn edit_distance_counts_swaps_as_one_edit() {
+        assert_eq!(edit_distance("qps", "qps"), 0);
+        assert_eq!(edit_distance("qsp", "qps"), 1);
+        assert_eq!(edit_distance("fallbak", "fallback"), 1);
+        assert_eq!(edit_distance("concurency", "concurrency"), 1);
+        assert_eq!(edit_distance("qpss", "qps"), 1);
+        assert_eq!(edit_distance("warmup", "warm_up"), 1);
+        assert_eq!(edit_distance("resorce", "resource"), 1);
+        assert_eq!(edit_distance("", "qps"), 3);
+        assert_eq!(edit_distance("timeout", "window"), 5);
+    }
+
+    #[test]
+    fn near_misses_are_suggested_others_listed() {
+        assert_eq!(
+            unknown("qsp", KNOWN),
+            "unknown argument `qsp`: did you mean `qps`?"
+        );
+        assert_eq!(
+            unknown("maxwait", KNOWN),
+            "unknown argument `maxwait`: did you mean `max_wait`?"
+        );
+        assert_eq!(
+            unknown("recovry", BREAKER_KNOWN),
+            "unknown argument `recovry`: did you mean `recovery`?"
+        );
+        assert!(unknown("timeout", KNOWN)
+            .starts_with("unknown argument `timeout`: expected one of `resource`, `qps`"));
+        assert_eq!(
+            unknown("recovery", KNOWN),
+            "`recovery` is an argument of `breaker(...)`: write `breaker(..., recovery = ...)`"
+        );
     }
 }

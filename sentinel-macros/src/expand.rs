@@ -49,6 +49,18 @@ fn mentions_impl(ty: &syn::Type) -> bool {
     walk(ty.to_token_stream())
 }
 
+/// One of our hygienic names, reported at `span`.
+fn located(ident: &syn::Ident, span: Span) -> syn::Ident {
+    syn::Ident::new(&ident.to_string(), ident.span().located_at(span))
+}
+
+/// A name of ours with the user's hygiene at `span`, for a value whose type errors must be
+/// reported there: rustc reports an argument or receiver with our hygiene at the attribute.
+/// Used only in statements that contain no user code that could name it.
+fn reported_at(name: &str, span: Span) -> syn::Ident {
+    syn::Ident::new(name, span)
+}
+
 /// `tokens` with every span set to `span`.
 fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
@@ -175,104 +187,203 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
     let entry = syn::Ident::new("__sentinel_entry", Span::mixed_site());
     let blocked = syn::Ident::new("__sentinel_blocked", Span::mixed_site());
     let result = syn::Ident::new("__sentinel_result", Span::mixed_site());
+    let slot = syn::Ident::new("__sentinel_slot", Span::mixed_site());
     let is_async = sig.asyncness.is_some();
-    let is_result = valid::returns_result(&sig.output);
+    // The declared return type, where it can be written in the body (not `impl Trait`).
+    let (declared, opaque) = match &sig.output {
+        ReturnType::Type(_, ty) if mentions_impl(ty) => (None, true),
+        ReturnType::Type(_, ty) => (Some(&**ty), false),
+        ReturnType::Default => (None, false),
+    };
+    let never = matches!(declared, Some(syn::Type::Never(_)));
+    let unit = match &sig.output {
+        ReturnType::Default => true,
+        ReturnType::Type(_, ty) => valid::is_unit(ty),
+    };
+    // Where an error about the return type points: the type, or the name for `()`.
+    let output_span = match &sig.output {
+        ReturnType::Type(_, ty) => ty.span(),
+        ReturnType::Default => sig.ident.span(),
+    };
 
-    let on_block = match (&args.fallback, is_async) {
-        (Some(fallback), false) => quote_spanned! {fallback.span()=>
-            return #fallback(#(#passed,)* #blocked)
-        },
-        (Some(fallback), true) => quote_spanned! {fallback.span()=>
-            {
-                #[allow(unused_imports)]
-                use #private::ResolveValue as _;
-                return #private::Fallback(#fallback(#(#passed,)* #blocked)).resolve().await
-            }
-        },
-        (None, _) => {
-            let span = match &sig.output {
-                ReturnType::Type(_, ty) => ty.span(),
-                ReturnType::Default => sig.ident.span(),
+    let on_block = match &args.fallback {
+        Some(fallback) => {
+            let span = fallback.span();
+            let block_error = quote!(#private::BlockError);
+            let pointer = if is_async {
+                None
+            } else {
+                crate::fn_pointer::expected(&sig, &block_error)
             };
-            // Respanned so that a missing `From<BlockError>` is reported at the return type.
-            let private = respan(private.clone(), span);
-            quote_spanned! {span=>
-                return #private::blocked_err(#blocked)
+            match pointer {
+                // The fallback coerced to the signature it must have, at the user's path: a
+                // mismatch names both signatures.
+                Some(pointer) => {
+                    let pointer = respan(pointer, Span::mixed_site().located_at(span));
+                    let local =
+                        syn::Ident::new("__sentinel_fallback", Span::mixed_site().located_at(span));
+                    let call = quote_spanned!(span=> #local(#(#passed,)* #blocked));
+                    let call = match &sig.unsafety {
+                        // Our block, not the user's: no lint asks to document it.
+                        Some(_) => quote!(unsafe { #call }),
+                        None => call,
+                    };
+                    quote_spanned! {span=>
+                        {
+                            let #local: #pointer = #fallback;
+                            #call
+                        }
+                    }
+                }
+                None if is_async => {
+                    let value = quote_spanned! {span=>
+                        #private::Fallback(#fallback(#(#passed,)* #blocked)).resolve().await
+                    };
+                    let value = match opaque {
+                        // Bound first: rustc reports an awaited argument at the attribute.
+                        true => {
+                            let slot = located(&slot, span);
+                            let at = reported_at("__sentinel_fallback_at", span);
+                            quote_spanned! {span=>
+                                let #at = #value;
+                                #slot.fallback(#at)
+                            }
+                        }
+                        false => value,
+                    };
+                    quote_spanned! {span=>
+                        {
+                            #[allow(unused_imports)]
+                            use #private::ResolveValue as _;
+                            #value
+                        }
+                    }
+                }
+                None => {
+                    let slot = located(&slot, span);
+                    let value = quote_spanned!(span=> #fallback(#(#passed,)* #blocked));
+                    match opaque {
+                        true => quote_spanned!(span=> #slot.fallback(#value)),
+                        false => value,
+                    }
+                }
             }
+        }
+        // No fallback: the return type must carry the block (a `Result` whose error type
+        // implements `From<BlockError>`), which the type system checks, at the return type.
+        None if opaque => {
+            let at = reported_at("__sentinel_slot_at", output_span);
+            quote_spanned! {output_span=>
+                {
+                    let #at = &#slot;
+                    #at.blocked(#blocked)
+                }
+            }
+        }
+        None => {
+            let private = respan(private.clone(), output_span);
+            quote_spanned!(output_span=> #private::blocked(#blocked))
         }
     };
 
-    // A `Result` whose `Err` counts as an error (all of them, or those `is_error` accepts).
-    let mark_error = match (&args.is_error, is_result) {
-        (_, false) => quote!(),
-        (Some(is_error), true) => {
+    // The body's value: an `Err` of a `Result` (whatever its spelling, decided by the type
+    // system) counts as an error, or those `is_error` accepts.
+    let mark_error = match &args.is_error {
+        _ if unit || never => quote!(),
+        Some(is_error) => {
             let err = syn::Ident::new(
                 "__sentinel_err",
                 Span::mixed_site().located_at(is_error.span()),
             );
+            let private = respan(private.clone(), is_error.span());
+            let at = reported_at("__sentinel_result_at", is_error.span());
             quote_spanned! {is_error.span()=>
-                if let ::core::result::Result::Err(#err) = &#result {
+                let #at = &#result;
+                if let ::core::option::Option::Some(#err) = #private::ResultValue::error(#at) {
                     if #is_error(#err) {
                         #entry.set_error();
                     }
                 }
             }
         }
-        (None, true) => quote! {
-            if ::core::result::Result::is_err(&#result) {
-                #entry.set_error();
+        None => quote! {
+            {
+                #[allow(unused_imports)]
+                use #private::NotAResult as _;
+                if #private::Outcome(&#result).failed() {
+                    #entry.set_error();
+                }
             }
         },
     };
-    // Pin the body's result to the declared type, so a type error in `is_error` is reported
-    // against `is_error`, not inferred back into the body (`impl Trait` cannot be written here).
-    let result_type = match &sig.output {
-        ReturnType::Type(_, ty) if !mentions_impl(ty) => quote!(: #ty),
-        _ => quote!(),
+    // The body in its own closure (sync) or future (async), so that its `return`s and `?`s
+    // come back here. The closure declares the return type, so the body is checked against it
+    // as it would be in the function (coercions included).
+    let run = if is_async {
+        let annotation = declared.filter(|_| !never).map(|ty| quote!(: #ty));
+        quote!(let #result #annotation = async move #block .await;)
+    } else {
+        let annotation = declared.map(|ty| quote!(-> #ty));
+        quote!(let #result = #private::call_once(move || #annotation #block);)
     };
-    let body = match (is_async, is_result) {
-        // Nothing to inspect: run the body in place; the guard drops on every return.
-        (false, false) => quote!(#block),
-        (false, true) => quote! {{
-            let #result #result_type = #private::call_once(move || #block);
-            #mark_error
-            #result
-        }},
+    // `impl Trait`: the blocked call's value must be the body's (unnamed) type.
+    let (slot_decl, run) = match opaque {
+        true => {
+            let run = quote! {
+                #run
+                let #result = #slot.body(#result);
+            };
+            (quote!(let #slot = #private::ReturnSlot::default();), run)
+        }
+        false => (quote!(), run),
+    };
+    // What follows the body; a body that never returns is the arm's value, with nothing after.
+    let body = match (never, is_async) {
+        (true, false) => quote!(#private::call_once(move || -> ! #block)),
+        (true, true) => quote!(async move #block .await),
+        (false, false) => quote!(#run #mark_error #result),
         // The guard lives inside the future; finishing marks it not abandoned.
-        (true, _) => quote! {{
-            let #result #result_type = async move #block .await;
-            #mark_error
-            #private::finished(&#entry);
-            #result
-        }},
+        (false, true) => quote!(#run #mark_error #private::finished(&#entry); #result),
     };
-    // A sync caller sleeps through a throttling wait inside `enter`; an async caller awaits it
-    // holding the reservation, which gives everything back if the future is dropped.
-    let enter = if is_async {
+    let admitted = if is_async {
+        // An async caller awaits a throttling wait holding the reservation, which gives
+        // everything back if the future is dropped.
         let reservation = syn::Ident::new("__sentinel_reservation", Span::mixed_site());
         quote! {
-            let #reservation = match #node.reserve_async() {
-                ::core::result::Result::Ok(reservation) => reservation,
-                ::core::result::Result::Err(#blocked) => #on_block,
-            };
-            #private::wait_for_turn(&#reservation).await;
-            let #entry = #reservation.into_entry();
+            ::core::result::Result::Ok(#reservation) => {
+                #private::wait_for_turn(&#reservation).await;
+                let #entry = #reservation.into_entry();
+                #body
+            }
         }
     } else {
+        // A sync caller sleeps through a throttling wait inside `enter`.
         quote! {
-            let #entry = match #node.enter() {
-                ::core::result::Result::Ok(entry) => entry,
-                ::core::result::Result::Err(#blocked) => #on_block,
-            };
+            ::core::result::Result::Ok(#entry) => {
+                #body
+            }
         }
+    };
+    // `return`: a fallback of the wrong type is reported against the return type. Not where
+    // the fallback never returns either (nothing may follow it).
+    let ret = match never {
+        true => quote!(),
+        false => quote!(return),
+    };
+    let admission = match is_async {
+        true => quote!(#node.reserve_async()),
+        false => quote!(#node.enter()),
     };
 
     quote! {
         #(#attrs)*
         #vis #sig {
             static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
-            #enter
-            #body
+            #slot_decl
+            match #admission {
+                #admitted
+                ::core::result::Result::Err(#blocked) => #ret #on_block,
+            }
         }
     }
 }

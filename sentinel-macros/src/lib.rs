@@ -2,12 +2,17 @@
 //! whose documentation describes every argument.
 //!
 //! Stages, one module each: `args` parses, `valid` checks across arguments, against the
-//! run-time's rule limits and the signature, `expand` generates the code.
+//! run-time's rule limits and the signature, `expand` generates the code (with `fn_pointer`,
+//! the fallback's expected signature). What only the type system can know (is the return type
+//! a `Result`? does the fallback return the body's type?) is checked by the generated code
+//! through `sentinel_runtime::__private`, with messages of its own.
 
 mod args;
 mod duration;
 mod errors;
 mod expand;
+mod fn_pointer;
+mod limits;
 mod valid;
 
 use proc_macro::TokenStream;

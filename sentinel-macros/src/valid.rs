@@ -7,32 +7,7 @@ use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 use crate::args::{Args, WithSpan};
 use crate::duration;
 use crate::errors::Errors;
-
-/// The limits `sentinel_runtime`'s rule validation enforces (`FlowRule::validate`,
-/// `CircuitBreakerRule::validate`), mirrored here because this crate cannot depend on the
-/// runtime. A default rule that fails validation is dropped when its node is built, so the
-/// attribute refuses at compile time every value the rule it builds would be refused for.
-/// `tests/ui/pass/limits_at_maximum.rs` checks at run time that rules at these maximums validate.
-pub(crate) mod limits {
-    /// `rules::MAX_THRESHOLD`: the largest `qps`.
-    pub(crate) const MAX_THRESHOLD: f64 = 2_147_483_647.0;
-    /// `rules::MAX_THRESHOLD` for a `concurrency` rule, a whole number.
-    pub(crate) const MAX_CONCURRENCY: u32 = 2_147_483_647;
-    /// `rules::MAX_WAIT_LIMIT`: the longest `max_wait`, 1 h.
-    pub(crate) const MAX_WAIT_MS: u64 = 3_600_000;
-    /// `rules::MAX_WARM_UP`: the longest `warm_up`, 24 h.
-    pub(crate) const MAX_WARM_UP_MS: u64 = 86_400_000;
-    /// `rules::MAX_COLD_FACTOR`: the largest `cold_factor`.
-    pub(crate) const MAX_COLD_FACTOR: f64 = 100.0;
-    /// `rules::MAX_RECOVERY`: the longest `recovery`, 24 h.
-    pub(crate) const MAX_RECOVERY_MS: u64 = 86_400_000;
-    /// `rules::MAX_MIN_REQUESTS`: the largest `min_requests`.
-    pub(crate) const MAX_MIN_REQUESTS: u32 = 1_000_000_000;
-    /// `rules::MAX_PROBES`: the most `probes`.
-    pub(crate) const MAX_PROBES: u32 = 1_000;
-    /// The longest statistics `window` (flow or breaker): `u32::MAX` milliseconds.
-    pub(crate) const MAX_WINDOW_MS: u64 = u32::MAX as u64;
-}
+use crate::limits;
 
 /// What the generated code passes to the fallback: `self` or an argument's name.
 pub(crate) enum Passed {
@@ -49,22 +24,12 @@ impl ToTokens for Passed {
     }
 }
 
-/// Whether the function's return type is a `Result` (any path whose last segment is
-/// `Result`: `Result<T, E>`, `io::Result<T>`, `anyhow::Result<T>`).
-pub(crate) fn returns_result(output: &ReturnType) -> bool {
-    match output {
-        ReturnType::Type(_, ty) => is_result(ty),
-        ReturnType::Default => false,
-    }
-}
-
-fn is_result(ty: &Type) -> bool {
+/// `()`, however parenthesized.
+pub(crate) fn is_unit(ty: &Type) -> bool {
     match ty {
-        Type::Path(p) => {
-            p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Result")
-        }
-        Type::Group(g) => is_result(&g.elem),
-        Type::Paren(p) => is_result(&p.elem),
+        Type::Tuple(t) => t.elems.is_empty(),
+        Type::Group(g) => is_unit(&g.elem),
+        Type::Paren(p) => is_unit(&p.elem),
         _ => false,
     }
 }
@@ -179,30 +144,28 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
              updates statistics at run time; remove `const` or the attribute",
         );
     }
-    if !args.fallback_given && !returns_result(&sig.output) {
+    // Whether any other return type is a `Result` is decided by the type system (an alias is
+    // one), through `__private::BlockedValue` and `__private::ResultValue`; `()` never is.
+    let returns_unit = match &sig.output {
+        ReturnType::Default => true,
+        ReturnType::Type(_, ty) => is_unit(ty),
+    };
+    if !args.fallback_given && returns_unit {
         let message = "#[sentinel] needs `fallback = ...` here: when a call is blocked the \
                        function must still return a value, and only a `Result` can carry the \
                        `BlockError`. Add `fallback = some_fn` (taking the same arguments plus a \
                        `BlockError`, returning the same type), or return a `Result` whose error \
-                       type implements `From<BlockError>`";
-        match &sig.output {
-            ReturnType::Type(_, ty) => errors.at(ty, message),
-            ReturnType::Default => errors.at(
-                &sig.ident,
-                format!("{message} (this function returns `()`)"),
-            ),
-        }
+                       type implements `From<BlockError>` (this function returns `()`)";
+        errors.at(&sig.ident, message);
     }
     check_shaping(args, errors);
     check_limits(args, errors);
-    if let Some(is_error) = &args.is_error {
-        if !returns_result(&sig.output) {
-            errors.at(
-                is_error,
-                "`is_error` decides which `Err` values count as errors, so the function must \
-                 return a `Result`",
-            );
-        }
+    if let (Some(is_error), true) = (&args.is_error, returns_unit) {
+        errors.at(
+            is_error,
+            "`is_error` decides which `Err` values count as errors, so the function must \
+             return a `Result`, not `()`",
+        );
     }
     let mut passed = Vec::new();
     for input in &sig.inputs {

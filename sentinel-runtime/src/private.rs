@@ -286,9 +286,133 @@ impl<T> ResolveValue<T> for Fallback<T> {
     }
 }
 
-/// The error a guarded `Result` function returns when blocked: `E::from(block)`. Generic, so no
+/// A return type that can carry a block: what a guarded function without `fallback` returns
+/// when blocked. Implemented for every `Result<T, E>` whose `E: From<BlockError>`, however it is
+/// spelled (`io::Result<T>`, a `type ApiResult<T> = Result<T, AppError>` alias, ...): the type
+/// system decides, not the name.
+#[diagnostic::on_unimplemented(
+    message = "#[sentinel] needs `fallback = ...` here: a blocked call must still return a `{Self}`",
+    label = "a blocked call cannot return this type without a fallback",
+    note = "add `fallback = some_fn` (taking the same arguments plus a `BlockError`, returning `{Self}`), or return a `Result` whose error type implements `From<BlockError>` (any alias of `Result` works)"
+)]
+pub trait BlockedValue: Sized {
+    /// `Err(E::from(block))`.
+    fn blocked(block: BlockError) -> Self;
+}
+
+impl<T, E: From<BlockError>> BlockedValue for Result<T, E> {
+    #[inline]
+    fn blocked(block: BlockError) -> Self {
+        Err(E::from(block))
+    }
+}
+
+/// The value a guarded function without `fallback` returns when blocked. Generic, so no
 /// "useless conversion" lint fires in the user's crate when `E` is `BlockError` itself.
 #[inline]
-pub fn blocked_err<T, E: From<BlockError>>(block: BlockError) -> Result<T, E> {
-    Err(E::from(block))
+pub fn blocked<R: BlockedValue>(block: BlockError) -> R {
+    R::blocked(block)
+}
+
+/// A `Result` return type, however it is spelled: what `is_error = f` inspects.
+#[diagnostic::on_unimplemented(
+    message = "`is_error` decides which `Err` values count as errors, so the function must return a `Result`, not `{Self}`",
+    label = "`is_error` needs a `Result` return type",
+    note = "remove `is_error`, or return a `Result` (any alias of `Result` works)"
+)]
+pub trait ResultValue {
+    /// The `Err` type.
+    type Error;
+    /// The `Err` value, if this is one.
+    fn error(&self) -> Option<&Self::Error>;
+}
+
+impl<T, E> ResultValue for Result<T, E> {
+    type Error = E;
+    #[inline]
+    fn error(&self) -> Option<&E> {
+        self.as_ref().err()
+    }
+}
+
+/// A guarded function's return value, asked whether it is an `Err`:
+/// `Outcome(&value).failed()` picks the inherent method for any `Result` (whatever its
+/// spelling), else [`NotAResult::failed`], which is `false`.
+#[derive(Debug)]
+pub struct Outcome<'a, T>(pub &'a T);
+
+impl<T, E> Outcome<'_, Result<T, E>> {
+    /// A `Result`: `Err` counts as an error.
+    #[inline]
+    pub fn failed(&self) -> bool {
+        self.0.is_err()
+    }
+}
+
+/// Any other return value: never an error by itself (a panic still is).
+pub trait NotAResult {
+    /// `false`.
+    #[inline]
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+impl<T> NotAResult for Outcome<'_, T> {}
+
+/// Ties the value of a blocked call to the type the body returned, for functions returning
+/// `impl Trait` (whose type the generated code cannot name).
+pub struct ReturnSlot<T>(core::marker::PhantomData<fn() -> T>);
+
+impl<T> core::fmt::Debug for ReturnSlot<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ReturnSlot")
+    }
+}
+
+impl<T> Default for ReturnSlot<T> {
+    fn default() -> Self {
+        ReturnSlot(core::marker::PhantomData)
+    }
+}
+
+impl<T> ReturnSlot<T> {
+    /// The body's value: fixes `T`.
+    #[inline(always)]
+    pub fn body(&self, value: T) -> T {
+        value
+    }
+
+    /// The fallback's value, which must be the body's type.
+    #[inline(always)]
+    pub fn fallback<F: FallbackValue<T>>(&self, value: F) -> T {
+        value.into_value()
+    }
+
+    /// Without a fallback: the block as the body's `Result` type.
+    #[inline]
+    pub fn blocked(&self, block: BlockError) -> T
+    where
+        T: BlockedValue,
+    {
+        T::blocked(block)
+    }
+}
+
+/// The fallback of a function returning `impl Trait` returns the body's concrete type.
+#[diagnostic::on_unimplemented(
+    message = "the fallback returns `{Self}`, but the guarded function's body returns `{R}`",
+    label = "the fallback must return `{R}`",
+    note = "a function returning `impl Trait` still returns one concrete type, here `{R}`; a fallback returning `impl Trait` of its own is a different type: declare the fallback `-> {R}`"
+)]
+pub trait FallbackValue<R> {
+    /// The value itself.
+    fn into_value(self) -> R;
+}
+
+impl<R> FallbackValue<R> for R {
+    #[inline(always)]
+    fn into_value(self) -> R {
+        self
+    }
 }

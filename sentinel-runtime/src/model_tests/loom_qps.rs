@@ -18,27 +18,115 @@
 //!   that window, so that exactly the remainder fits ([`assert_settles`]). An aborted add that was
 //!   not rolled back, a rollback that was lost, or a count that carried into a tag shows here.
 
-use std::sync::atomic::Ordering::{self, SeqCst};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64 as StdWord;
+use std::sync::atomic::Ordering::{self, Relaxed, SeqCst};
+use std::sync::{Arc as StdArc, Mutex};
 
 use loom::sync::atomic::{fence, AtomicU64 as LoomWord};
-use loom::sync::Arc;
-use loom::thread;
+use loom::sync::{Arc, Notify};
+use loom::thread::{self, ThreadId};
 
 use crate::slot::qps_ring::{QpsRing, MAX_COUNT};
 use crate::sync::AtomicWord;
 
-/// A loom word whose `SeqCst` accesses are sequentially consistent.
+/// A loom word whose `SeqCst` accesses are sequentially consistent, and whose waits block.
 ///
-/// Loom 0.7 models a `SeqCst` *access* as `AcqRel` (its README, "Unsupported features"; it
-/// supports `SeqCst` *fences*). The QPS ring relies on `SeqCst` for a store-load order (a
-/// Dekker pattern: a reserver CASes its bucket then loads `seq`; a mover CASes `seq` then loads
-/// the buckets), so on a plain loom word loom reports executions no real machine can produce
-/// (see [`plain_loom_words_report_a_false_alarm`]). Every access of the ring is `SeqCst`, and a
-/// program whose atomics are all `SeqCst` has only sequentially consistent executions (C++20
-/// [atomics.order]), which is exactly what a `SeqCst` fence on each side of every access gives
-/// loom: the model stays exact, neither weaker nor stronger.
+/// * **`SeqCst`.** Loom 0.7 models a `SeqCst` *access* as `AcqRel` (its README, "Unsupported
+///   features"; it supports `SeqCst` *fences*). The QPS ring relies on `SeqCst` for a store-load
+///   order (a Dekker pattern: a reserver CASes its bucket then loads `seq`; a mover CASes `seq`
+///   then loads the buckets), so on a plain loom word loom reports executions no real machine
+///   can produce (see [`plain_loom_words_report_a_false_alarm`]). Every access of the QPS ring
+///   is `SeqCst`, and a program whose atomics are all `SeqCst` has only sequentially consistent
+///   executions, which is exactly what a `SeqCst` fence on each side of every access gives
+///   loom: the model stays exact. Accesses with other orderings are left as they are.
+/// * **Waits.** With `loom::thread::yield_now` as the spin, two threads waiting at once for a
+///   third (two reservers while one moves the head) make loom 0.7 explore an unbounded
+///   alternation of the two waiters ("Model exceeded maximum number of branches"). Here a
+///   waiter whose last read was a load that returned the newest value of its word, with
+///   nothing written anywhere since, blocks until another thread writes: until then every load
+///   it could make returns that same value (coherence), and both rings' waits reload the word
+///   and decide on its value alone, so the executions skipped are exactly the ones that repeat
+///   a fruitless spin. A waiter that may read something newer, or whose last read was a failed
+///   CAS, just yields, as the product does.
 #[derive(Debug)]
-pub(super) struct ScWord(LoomWord);
+pub(super) struct ScWord {
+    word: LoomWord,
+    /// The newest value in the word's modification order (loom orders the stores to one word
+    /// as they execute). Bookkeeping outside the model: it costs no scheduling point.
+    newest: StdWord,
+}
+
+/// Per execution: writes so far, what each thread last read, and who waits for a write.
+#[derive(Default)]
+struct Waits {
+    epoch: u64,
+    /// Per thread: the epoch of its last read, and whether that read was a load returning the
+    /// newest value.
+    read_at: HashMap<ThreadId, (u64, bool)>,
+    notify: HashMap<ThreadId, StdArc<Notify>>,
+    blocked: Vec<StdArc<Notify>>,
+}
+
+loom::lazy_static! {
+    static ref WAITS: Mutex<Waits> = Mutex::new(Waits::default());
+}
+
+fn waits() -> std::sync::MutexGuard<'static, Waits> {
+    WAITS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Notes a read by this thread, and whether it returned the newest value.
+fn after_read(newest: bool) {
+    let me = thread::current().id();
+    let mut w = waits();
+    let epoch = w.epoch;
+    w.read_at.insert(me, (epoch, newest));
+}
+
+/// Notes a write and wakes every blocked waiter (outside the lock: a notify is a scheduling
+/// point, and all loom threads share one OS thread).
+fn after_write() {
+    let woken = {
+        let mut w = waits();
+        w.epoch += 1;
+        std::mem::take(&mut w.blocked)
+    };
+    for n in woken {
+        n.notify();
+    }
+}
+
+/// Yields if this thread may read something new; blocks until a write if not.
+fn wait_for_a_write() {
+    let me = thread::current().id();
+    let stale = {
+        let w = waits();
+        match w.read_at.get(&me) {
+            Some(&(epoch, newest)) => !newest || w.epoch > epoch,
+            None => true,
+        }
+    };
+    if stale {
+        thread::yield_now();
+        return;
+    }
+    let known = waits().notify.get(&me).cloned();
+    let n = known.unwrap_or_else(|| {
+        let n = StdArc::new(Notify::new());
+        waits().notify.insert(me, n.clone());
+        n
+    });
+    {
+        let mut w = waits();
+        if !w.blocked.iter().any(|b| StdArc::ptr_eq(b, &n)) {
+            w.blocked.push(n.clone());
+        }
+    }
+    n.wait();
+}
 
 /// Runs `access` between two `SeqCst` fences if `order` is `SeqCst`.
 fn sc<T>(order: Ordering, access: impl FnOnce() -> T) -> T {
@@ -52,24 +140,82 @@ fn sc<T>(order: Ordering, access: impl FnOnce() -> T) -> T {
     }
 }
 
+impl ScWord {
+    fn read(&self, order: Ordering, access: impl FnOnce() -> u64) -> u64 {
+        let value = sc(order, access);
+        after_read(value == self.newest.load(Relaxed));
+        value
+    }
+
+    /// An RMW returning the old value; `next` gives the value it wrote.
+    fn rmw(
+        &self,
+        order: Ordering,
+        access: impl FnOnce() -> u64,
+        next: impl FnOnce(u64) -> u64,
+    ) -> u64 {
+        let old = sc(order, access);
+        self.newest.store(next(old), Relaxed);
+        after_write();
+        old
+    }
+
+    fn cas(
+        &self,
+        new: u64,
+        order: Ordering,
+        access: impl FnOnce() -> Result<u64, u64>,
+    ) -> Result<u64, u64> {
+        let result = sc(order, access);
+        match result {
+            Ok(_) => {
+                self.newest.store(new, Relaxed);
+                after_write();
+            }
+            // The caller may retry at once (the lock's CAS failing on an even `seq`): never
+            // block after a failed CAS, only yield.
+            Err(_) => after_read(false),
+        }
+        result
+    }
+
+    /// A `SeqCst` decrement (for ghost counters; not part of [`AtomicWord`]).
+    fn decrement(&self) {
+        self.rmw(SeqCst, || self.word.fetch_sub(1, SeqCst), |old| old - 1);
+    }
+}
+
 impl AtomicWord for ScWord {
     fn new(value: u64) -> Self {
-        ScWord(LoomWord::new(value))
+        ScWord {
+            word: LoomWord::new(value),
+            newest: StdWord::new(value),
+        }
     }
     fn load(&self, order: Ordering) -> u64 {
-        sc(order, || self.0.load(order))
+        self.read(order, || self.word.load(order))
     }
     fn store(&self, value: u64, order: Ordering) {
-        sc(order, || self.0.store(value, order))
+        sc(order, || self.word.store(value, order));
+        self.newest.store(value, Relaxed);
+        after_write();
     }
     fn swap(&self, value: u64, order: Ordering) -> u64 {
-        sc(order, || self.0.swap(value, order))
+        self.rmw(order, || self.word.swap(value, order), |_| value)
     }
     fn fetch_add(&self, value: u64, order: Ordering) -> u64 {
-        sc(order, || self.0.fetch_add(value, order))
+        self.rmw(
+            order,
+            || self.word.fetch_add(value, order),
+            |old| old.wrapping_add(value),
+        )
     }
     fn fetch_min(&self, value: u64, order: Ordering) -> u64 {
-        sc(order, || self.0.fetch_min(value, order))
+        self.rmw(
+            order,
+            || self.word.fetch_min(value, order),
+            |old| old.min(value),
+        )
     }
     fn compare_exchange(
         &self,
@@ -78,8 +224,8 @@ impl AtomicWord for ScWord {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
-        sc(strongest(success, failure), || {
-            self.0.compare_exchange(current, new, success, failure)
+        self.cas(new, strongest(success, failure), || {
+            self.word.compare_exchange(current, new, success, failure)
         })
     }
     fn compare_exchange_weak(
@@ -89,12 +235,13 @@ impl AtomicWord for ScWord {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
-        sc(strongest(success, failure), || {
-            self.0.compare_exchange_weak(current, new, success, failure)
+        self.cas(new, strongest(success, failure), || {
+            self.word
+                .compare_exchange_weak(current, new, success, failure)
         })
     }
     fn spin_wait() {
-        loom::thread::yield_now();
+        wait_for_a_write();
     }
 }
 
@@ -146,7 +293,13 @@ fn assert_windows(admitted: &[(u64, u64)], w: u64, limit: u64) {
 
 /// Moves the head from `head` to `head + 1` and checks that the window there holds exactly the
 /// `admitted` passes within it: exactly the rest of the limit fits, and not one more.
-fn assert_settles<A: AtomicWord>(r: &QpsRing<A>, head: u64, admitted: &[(u64, u64)], w: u64, limit: u64) {
+fn assert_settles<A: AtomicWord>(
+    r: &QpsRing<A>,
+    head: u64,
+    admitted: &[(u64, u64)],
+    w: u64,
+    limit: u64,
+) {
     let next = head + 1;
     let inside: u64 = admitted
         .iter()
@@ -172,7 +325,9 @@ fn assert_settles<A: AtomicWord>(r: &QpsRing<A>, head: u64, admitted: &[(u64, u6
 /// Spawns one thread per `(now, count)` reserving against `limit`; returns what each got.
 fn reserve_all<A: AtomicWord + 'static>(
     r: &Arc<QpsRing<A>>,
-    calls: &[(u64, u64)], limit: u64) -> Vec<Option<u64>> {
+    calls: &[(u64, u64)],
+    limit: u64,
+) -> Vec<Option<u64>> {
     let handles: Vec<_> = calls
         .iter()
         .map(|&(now, count)| {
@@ -346,7 +501,7 @@ fn reserve_advance_rollback(strict: bool, bound: usize) {
         let roll = {
             let (r, held) = (r.clone(), held.clone());
             thread::spawn(move || {
-                sc(SeqCst, || held.0.fetch_sub(1, SeqCst));
+                held.decrement();
                 r.rollback(4, 1);
             })
         };

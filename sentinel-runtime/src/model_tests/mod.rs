@@ -2,3 +2,6 @@
 //! against plain reference models.
 
 mod loom_qps;
+mod loom_ring;
+mod qps_model;
+mod ring_model;

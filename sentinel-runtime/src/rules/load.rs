@@ -6,6 +6,7 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 
 use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::flow::FlowRule;
+use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
 use crate::error::RuleError;
 use crate::node::{Defaults, ResourceNode};
 use crate::registry;
@@ -22,6 +23,7 @@ fn resolve_stats(name: &str) -> Option<&'static NodeStats> {
 struct Loaded {
     flow: HashMap<String, Vec<FlowRule>>,
     breakers: HashMap<String, Vec<CircuitBreakerRule>>,
+    hotspot: HashMap<String, Vec<HotspotRule>>,
 }
 
 impl Loaded {
@@ -29,6 +31,7 @@ impl Loaded {
         node.apply_rules(
             self.flow.get(node.name()).map(Vec::as_slice),
             self.breakers.get(node.name()).map(Vec::as_slice),
+            self.hotspot.get(node.name()).map(Vec::as_slice),
             resolve_stats,
         );
     }
@@ -43,7 +46,9 @@ impl Loaded {
     }
 
     fn names(&self, name: &str) -> bool {
-        self.flow.contains_key(name) || self.breakers.contains_key(name)
+        self.flow.contains_key(name)
+            || self.breakers.contains_key(name)
+            || self.hotspot.contains_key(name)
     }
 }
 
@@ -163,7 +168,6 @@ fn breakers_by_resource(
 /// Validates every rule of every kind, then replaces every kind at once (under one lock, so a
 /// concurrent load of one kind sees either none or all of this set); on any error nothing
 /// changes and every failing rule is reported, by its position in its kind's list.
-#[allow(dead_code)] // until the rule-set loader uses it
 pub(crate) fn replace_all(
     flow: Vec<FlowRule>,
     breakers: Vec<CircuitBreakerRule>,
@@ -201,6 +205,47 @@ pub(crate) fn replace_all(
         .collect();
     loaded.apply_to(&names);
     Ok(())
+}
+
+/// Replaces the loaded hotspot rules with `rules`, with the same validation and
+/// default-versus-loaded semantics as [`load_flow_rules`]. A loaded rule of the same shape
+/// (parameter, metric, window, capacity, exceptions) as one in force keeps every value's state
+/// and only changes the threshold, burst and wait: a reload grants no fresh burst.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, HotspotRule};
+///
+/// rules::load_hotspot_rules(vec![HotspotRule::qps("doc-hot", 0, 10.0).burst(5)]).unwrap();
+/// let bad = rules::load_hotspot_rules(vec![HotspotRule::qps("doc-hot", 0, 10.0).capacity(0)]);
+/// assert_eq!(bad.unwrap_err().field(), "capacity");
+/// # rules::load_hotspot_rules(vec![]).unwrap();
+/// ```
+pub fn load_hotspot_rules(rules: impl IntoIterator<Item = HotspotRule>) -> Result<(), RuleError> {
+    let rules: Vec<HotspotRule> = rules.into_iter().collect();
+    for rule in &rules {
+        rule.validate()?;
+    }
+    let grouped = by_resource(rules, |r| &r.resource);
+    let mut too_many: Vec<&String> = grouped
+        .iter()
+        .filter(|(_, r)| r.len() > MAX_HOTSPOT_RULES_PER_RESOURCE)
+        .map(|(name, _)| name)
+        .collect();
+    too_many.sort();
+    if let Some(resource) = too_many.first() {
+        return Err(RuleError::new(
+            resource,
+            "resource",
+            format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules"),
+        ));
+    }
+    replace(|l| &mut l.hotspot, grouped);
+    Ok(())
+}
+
+/// The hotspot rules loaded now (not the defaults), by resource name.
+pub fn hotspot_rules() -> Vec<HotspotRule> {
+    sorted(&loaded().hotspot)
 }
 
 fn sorted<R: Clone>(map: &HashMap<String, Vec<R>>) -> Vec<R> {
@@ -250,10 +295,16 @@ pub(crate) fn defined_node(name: &str, defaults: &Defaults) -> &'static Resource
 /// rules for it in force. A name that loaded rules mention always gets its node; any other new
 /// name counts against the cap on resources, and beyond it gets the shared overflow node (its
 /// entries pass unchecked).
-pub(crate) fn node_by_name(name: &str) -> &'static ResourceNode {
-    if let Some(node) = registry::get(name) {
-        return node;
+#[inline]
+pub(crate) fn node_by_name(slot: usize, name: &str) -> &'static ResourceNode {
+    match registry::get_in(slot, name) {
+        Some(node) => node,
+        None => create_by_name(name),
     }
+}
+
+#[cold]
+fn create_by_name(name: &str) -> &'static ResourceNode {
     let loaded = loaded();
     let capped = !loaded.names(name);
     registry::get_or_create(name, capped, |node| loaded.apply(node))

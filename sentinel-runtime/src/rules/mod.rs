@@ -20,17 +20,40 @@
 //! replaces are freed (once no call is reading them).
 
 pub(crate) mod breaker;
+#[cfg(feature = "rule-files")]
+pub mod files;
 pub(crate) mod flow;
+pub(crate) mod hotspot;
 mod load;
+#[cfg(feature = "rule-files")]
+mod node;
+#[cfg(feature = "rule-files")]
+mod sentinel_format;
+mod set;
+#[cfg(feature = "rule-files")]
+mod watch;
 mod window;
 
+/// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));
+/// a hotspot rule's `param_index` is below it.
+pub use crate::param::MAX_PARAMS;
 pub use breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
     MAX_RECOVERY,
 };
+#[cfg(feature = "rule-files")]
+pub use files::load_file;
 pub use flow::{
     FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW, MAX_COLD_FACTOR,
     MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
 };
+pub use hotspot::{
+    HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
+    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW,
+};
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
 pub(crate) use load::{defined_node, node_by_name};
+pub use load::{hotspot_rules, load_hotspot_rules};
+pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
+#[cfg(feature = "rule-files")]
+pub use watch::{watch_file, RuleWatcher, WatchStatus};

@@ -7,7 +7,7 @@
 //! limit (one CAS), and rolls it back if the window moved meanwhile: so at a fixed time exactly
 //! `limit` callers pass.
 
-use super::qps::QpsGate;
+use super::qps::{QpsGate, Recent};
 use super::related::{RelatedGate, Resolve};
 use super::throttle::ThrottleGate;
 use crate::clock;
@@ -43,10 +43,6 @@ impl GateShape {
     }
 }
 
-/// The passes a resource admitted since a time: `recent(since, f)` calls `f(start, length,
-/// passes)` per statistics bucket (see [`QpsGate::seed`]).
-pub(crate) type Recent<'a> = &'a dyn Fn(u64, &mut dyn FnMut(u64, u64, u64));
-
 /// A gate's admission of a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Pass {
@@ -75,12 +71,7 @@ impl Gate {
     /// The gate for a validated QPS `rule`; `resolve` finds a related resource's node;
     /// `recent(since, f)` reports the node's passes since `since` (see [`QpsGate::seed`]), so
     /// that a new gate counts what the node already admitted.
-    pub(crate) fn new(
-        rule: &FlowRule,
-        now: u64,
-        resolve: Resolve,
-        recent: Recent<'_>,
-    ) -> Gate {
+    pub(crate) fn new(rule: &FlowRule, now: u64, resolve: Resolve, recent: Recent<'_>) -> Gate {
         debug_assert_eq!(rule.metric, FlowMetric::Qps);
         let kind = match (&rule.relate, rule.max_wait) {
             (Some(related), _) => Kind::Related(RelatedGate::new(related, rule.threshold, resolve)),

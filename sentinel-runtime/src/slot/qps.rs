@@ -7,6 +7,10 @@ use super::threshold::Threshold;
 use super::warm_up::WarmUpCurve;
 use crate::rules::flow::FlowRule;
 
+/// The passes a resource admitted since a time: `recent(since, f)` calls `f(start, length,
+/// passes)` per statistics bucket (see [`QpsGate::seed`]).
+pub(crate) type Recent<'a> = &'a dyn Fn(u64, &mut dyn FnMut(u64, u64, u64));
+
 /// Exact admission over a sliding window of passes: a [`QpsRing`] with the rule's threshold
 /// (or, with warm-up, the warm-up curve's current rate) as its limit.
 #[derive(Debug)]
@@ -37,7 +41,7 @@ impl QpsGate {
     /// `f(start, length, passes)` per statistics bucket. Each lands in the gate bucket holding
     /// the end of its statistics bucket (never earlier than it happened, so it stays in the
     /// window at least as long as it should: at most one statistics bucket longer).
-    pub(super) fn seed(&mut self, now: u64, recent: super::gate::Recent<'_>) {
+    pub(super) fn seed(&mut self, now: u64, recent: Recent<'_>) {
         let since = now.saturating_sub(self.window_ms.saturating_mul(1_000_000));
         let ring = &mut self.ring;
         recent(since, &mut |start, length, passes| {

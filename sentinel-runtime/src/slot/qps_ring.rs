@@ -208,6 +208,13 @@ impl<A: AtomicWord> QpsRing<A> {
     /// Takes `count` back out of the bucket of `period`, if it still belongs to that period (a
     /// move of the head already dropped it otherwise).
     pub(crate) fn rollback(&self, period: u64, count: u64) {
+        // A bucket whose period has left the ring holds a later period now, maybe one with the
+        // same 32-bit tag (2^32 periods later): compare the full period with the head first.
+        // (The head cannot move 2^32 periods between this check and the CAS below.)
+        let head = self.head.head.load(SeqCst);
+        if period > head || head - period >= self.len {
+            return;
+        }
         let slot = self.slot(period);
         let mut word = slot.load(SeqCst);
         while tag(word) == tag_of(period) && value(word) >= count {

@@ -194,10 +194,7 @@ impl<T: Send + Sync> Published<T> {
         }
         let word = &hazards.words[depth];
         hazards.used.store(depth + 1, Ordering::Relaxed);
-        let _guard = HazardGuard {
-            hazards,
-            depth,
-        };
+        let _guard = HazardGuard { hazards, depth };
         let asymmetric = ASYMMETRIC.load(Ordering::Relaxed);
         let mut p = self.ptr.load(Ordering::Acquire);
         loop {

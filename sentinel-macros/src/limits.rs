@@ -1,0 +1,21 @@
+//! The run-time limits the attribute checks at compile time, mirroring `sentinel-runtime`'s
+//! (the macro crate cannot depend on the runtime).
+
+/// `rules::MAX_THRESHOLD`: the largest `qps`.
+pub(crate) const MAX_THRESHOLD: f64 = 2_147_483_647.0;
+/// `rules::MAX_THRESHOLD` for a `concurrency` rule, a whole number.
+pub(crate) const MAX_CONCURRENCY: u32 = 2_147_483_647;
+/// `rules::MAX_WAIT_LIMIT`: the longest `max_wait`, 1 h.
+pub(crate) const MAX_WAIT_MS: u64 = 3_600_000;
+/// `rules::MAX_WARM_UP`: the longest `warm_up`, 24 h.
+pub(crate) const MAX_WARM_UP_MS: u64 = 86_400_000;
+/// `rules::MAX_COLD_FACTOR`: the largest `cold_factor`.
+pub(crate) const MAX_COLD_FACTOR: f64 = 100.0;
+/// `rules::MAX_RECOVERY`: the longest `recovery`, 24 h.
+pub(crate) const MAX_RECOVERY_MS: u64 = 86_400_000;
+/// `rules::MAX_MIN_REQUESTS`: the largest `min_requests`.
+pub(crate) const MAX_MIN_REQUESTS: u32 = 1_000_000_000;
+/// `rules::MAX_PROBES`: the most `probes`.
+pub(crate) const MAX_PROBES: u32 = 1_000;
+/// The longest statistics `window` (flow or breaker): `u32::MAX` milliseconds.
+pub(crate) const MAX_WINDOW_MS: u64 = u32::MAX as u64;

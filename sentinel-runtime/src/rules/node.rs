@@ -1,0 +1,478 @@
+//! [`Node`]: one value of a rule file, whatever its format, and a deserializer over it whose
+//! errors say which field (by its path in the rule) is wrong.
+//!
+//! A file is first parsed into nodes (syntax errors come from the format's parser, with their
+//! line and column); each rule is then read from its node on its own, so every bad rule is
+//! reported, not just the first, and each rule can be read with our names or Sentinel's.
+
+use std::fmt;
+use std::vec;
+
+use serde::de::value::StringDeserializer;
+use serde::de::{
+    self, DeserializeSeed, Deserializer, Expected, IntoDeserializer, MapAccess, SeqAccess,
+    Unexpected, Visitor,
+};
+use serde::Deserialize;
+
+/// One parsed value; a map keeps its keys in file order, duplicates included (so the rule types
+/// refuse a field given twice instead of silently keeping one).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Node {
+    Null,
+    Bool(bool),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(String, Node)>),
+}
+
+impl Node {
+    /// The value of `key`, if this is a map that has it.
+    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
+        match self {
+            Node::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The keys, if this is a map.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        let entries: &[(String, Node)] = match self {
+            Node::Map(entries) => entries,
+            _ => &[],
+        };
+        entries.iter().map(|(k, _)| k.as_str())
+    }
+
+    fn unexpected(&self) -> Unexpected<'_> {
+        match self {
+            Node::Null => Unexpected::Unit,
+            Node::Bool(b) => Unexpected::Bool(*b),
+            Node::I64(n) => Unexpected::Signed(*n),
+            Node::U64(n) => Unexpected::Unsigned(*n),
+            Node::F64(n) => Unexpected::Float(*n),
+            Node::Str(s) => Unexpected::Str(s),
+            Node::Seq(_) => Unexpected::Seq,
+            Node::Map(_) => Unexpected::Map,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Node, D::Error> {
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value: a map, a list, a string, a number, a boolean or null")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::I64(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::U64(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::F64(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Str(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+        Ok(Node::Str(v))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        Node::deserialize(d)
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        Node::deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Node::Seq(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1024));
+        while let Some(key) = map.next_key::<Key>()? {
+            entries.push((key.0, map.next_value()?));
+        }
+        Ok(Node::Map(entries))
+    }
+}
+
+/// A map key: a string (keys of other types are refused).
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(Key(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key, E> {
+                Ok(Key(v))
+            }
+        }
+        d.deserialize_string(KeyVisitor)
+    }
+}
+
+/// Why a rule could not be read from its node: the field's path in the rule and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NodeError {
+    /// Map keys and list positions from the rule down to the bad value, outermost first.
+    path: Vec<String>,
+    /// The field the error is about inside the innermost map (an unknown or missing field).
+    leaf: Option<String>,
+    message: String,
+    unknown_field: bool,
+}
+
+impl NodeError {
+    pub(crate) fn new(field: Option<&str>, message: impl Into<String>) -> NodeError {
+        NodeError {
+            path: Vec::new(),
+            leaf: field.map(str::to_owned),
+            message: message.into(),
+            unknown_field: false,
+        }
+    }
+
+    /// The bad field's path in the rule (`threshold`, `warm_up.period`), if it is a field's.
+    pub(crate) fn field(&self) -> Option<String> {
+        let mut out = String::new();
+        for part in self.path.iter().chain(&self.leaf) {
+            if !out.is_empty() && !part.starts_with('[') {
+                out.push('.');
+            }
+            out.push_str(part);
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether the error is a field the rule type does not have.
+    pub(crate) fn is_unknown_field(&self) -> bool {
+        self.unknown_field
+    }
+
+    pub(crate) fn add_to_message(&mut self, more: &str) {
+        self.message.push_str(more);
+    }
+
+    fn inside(mut self, part: String) -> NodeError {
+        self.path.insert(0, part);
+        self
+    }
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.field() {
+            Some(field) => write!(f, "field `{field}` {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+fn one_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    quoted.join(", ")
+}
+
+impl de::Error for NodeError {
+    fn custom<T: fmt::Display>(msg: T) -> NodeError {
+        NodeError::new(None, msg.to_string())
+    }
+
+    fn invalid_type(unexp: Unexpected<'_>, exp: &dyn Expected) -> NodeError {
+        NodeError::new(None, format!("has the wrong type: {unexp}, expected {exp}"))
+    }
+
+    fn invalid_value(unexp: Unexpected<'_>, exp: &dyn Expected) -> NodeError {
+        NodeError::new(None, format!("has a wrong value: {unexp}, expected {exp}"))
+    }
+
+    fn invalid_length(len: usize, exp: &dyn Expected) -> NodeError {
+        NodeError::new(None, format!("has {len} items, expected {exp}"))
+    }
+
+    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> NodeError {
+        NodeError::new(
+            None,
+            format!("is `{variant}`, expected one of {}", one_of(expected)),
+        )
+    }
+
+    fn unknown_field(field: &str, expected: &'static [&'static str]) -> NodeError {
+        NodeError {
+            unknown_field: true,
+            ..NodeError::new(
+                Some(field),
+                format!("is not supported (the fields are {})", one_of(expected)),
+            )
+        }
+    }
+
+    fn missing_field(field: &'static str) -> NodeError {
+        NodeError::new(Some(field), "is required")
+    }
+
+    fn duplicate_field(field: &'static str) -> NodeError {
+        NodeError::new(Some(field), "is given twice")
+    }
+}
+
+impl<'de> Deserializer<'de> for Node {
+    type Error = NodeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NodeError> {
+        match self {
+            Node::Null => visitor.visit_unit(),
+            Node::Bool(v) => visitor.visit_bool(v),
+            Node::I64(v) => visitor.visit_i64(v),
+            Node::U64(v) => visitor.visit_u64(v),
+            Node::F64(v) => visitor.visit_f64(v),
+            Node::Str(v) => visitor.visit_string(v),
+            Node::Seq(items) => {
+                let len = items.len();
+                let mut access = Items {
+                    items: items.into_iter(),
+                    index: 0,
+                };
+                let value = visitor.visit_seq(&mut access)?;
+                if access.items.len() == 0 {
+                    Ok(value)
+                } else {
+                    Err(de::Error::invalid_length(len, &"fewer items"))
+                }
+            }
+            Node::Map(entries) => {
+                let mut access = Entries {
+                    entries: entries.into_iter(),
+                    value: None,
+                };
+                let value = visitor.visit_map(&mut access)?;
+                match access.entries.next() {
+                    None => Ok(value),
+                    Some((key, _)) => Err(NodeError::new(Some(&key), "is not expected here")),
+                }
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NodeError> {
+        match self {
+            Node::Null => visitor.visit_none(),
+            other => visitor.visit_some(other),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, NodeError> {
+        match self {
+            Node::Str(s) => {
+                let variant: StringDeserializer<NodeError> = s.into_deserializer();
+                visitor.visit_enum(variant)
+            }
+            other => Err(de::Error::invalid_type(other.unexpected(), &visitor)),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, NodeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NodeError> {
+        visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+        unit_struct seq tuple tuple_struct map struct identifier
+    }
+}
+
+impl IntoDeserializer<'_, NodeError> for Node {
+    type Deserializer = Node;
+
+    fn into_deserializer(self) -> Node {
+        self
+    }
+}
+
+struct Items {
+    items: vec::IntoIter<Node>,
+    index: usize,
+}
+
+impl<'de> SeqAccess<'de> for Items {
+    type Error = NodeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, NodeError> {
+        match self.items.next() {
+            None => Ok(None),
+            Some(node) => {
+                let index = self.index;
+                self.index += 1;
+                seed.deserialize(node)
+                    .map(Some)
+                    .map_err(|e| e.inside(format!("[{index}]")))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.items.len())
+    }
+}
+
+struct Entries {
+    entries: vec::IntoIter<(String, Node)>,
+    value: Option<(String, Node)>,
+}
+
+impl<'de> MapAccess<'de> for Entries {
+    type Error = NodeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, NodeError> {
+        match self.entries.next() {
+            None => Ok(None),
+            Some((key, value)) => {
+                let key_de: StringDeserializer<NodeError> = key.clone().into_deserializer();
+                self.value = Some((key, value));
+                seed.deserialize(key_de).map(Some)
+            }
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, NodeError> {
+        match self.value.take() {
+            Some((key, value)) => seed.deserialize(value).map_err(|e| e.inside(key)),
+            None => Err(de::Error::custom("a map value was read twice")),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.entries.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        a: u32,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Outer {
+        name: String,
+        inner: Option<Inner>,
+        list: Option<Vec<Inner>>,
+    }
+
+    fn node(json: &str) -> Node {
+        serde_json::from_str(json).expect("test JSON parses")
+    }
+
+    fn error(json: &str) -> (Option<String>, String) {
+        let e = Outer::deserialize(node(json)).expect_err("should be refused");
+        (e.field(), e.message().to_owned())
+    }
+
+    #[test]
+    fn errors_name_the_field_by_its_path() {
+        assert_eq!(
+            Outer::deserialize(node(r#"{"name": "x", "inner": {"a": 1}, "list": null}"#)),
+            Ok(Outer {
+                name: "x".into(),
+                inner: Some(Inner { a: 1 }),
+                list: None
+            })
+        );
+        assert_eq!(error(r#"{"inner": null}"#).0.as_deref(), Some("name"));
+        assert_eq!(
+            error(r#"{"name": "x", "inner": {"a": 1, "b": 2}}"#),
+            (
+                Some("inner.b".into()),
+                "is not supported (the fields are `a`)".into()
+            )
+        );
+        assert_eq!(
+            error(r#"{"name": "x", "inner": {"a": -1}}"#).0.as_deref(),
+            Some("inner.a")
+        );
+        assert_eq!(
+            error(r#"{"name": "x", "list": [{"a": 1}, {"a": "1"}]}"#)
+                .0
+                .as_deref(),
+            Some("list[1].a")
+        );
+        assert_eq!(
+            error(r#"{"name": "x", "name": "y"}"#),
+            (Some("name".into()), "is given twice".into())
+        );
+    }
+}

@@ -1,0 +1,611 @@
+//! Sentinel Java's JSON names for flow and degrade rules, read into [`FlowRule`] and
+//! [`CircuitBreakerRule`] (see [`super::files`] for the mapping).
+//!
+//! A rule is read with Sentinel's names when it has any field only Sentinel uses
+//! ([`sentinel_flow_key`], [`sentinel_degrade_key`]); it then takes Sentinel's names only (a field
+//! of ours in it is refused by name). Every field Sentinel has that we do not support, and every
+//! value we do not support (chain strategy, origins, cluster mode), is refused by name.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::breaker::{BreakerStrategy, CircuitBreakerRule};
+use super::flow::{FlowMetric, FlowRule};
+use super::node::{Node, NodeError};
+
+/// Fields only Sentinel's flow rules have: one of them makes a `flow` rule Sentinel's.
+const FLOW_FIELDS: &[&str] = &[
+    "count",
+    "grade",
+    "limitApp",
+    "strategy",
+    "refResource",
+    "controlBehavior",
+    "warmUpPeriodSec",
+    "maxQueueingTimeMs",
+    "clusterMode",
+    "clusterConfig",
+];
+
+/// Fields only Sentinel's degrade rules have: one of them makes a `circuit_breaker` rule
+/// Sentinel's.
+const DEGRADE_FIELDS: &[&str] = &[
+    "count",
+    "grade",
+    "limitApp",
+    "timeWindow",
+    "minRequestAmount",
+    "statIntervalMs",
+    "slowRatioThreshold",
+    "passCount",
+];
+
+/// Sentinel's defaults, for fields it writes on every rule (its JSON serialisers do).
+const DEFAULT_WARM_UP_SEC: f64 = 10.0;
+const DEFAULT_MAX_QUEUEING_MS: f64 = 500.0;
+const DEFAULT_SLOW_RATIO: f64 = 1.0;
+/// Sentinel's cold factor (`csp.sentinel.flow.cold.factor`), which its files cannot set.
+const COLD_FACTOR: f64 = 3.0;
+
+/// The first field only Sentinel's flow rules have, if the rule has one: it then uses
+/// Sentinel's names.
+pub(crate) fn sentinel_flow_key(node: &Node) -> Option<&'static str> {
+    first_of(node, FLOW_FIELDS)
+}
+
+/// The first field only Sentinel's degrade rules have, if the circuit-breaker rule has one: it
+/// then uses Sentinel's names.
+pub(crate) fn sentinel_degrade_key(node: &Node) -> Option<&'static str> {
+    first_of(node, DEGRADE_FIELDS)
+}
+
+fn first_of(node: &Node, fields: &[&'static str]) -> Option<&'static str> {
+    node.keys()
+        .find_map(|k| fields.iter().find(|f| **f == k).copied())
+}
+
+/// Sentinel's name for one of our rule fields, in a rule read with Sentinel's names, so a
+/// validation error names the field the file has.
+pub(crate) fn flow_field(field: &str) -> &str {
+    match field {
+        "threshold" => "count",
+        "metric" => "grade",
+        "warm_up" | "cold_factor" => "warmUpPeriodSec",
+        "max_wait" => "maxQueueingTimeMs",
+        "relate" => "refResource",
+        other => other,
+    }
+}
+
+/// As [`flow_field`], for degrade rules (`count` is the max RT of a slow-ratio rule, whose
+/// threshold is `slowRatioThreshold`).
+pub(crate) fn degrade_field<'a>(rule: &CircuitBreakerRule, field: &'a str) -> &'a str {
+    let slow = matches!(rule.strategy, BreakerStrategy::SlowRequestRatio { .. });
+    match field {
+        "threshold" if slow => "slowRatioThreshold",
+        "threshold" | "max_rt" => "count",
+        "min_requests" => "minRequestAmount",
+        "window" | "sample_count" => "statIntervalMs",
+        "recovery" => "timeWindow",
+        other => other,
+    }
+}
+
+/// Sentinel's `FlowRule` as JSON names it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelFlowRule {
+    resource: String,
+    count: f64,
+    grade: Option<f64>,
+    limit_app: Option<String>,
+    strategy: Option<f64>,
+    ref_resource: Option<String>,
+    control_behavior: Option<f64>,
+    warm_up_period_sec: Option<f64>,
+    max_queueing_time_ms: Option<f64>,
+    cluster_mode: Option<bool>,
+    cluster_config: Option<Node>,
+}
+
+/// Sentinel's `DegradeRule` as JSON names it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelDegradeRule {
+    resource: String,
+    count: f64,
+    grade: Option<f64>,
+    limit_app: Option<String>,
+    time_window: Option<f64>,
+    min_request_amount: Option<f64>,
+    stat_interval_ms: Option<f64>,
+    slow_ratio_threshold: Option<f64>,
+    /// Deprecated in Sentinel (unused since 1.8): accepted and ignored.
+    #[allow(dead_code)]
+    pass_count: Option<Node>,
+}
+
+fn refuse(field: &str, message: impl Into<String>) -> NodeError {
+    NodeError::new(Some(field), message)
+}
+
+/// A whole number in `0..=max`, for Sentinel's integer fields (which JSON may write as `10.0`).
+fn whole(field: &str, value: f64, max: f64) -> Result<f64, NodeError> {
+    if value.is_finite() && value >= 0.0 && value <= max && value.fract() == 0.0 {
+        Ok(value)
+    } else {
+        Err(refuse(
+            field,
+            format!("must be a whole number in 0..={max}, got {value}"),
+        ))
+    }
+}
+
+/// A whole number in `1..=u32::MAX` of `unit`.
+fn positive(field: &str, value: f64, unit: &str) -> Result<f64, NodeError> {
+    let max = f64::from(u32::MAX);
+    if value.is_finite() && value >= 1.0 && value <= max && value.fract() == 0.0 {
+        Ok(value)
+    } else {
+        Err(refuse(
+            field,
+            format!("must be a whole number of {unit} in 1..={max}, got {value}"),
+        ))
+    }
+}
+
+/// One of the `codes` (with their meanings, for the message).
+fn code(field: &str, value: Option<f64>, default: u8, codes: &str) -> Result<u8, NodeError> {
+    match value {
+        None => Ok(default),
+        Some(v) if v.fract() == 0.0 && (0.0..=255.0).contains(&v) => Ok(v as u8),
+        Some(v) => Err(refuse(field, format!("must be {codes}, got {v}"))),
+    }
+}
+
+fn check_limit_app(limit_app: Option<&str>) -> Result<(), NodeError> {
+    match limit_app {
+        None | Some("default") => Ok(()),
+        Some(other) => Err(refuse(
+            "limitApp",
+            format!(
+                "is `{other}`: limiting by caller origin is not supported yet, only \"default\" \
+                 (every caller)"
+            ),
+        )),
+    }
+}
+
+/// A field Sentinel writes on every rule with its default: accepted when unused only at that
+/// default (another value would be a setting we would silently drop).
+fn unused_at_default(
+    field: &str,
+    value: Option<f64>,
+    default: f64,
+    used_with: &str,
+) -> Result<(), NodeError> {
+    match value {
+        Some(v) if v != default => Err(refuse(
+            field,
+            format!(
+                "is only used {used_with}; got {v} without it (remove it, or set it to {default})"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a flow rule written with Sentinel's names.
+pub(crate) fn flow_rule(node: Node) -> Result<FlowRule, NodeError> {
+    let r = SentinelFlowRule::deserialize(node)?;
+    check_limit_app(r.limit_app.as_deref())?;
+    if r.cluster_mode == Some(true) {
+        return Err(refuse(
+            "clusterMode",
+            "is true: cluster flow control is not supported (only false)",
+        ));
+    }
+    if r.cluster_config.is_some() {
+        return Err(refuse(
+            "clusterConfig",
+            "is not supported: cluster flow control is not supported",
+        ));
+    }
+    let metric = match code("grade", r.grade, 1, "0 (thread count) or 1 (QPS)")? {
+        0 => FlowMetric::Concurrency,
+        1 => FlowMetric::Qps,
+        other => {
+            return Err(refuse(
+                "grade",
+                format!("must be 0 (thread count) or 1 (QPS), got {other}"),
+            ))
+        }
+    };
+    let mut rule = FlowRule::qps(r.resource, r.count);
+    rule.metric = metric;
+
+    let behaviour = code(
+        "controlBehavior",
+        r.control_behavior,
+        0,
+        "0 (reject), 1 (warm up), 2 (rate limiter) or 3 (warm up + rate limiter)",
+    )?;
+    if behaviour > 3 {
+        return Err(refuse(
+            "controlBehavior",
+            format!(
+                "must be 0 (reject), 1 (warm up), 2 (rate limiter) or 3 (warm up + rate \
+                 limiter), got {behaviour}"
+            ),
+        ));
+    }
+    if behaviour != 0 && metric != FlowMetric::Qps {
+        return Err(refuse(
+            "controlBehavior",
+            format!("is {behaviour}: a control behaviour applies to QPS rules (grade 1) only"),
+        ));
+    }
+    let warm_up = behaviour == 1 || behaviour == 3;
+    let throttle = behaviour == 2 || behaviour == 3;
+    if warm_up {
+        let secs = positive(
+            "warmUpPeriodSec",
+            r.warm_up_period_sec.unwrap_or(DEFAULT_WARM_UP_SEC),
+            "seconds of warm-up",
+        )?;
+        rule = rule.warm_up(Duration::from_secs(secs as u64), COLD_FACTOR);
+    } else {
+        unused_at_default(
+            "warmUpPeriodSec",
+            r.warm_up_period_sec,
+            DEFAULT_WARM_UP_SEC,
+            "with controlBehavior 1 or 3 (warm up)",
+        )?;
+    }
+    if throttle {
+        let ms = whole(
+            "maxQueueingTimeMs",
+            r.max_queueing_time_ms.unwrap_or(DEFAULT_MAX_QUEUEING_MS),
+            f64::from(u32::MAX),
+        )?;
+        rule = rule.throttle(Duration::from_millis(ms as u64));
+    } else {
+        unused_at_default(
+            "maxQueueingTimeMs",
+            r.max_queueing_time_ms,
+            DEFAULT_MAX_QUEUEING_MS,
+            "with controlBehavior 2 or 3 (rate limiter)",
+        )?;
+    }
+
+    let related = r.ref_resource.filter(|s| !s.is_empty());
+    match code(
+        "strategy",
+        r.strategy,
+        0,
+        "0 (direct) or 1 (relate); 2 (chain) is not supported",
+    )? {
+        0 => {
+            if let Some(related) = related {
+                return Err(refuse(
+                    "refResource",
+                    format!("(`{related}`) is only used with strategy 1 (relate), got strategy 0"),
+                ));
+            }
+        }
+        1 => match related {
+            Some(related) => rule = rule.relate(related),
+            None => {
+                return Err(refuse(
+                    "refResource",
+                    "is required with strategy 1 (relate): the resource whose traffic counts",
+                ))
+            }
+        },
+        2 => {
+            return Err(refuse(
+                "strategy",
+                "is 2 (chain): limiting by calling chain is not supported (0 direct or 1 relate)",
+            ))
+        }
+        other => {
+            return Err(refuse(
+                "strategy",
+                format!("must be 0 (direct) or 1 (relate), got {other}"),
+            ))
+        }
+    }
+    Ok(rule)
+}
+
+/// Reads a circuit-breaker rule written with Sentinel's (degrade rule) names.
+pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> {
+    let r = SentinelDegradeRule::deserialize(node)?;
+    check_limit_app(r.limit_app.as_deref())?;
+    let grade = code(
+        "grade",
+        r.grade,
+        0,
+        "0 (slow request ratio), 1 (error ratio) or 2 (error count)",
+    )?;
+    let mut rule = match grade {
+        0 => {
+            if !(r.count.is_finite() && r.count >= 0.0 && r.count <= 86_400_000.0) {
+                return Err(refuse(
+                    "count",
+                    format!(
+                        "(the max response time in ms) must be in 0..=86400000, got {}",
+                        r.count
+                    ),
+                ));
+            }
+            let max_rt = if r.count.fract() == 0.0 {
+                Duration::from_millis(r.count as u64)
+            } else {
+                Duration::from_nanos((r.count * 1_000_000.0).round() as u64)
+            };
+            CircuitBreakerRule::slow_request_ratio(
+                r.resource,
+                max_rt,
+                r.slow_ratio_threshold.unwrap_or(DEFAULT_SLOW_RATIO),
+            )
+        }
+        1 => {
+            unused_slow_ratio(r.slow_ratio_threshold)?;
+            CircuitBreakerRule::error_ratio(r.resource, r.count)
+        }
+        2 => {
+            unused_slow_ratio(r.slow_ratio_threshold)?;
+            let count = whole("count", r.count, f64::from(u32::MAX))?;
+            CircuitBreakerRule::error_count(r.resource, count as u32)
+        }
+        other => {
+            return Err(refuse(
+                "grade",
+                format!(
+                    "must be 0 (slow request ratio), 1 (error ratio) or 2 (error count), got \
+                     {other}"
+                ),
+            ))
+        }
+    };
+    let secs = match r.time_window {
+        Some(secs) => positive("timeWindow", secs, "seconds open")?,
+        None => {
+            return Err(refuse(
+                "timeWindow",
+                "is required: the seconds the breaker stays open before probing",
+            ))
+        }
+    };
+    rule = rule.recovery(Duration::from_secs(secs as u64));
+    if let Some(n) = r.min_request_amount {
+        rule = rule.min_requests(whole("minRequestAmount", n, f64::from(u32::MAX))? as u32);
+    }
+    let interval = positive(
+        "statIntervalMs",
+        r.stat_interval_ms.unwrap_or(1_000.0),
+        "milliseconds",
+    )?;
+    // Sentinel's breakers count in one bucket over the interval.
+    rule = rule.window(Duration::from_millis(interval as u64), 1);
+    Ok(rule)
+}
+
+fn unused_slow_ratio(value: Option<f64>) -> Result<(), NodeError> {
+    unused_at_default(
+        "slowRatioThreshold",
+        value,
+        DEFAULT_SLOW_RATIO,
+        "with grade 0 (slow request ratio)",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(json: &str) -> Node {
+        serde_json::from_str(json).expect("test JSON parses")
+    }
+
+    fn flow(json: &str) -> Result<FlowRule, (Option<String>, String)> {
+        flow_rule(node(json)).map_err(|e| (e.field(), e.message().to_owned()))
+    }
+
+    fn degrade(json: &str) -> Result<CircuitBreakerRule, (Option<String>, String)> {
+        degrade_rule(node(json)).map_err(|e| (e.field(), e.message().to_owned()))
+    }
+
+    fn field<T>(r: Result<T, (Option<String>, String)>) -> String {
+        match r {
+            Ok(_) => "accepted".into(),
+            Err((f, _)) => f.unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn flow_rules_map_every_behaviour() {
+        let secs = Duration::from_secs;
+        let ms = Duration::from_millis;
+        assert_eq!(
+            flow(r#"{"resource": "a", "count": 20.0}"#),
+            Ok(FlowRule::qps("a", 20.0))
+        );
+        assert_eq!(
+            flow(r#"{"resource": "a", "count": 4, "grade": 0}"#),
+            Ok(FlowRule::concurrency("a", 4))
+        );
+        assert_eq!(
+            flow(r#"{"resource": "a", "count": 10, "controlBehavior": 1}"#),
+            Ok(FlowRule::qps("a", 10.0).warm_up(secs(10), 3.0))
+        );
+        assert_eq!(
+            flow(r#"{"resource": "a", "count": 10, "controlBehavior": 2}"#),
+            Ok(FlowRule::qps("a", 10.0).throttle(ms(500)))
+        );
+        assert_eq!(
+            flow(
+                r#"{"resource": "a", "count": 10, "controlBehavior": 3, "warmUpPeriodSec": 5,
+                   "maxQueueingTimeMs": 20}"#
+            ),
+            Ok(FlowRule::qps("a", 10.0)
+                .warm_up(secs(5), 3.0)
+                .throttle(ms(20)))
+        );
+        assert_eq!(
+            flow(r#"{"resource": "a", "count": 10, "strategy": 1, "refResource": "b"}"#),
+            Ok(FlowRule::qps("a", 10.0).relate("b"))
+        );
+        // What Sentinel's own serialisers write for a plain rule.
+        assert_eq!(
+            flow(
+                r#"{"resource": "a", "limitApp": "default", "grade": 1, "count": 5.0,
+                   "strategy": 0, "refResource": null, "controlBehavior": 0,
+                   "warmUpPeriodSec": 10, "maxQueueingTimeMs": 500, "clusterMode": false,
+                   "clusterConfig": null}"#
+            ),
+            Ok(FlowRule::qps("a", 5.0))
+        );
+    }
+
+    #[test]
+    fn unsupported_flow_fields_and_values_are_refused_by_name() {
+        let cases = [
+            (
+                r#"{"resource": "a", "count": 1, "strategy": 2}"#,
+                "strategy",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "strategy": 1}"#,
+                "refResource",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "refResource": "b"}"#,
+                "refResource",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "limitApp": "app-a"}"#,
+                "limitApp",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "clusterMode": true}"#,
+                "clusterMode",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "clusterConfig": {"flowId": 1}}"#,
+                "clusterConfig",
+            ),
+            (r#"{"resource": "a", "count": 1, "grade": 2}"#, "grade"),
+            (
+                r#"{"resource": "a", "count": 1, "controlBehavior": 4}"#,
+                "controlBehavior",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "grade": 0, "controlBehavior": 1}"#,
+                "controlBehavior",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "warmUpPeriodSec": 30}"#,
+                "warmUpPeriodSec",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "maxQueueingTimeMs": 10}"#,
+                "maxQueueingTimeMs",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "controlBehavior": 2, "maxQueueingTimeMs": -1}"#,
+                "maxQueueingTimeMs",
+            ),
+            (r#"{"resource": "a", "count": 1, "id": 7}"#, "id"),
+            (
+                r#"{"resource": "a", "count": 1, "threshold": 1}"#,
+                "threshold",
+            ),
+            (r#"{"resource": "a", "grade": 1}"#, "count"),
+        ];
+        for (json, expected) in cases {
+            assert_eq!(field(flow(json)), expected, "{json}");
+        }
+    }
+
+    #[test]
+    fn degrade_rules_map_every_grade() {
+        let secs = Duration::from_secs;
+        assert_eq!(
+            degrade(
+                r#"{"resource": "a", "count": 20.0, "grade": 0, "passCount": 0, "timeWindow": 10}"#
+            ),
+            Ok(
+                CircuitBreakerRule::slow_request_ratio("a", Duration::from_millis(20), 1.0)
+                    .recovery(secs(10))
+                    .window(secs(1), 1)
+            )
+        );
+        assert_eq!(
+            degrade(
+                r#"{"resource": "a", "count": 200, "slowRatioThreshold": 0.4, "timeWindow": 5,
+                   "minRequestAmount": 10, "statIntervalMs": 20000, "limitApp": "default"}"#
+            ),
+            Ok(
+                CircuitBreakerRule::slow_request_ratio("a", Duration::from_millis(200), 0.4)
+                    .recovery(secs(5))
+                    .min_requests(10)
+                    .window(secs(20), 1)
+            )
+        );
+        assert_eq!(
+            degrade(r#"{"resource": "a", "count": 0.5, "grade": 1, "timeWindow": 3}"#),
+            Ok(CircuitBreakerRule::error_ratio("a", 0.5)
+                .recovery(secs(3))
+                .window(secs(1), 1))
+        );
+        assert_eq!(
+            degrade(
+                r#"{"resource": "a", "count": 7, "grade": 2, "timeWindow": 3, "slowRatioThreshold": 1.0}"#
+            ),
+            Ok(CircuitBreakerRule::error_count("a", 7)
+                .recovery(secs(3))
+                .window(secs(1), 1))
+        );
+    }
+
+    #[test]
+    fn unsupported_degrade_fields_and_values_are_refused_by_name() {
+        let cases = [
+            (
+                r#"{"resource": "a", "count": 1, "grade": 3, "timeWindow": 1}"#,
+                "grade",
+            ),
+            (r#"{"resource": "a", "count": 1, "grade": 1}"#, "timeWindow"),
+            (
+                r#"{"resource": "a", "count": 1.5, "grade": 2, "timeWindow": 1}"#,
+                "count",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "grade": 1, "timeWindow": 1, "slowRatioThreshold": 0.2}"#,
+                "slowRatioThreshold",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "timeWindow": 1, "limitApp": "other"}"#,
+                "limitApp",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "timeWindow": 1, "minRequestAmount": -1}"#,
+                "minRequestAmount",
+            ),
+            (
+                r#"{"resource": "a", "count": -1, "timeWindow": 1}"#,
+                "count",
+            ),
+            (
+                r#"{"resource": "a", "count": 1, "timeWindow": 1, "recovery": "1s"}"#,
+                "recovery",
+            ),
+        ];
+        for (json, expected) in cases {
+            assert_eq!(field(degrade(json)), expected, "{json}");
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! [`RuleSet`]: every kind of rule in one value, loaded all at once by [`load`]; [`current`]
+//! reads the rules in force back; [`RuleSetError`] lists every problem of a refused set.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use super::flow::FlowRule;
+use crate::error::RuleError;
+
+/// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
+/// every kind together) and what [`current`] returns.
+///
+/// Build one in code (the struct is `#[non_exhaustive]`, so start from `RuleSet::default()`), or
+/// read one from a file with the default feature `rule-files`: `RuleSet::from_json`,
+/// `from_yaml`, `from_toml`, `from_path`, and `rules::watch_file` to reload it on change. The
+/// file format (with a complete example in each format, and Sentinel's JSON names) is described
+/// in the `rules::files` module.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
+/// use std::time::Duration;
+///
+/// let mut set = RuleSet::default();
+/// set.flow.push(FlowRule::qps("doc-set-api", 100.0));
+/// set.circuit_breaker.push(
+///     CircuitBreakerRule::error_ratio("doc-set-db", 0.5).recovery(Duration::from_secs(5)),
+/// );
+/// rules::load(set.clone())?;
+/// assert_eq!(rules::current(), set);
+///
+/// // One bad rule refuses the whole set; the rules in force stay.
+/// let mut bad = set.clone();
+/// bad.flow.push(FlowRule::qps("doc-set-other", -1.0));
+/// let err = rules::load(bad).unwrap_err();
+/// assert_eq!(err.entries().len(), 1);
+/// assert_eq!(err.entries()[0].index, Some(1));
+/// assert_eq!(err.entries()[0].field.as_deref(), Some("threshold"));
+/// assert_eq!(rules::current(), set);
+/// # rules::load(RuleSet::default())?;
+/// # Ok::<(), rules::RuleSetError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "rule-files", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct RuleSet {
+    /// Flow rules (Sentinel's `FlowRule`). In files: `flow`.
+    pub flow: Vec<FlowRule>,
+    /// Circuit-breaker rules (Sentinel's `DegradeRule`). In files: `circuit_breaker`, or
+    /// Sentinel's name `degrade`.
+    pub circuit_breaker: Vec<CircuitBreakerRule>,
+    // The kinds still to come go here, each a `Vec` with its file name (serde attributes on the
+    // field and in `files::RawFields`): `hotspot` (alias `paramFlow`), `system`, `authority`.
+    // Each also needs a line in `is_empty`, `problems`, `load` and `current` below, a
+    // `files::RuleKind` (name, keys with the alias) and its reading in `files::read_rules`.
+}
+
+/// The kind names used in errors, as [`crate::rules::load`]'s manager reports them.
+pub(crate) const FLOW: &str = "flow";
+pub(crate) const CIRCUIT_BREAKER: &str = "circuit_breaker";
+
+impl RuleSet {
+    /// An empty set: loading it clears every loaded rule (resources return to their defaults).
+    pub fn new() -> RuleSet {
+        RuleSet::default()
+    }
+
+    /// Whether the set has no rule of any kind.
+    pub fn is_empty(&self) -> bool {
+        self.flow.is_empty() && self.circuit_breaker.is_empty()
+    }
+
+    /// Checks every rule of every kind (as [`load`] does first), listing every problem by kind,
+    /// position and field.
+    pub fn validate(&self) -> Result<(), RuleSetError> {
+        let problems = problems(&self.flow, &self.circuit_breaker);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(RuleSetError::new(
+                problems
+                    .into_iter()
+                    .map(|(kind, index, e)| RuleSetErrorEntry::from_rule_error(kind, index, &e))
+                    .collect(),
+            ))
+        }
+    }
+}
+
+/// Every invalid rule, by kind and position in its kind's list: each rule's first bad field,
+/// then, for a resource with more than [`MAX_BREAKERS_PER_RESOURCE`] circuit breakers, the
+/// first rule beyond the limit.
+pub(crate) fn problems(
+    flow: &[FlowRule],
+    breakers: &[CircuitBreakerRule],
+) -> Vec<(&'static str, usize, RuleError)> {
+    let mut problems = Vec::new();
+    for (i, rule) in flow.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((FLOW, i, e));
+        }
+    }
+    let mut per_resource: HashMap<&str, usize> = HashMap::new();
+    for (i, rule) in breakers.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((CIRCUIT_BREAKER, i, e));
+            continue;
+        }
+        let count = per_resource.entry(rule.resource.as_str()).or_default();
+        *count += 1;
+        if *count == MAX_BREAKERS_PER_RESOURCE + 1 {
+            problems.push((
+                CIRCUIT_BREAKER,
+                i,
+                RuleError::new(
+                    &rule.resource,
+                    "resource",
+                    format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
+                ),
+            ));
+        }
+    }
+    problems
+}
+
+/// Validates every rule of every kind, then replaces **every kind at once**: the loaded rules of
+/// each kind become exactly the set's (an empty list clears that kind; resources no longer named
+/// return to their defaults). One bad rule refuses the whole set and nothing changes; the error
+/// lists every bad rule with its kind, position, resource and field.
+///
+/// A concurrent load of one kind ([`load_flow_rules`](crate::rules::load_flow_rules)) sees
+/// either none or all of this set.
+pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
+    set.validate()?;
+    super::load::replace_all(set.flow, set.circuit_breaker).map_err(|problems| {
+        // Unreachable after `validate`, which makes the same checks; kept for safety.
+        RuleSetError::new(
+            problems
+                .into_iter()
+                .map(|(kind, index, e)| RuleSetErrorEntry::from_rule_error(kind, index, &e))
+                .collect(),
+        )
+    })
+}
+
+/// The rules loaded now, every kind (not the resources' defaults): what the last [`load`] (or
+/// per-kind load) put in force. Each kind is read on its own, in the order of
+/// [`flow_rules`](crate::rules::flow_rules) and
+/// [`circuit_breaker_rules`](crate::rules::circuit_breaker_rules).
+pub fn current() -> RuleSet {
+    RuleSet {
+        flow: super::load::flow_rules(),
+        circuit_breaker: super::load::circuit_breaker_rules(),
+    }
+}
+
+/// A refused rule set: every problem found, each with where it is.
+///
+/// Parsing a file refuses it at the first syntax error (one entry with the line and column);
+/// a file that parses has each of its bad rules listed, with the line where the rule starts.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, FlowRule, RuleSet};
+///
+/// let mut set = RuleSet::new();
+/// set.flow.push(FlowRule::qps("", 1.0));
+/// set.flow.push(FlowRule::qps("doc-err", f64::NAN));
+/// let err = rules::load(set).unwrap_err();
+/// assert_eq!(err.entries().len(), 2);
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid rule set (2 problems):\n  \
+///      flow[0] (resource ``): field `resource` must not be empty\n  \
+///      flow[1] (resource `doc-err`): field `threshold` must be a finite number, got NaN"
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleSetError {
+    path: Option<PathBuf>,
+    entries: Vec<RuleSetErrorEntry>,
+}
+
+/// One problem of a [`RuleSetError`]: a bad rule (its kind, position, resource and field), or a
+/// problem of the whole file (a syntax error, an unreadable or empty file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuleSetErrorEntry {
+    /// The rule's kind (`"flow"`, `"circuit_breaker"`), if the problem is one rule's.
+    pub kind: Option<&'static str>,
+    /// The rule's position in its kind's list (from 0), if the problem is one rule's.
+    pub index: Option<usize>,
+    /// The line in the file (from 1): where the rule starts, or where the syntax error is.
+    pub line: Option<usize>,
+    /// The column (from 1) of `line`, where known.
+    pub column: Option<usize>,
+    /// The resource the bad rule names, if it names one.
+    pub resource: Option<String>,
+    /// The bad field, as the file spells it (`threshold`, `warm_up.period`, Sentinel's `count`).
+    pub field: Option<String>,
+    /// What is wrong, and what is accepted.
+    pub message: String,
+}
+
+impl RuleSetErrorEntry {
+    /// A problem of the whole input, not of one rule.
+    pub(crate) fn whole(message: impl Into<String>) -> RuleSetErrorEntry {
+        RuleSetErrorEntry {
+            kind: None,
+            index: None,
+            line: None,
+            column: None,
+            resource: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn from_rule_error(
+        kind: &'static str,
+        index: usize,
+        e: &RuleError,
+    ) -> RuleSetErrorEntry {
+        RuleSetErrorEntry {
+            kind: Some(kind),
+            index: Some(index),
+            resource: Some(e.resource().to_owned()),
+            field: Some(e.field().to_owned()),
+            message: e.message().to_owned(),
+            ..RuleSetErrorEntry::whole("")
+        }
+    }
+
+    #[cfg(feature = "rule-files")]
+    pub(crate) fn at(mut self, location: Option<(usize, usize)>) -> RuleSetErrorEntry {
+        if let Some((line, column)) = location {
+            self.line = Some(line);
+            self.column = Some(column);
+        }
+        self
+    }
+}
+
+impl fmt::Display for RuleSetErrorEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}")?;
+            if let Some(column) = self.column {
+                write!(f, ", column {column}")?;
+            }
+            f.write_str(": ")?;
+        }
+        if let Some(kind) = self.kind {
+            f.write_str(kind)?;
+            if let Some(index) = self.index {
+                write!(f, "[{index}]")?;
+            }
+            if let Some(resource) = &self.resource {
+                write!(f, " (resource `{resource}`)")?;
+            }
+            f.write_str(": ")?;
+        }
+        match &self.field {
+            Some(field) => write!(f, "field `{field}` {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl RuleSetError {
+    pub(crate) fn new(entries: Vec<RuleSetErrorEntry>) -> RuleSetError {
+        RuleSetError {
+            path: None,
+            entries,
+        }
+    }
+
+    #[cfg(feature = "rule-files")]
+    /// An error of the whole input (unreadable, empty, syntax).
+    pub(crate) fn whole(message: impl Into<String>) -> RuleSetError {
+        RuleSetError::new(vec![RuleSetErrorEntry::whole(message)])
+    }
+
+    #[cfg(feature = "rule-files")]
+    /// The same error, about the file at `path`.
+    pub(crate) fn in_file(mut self, path: &Path) -> RuleSetError {
+        self.path = Some(path.to_owned());
+        self
+    }
+
+    /// Every problem found, in file order where known. Never empty.
+    pub fn entries(&self) -> &[RuleSetErrorEntry] {
+        &self.entries
+    }
+
+    /// The file the problems are in, if the set came from a file.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+}
+
+impl fmt::Display for RuleSetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid rule set")?;
+        if let Some(path) = &self.path {
+            write!(f, " in {}", path.display())?;
+        }
+        match self.entries.as_slice() {
+            [one] => write!(f, ": {one}"),
+            many => {
+                write!(f, " ({} problems):", many.len())?;
+                for entry in many {
+                    write!(f, "\n  {entry}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RuleSetError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn problems_list_every_bad_rule_and_the_first_breaker_over_the_cap() {
+        let ok = |r: CircuitBreakerRule| r.recovery(Duration::from_secs(1));
+        let mut breakers: Vec<CircuitBreakerRule> = (0..=MAX_BREAKERS_PER_RESOURCE as u32)
+            .map(|n| ok(CircuitBreakerRule::error_count("many", n + 1)))
+            .collect();
+        breakers.insert(2, CircuitBreakerRule::error_count("no-recovery", 1));
+        let flow = vec![FlowRule::qps("a", 1.0), FlowRule::qps("b", -1.0)];
+        let found: Vec<(&str, usize, &str, String)> = problems(&flow, &breakers)
+            .into_iter()
+            .map(|(k, i, e)| (k, i, e.field(), e.resource().to_owned()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (FLOW, 1, "threshold", "b".to_owned()),
+                (CIRCUIT_BREAKER, 2, "recovery", "no-recovery".to_owned()),
+                (
+                    CIRCUIT_BREAKER,
+                    MAX_BREAKERS_PER_RESOURCE + 1,
+                    "resource",
+                    "many".to_owned()
+                ),
+            ]
+        );
+    }
+
+    #[cfg(feature = "rule-files")]
+    #[test]
+    fn error_text_names_file_line_rule_and_field() {
+        let entry = RuleSetErrorEntry::from_rule_error(
+            FLOW,
+            3,
+            &RuleError::new("orders", "threshold", "must be >= 0, got -2"),
+        )
+        .at(Some((12, 5)));
+        let err = RuleSetError::new(vec![entry]).in_file(Path::new("rules.yaml"));
+        assert_eq!(
+            err.to_string(),
+            "invalid rule set in rules.yaml: line 12, column 5: flow[3] (resource `orders`): \
+             field `threshold` must be >= 0, got -2"
+        );
+        fn assert_traits<T: Clone + Send + Sync + std::error::Error + 'static>() {}
+        assert_traits::<RuleSetError>();
+    }
+}

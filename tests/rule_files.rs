@@ -1,0 +1,949 @@
+//! Rule files (default feature `rule-files`): JSON, YAML, TOML and Sentinel's JSON read into the
+//! same rules; what is not supported refused by name, with the line of its rule; and the
+//! watcher through the ways files really change (atomic renames, ConfigMap symlink flips,
+//! deletes, partial writes, bad rules), never putting a mix of two sets in force.
+//!
+//! The tests that load rules share the process's rules: they take `serial()` and name their
+//! own resources. Waits poll the watcher's status up to a deadline; none sleeps and hopes.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sentinel_runtime::rules::{
+    self, CircuitBreakerRule, FlowRule, RuleSet, RuleSetError, RuleWatcher, WatchStatus,
+};
+
+static RULES: Mutex<()> = Mutex::new(());
+
+/// One test at a time loads rules.
+fn serial() -> MutexGuard<'static, ()> {
+    RULES.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How long a reload may take before the test fails.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A fresh directory under the system's temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> TempDir {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "sentinel-rule-files-{test}-{}-{nanos}",
+            std::process::id()
+        ));
+        fs::create_dir_all(&dir).expect("create the test's temp dir");
+        TempDir(dir)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// A set of flow rules named `{prefix}-a`, `-b`, `-c` (sorted, as `rules::flow_rules()`
+/// returns them), all with thresholds from `base`, plus a breaker.
+fn set_of(prefix: &str, base: f64) -> RuleSet {
+    let mut set = RuleSet::new();
+    set.flow = vec![
+        FlowRule::qps(format!("{prefix}-a"), base),
+        FlowRule::qps(format!("{prefix}-b"), base + 1.0).throttle(ms(100)),
+        FlowRule::concurrency(format!("{prefix}-c"), base as u32 + 2),
+    ];
+    set.circuit_breaker =
+        vec![CircuitBreakerRule::error_ratio(format!("{prefix}-a"), 0.5).recovery(secs(5))];
+    set
+}
+
+/// Waits until `done(status)`, checking at every look that the flow rules in force are exactly
+/// one of `allowed`: never a mix.
+fn wait_for(
+    watcher: &RuleWatcher,
+    what: &str,
+    allowed: &[&RuleSet],
+    done: impl Fn(&WatchStatus) -> bool,
+) -> WatchStatus {
+    let start = Instant::now();
+    loop {
+        let in_force = rules::flow_rules();
+        assert!(
+            allowed.iter().any(|set| set.flow == in_force),
+            "while waiting for {what}: the flow rules in force are no allowed set: {in_force:?}"
+        );
+        let status = watcher.status();
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out after {DEADLINE:?} waiting for {what}; status: {status:?}"
+        );
+        thread::sleep(ms(5));
+    }
+}
+
+/// Writes `text` to `path` the way editors do: a temporary file, renamed over the old one.
+fn replace_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp~");
+    fs::write(&tmp, text).expect("write the temporary file");
+    fs::rename(&tmp, path).expect("rename it over the rule file");
+}
+
+fn only_entry(err: &RuleSetError) -> &rules::RuleSetErrorEntry {
+    assert_eq!(err.entries().len(), 1, "{err}");
+    &err.entries()[0]
+}
+
+// ----- reading ------------------------------------------------------------------------------------
+
+#[test]
+fn json_yaml_and_toml_read_the_same_rules() {
+    let mut expected = RuleSet::new();
+    expected.flow = vec![
+        FlowRule::qps("fmt-orders", 100.0),
+        FlowRule::qps("fmt-search", 200.0).warm_up(secs(10), 3.0),
+        FlowRule::qps("fmt-mailer", 20.0).throttle(ms(500)),
+        FlowRule::qps("fmt-report", 10.0)
+            .window(secs(60), 60)
+            .strict(true),
+        FlowRule::concurrency("fmt-db", 8),
+        FlowRule::qps("fmt-reads", 50.0).relate("fmt-writes"),
+    ];
+    expected.circuit_breaker = vec![
+        CircuitBreakerRule::error_ratio("fmt-payments", 0.5)
+            .min_requests(10)
+            .window(secs(10), 10)
+            .recovery(secs(5))
+            .probes(3),
+        CircuitBreakerRule::slow_request_ratio("fmt-inventory", ms(200), 0.6).recovery(secs(90)),
+        CircuitBreakerRule::error_count("fmt-ledger", 5).recovery(secs(3_600)),
+    ];
+
+    let json = r#"{
+      /* Every kind of rule, with durations in every spelling. */
+      "flow": [
+        { "resource": "fmt-orders", "threshold": 100 },
+        { "resource": "fmt-search", "threshold": 200, "warm_up": { "period": "10s" } },
+        { "resource": "fmt-mailer", "threshold": 20, "max_wait": 500 }, // integer ms
+        { "resource": "fmt-report", "threshold": 10, "window": "1m", "sample_count": 60,
+          "strict": true },
+        { "resource": "fmt-db", "metric": "concurrency", "threshold": 8 },
+        { "resource": "fmt-reads", "threshold": 50, "relate": "fmt-writes" }
+      ],
+      "circuit_breaker": [
+        { "resource": "fmt-payments", "strategy": { "type": "error_ratio", "threshold": 0.5 },
+          "min_requests": 10, "window": "10s", "recovery": "5s", "probes": 3 },
+        { "resource": "fmt-inventory",
+          "strategy": { "type": "slow_request_ratio", "max_rt": "200ms", "threshold": 0.6 },
+          "recovery": "1m30s" },
+        { "resource": "fmt-ledger", "strategy": { "type": "error_count", "threshold": 5 },
+          "recovery": "1h" }
+      ]
+    }"#;
+    let yaml = r#"
+# Every kind of rule.
+flow:
+  - { resource: fmt-orders, threshold: 100 }
+  - resource: fmt-search
+    threshold: 200
+    warm_up:
+      period: 10s
+      cold_factor: 3
+  - { resource: fmt-mailer, threshold: 20, max_wait: 0.5s }
+  - resource: fmt-report
+    threshold: 10
+    window: 60s
+    sample_count: 60
+    strict: true
+  - { resource: fmt-db, metric: concurrency, threshold: 8 }
+  - { resource: fmt-reads, threshold: 50, relate: fmt-writes }
+circuit_breaker:
+  - resource: fmt-payments
+    strategy: { type: error_ratio, threshold: 0.5 }
+    min_requests: 10
+    window: 10000
+    recovery: 5s
+    probes: 3
+  - resource: fmt-inventory
+    strategy: { type: slow_request_ratio, max_rt: 200ms, threshold: 0.6 }
+    recovery: 90s
+  - resource: fmt-ledger
+    strategy: { type: error_count, threshold: 5 }
+    recovery: 60m
+"#;
+    let toml = r#"
+# Every kind of rule.
+[[flow]]
+resource = "fmt-orders"
+threshold = 100
+
+[[flow]]
+resource = "fmt-search"
+threshold = 200
+warm_up = { period = "10s" }
+
+[[flow]]
+resource = "fmt-mailer"
+threshold = 20
+max_wait = "500ms"
+
+[[flow]]
+resource = "fmt-report"
+threshold = 10
+window = "1m"
+sample_count = 60
+strict = true
+
+[[flow]]
+resource = "fmt-db"
+metric = "concurrency"
+threshold = 8
+
+[[flow]]
+resource = "fmt-reads"
+threshold = 50
+relate = "fmt-writes"
+
+[[circuit_breaker]]
+resource = "fmt-payments"
+strategy = { type = "error_ratio", threshold = 0.5 }
+min_requests = 10
+window = "10s"
+recovery = "5s"
+probes = 3
+
+[[circuit_breaker]]
+resource = "fmt-inventory"
+recovery = "90s"
+[circuit_breaker.strategy]
+type = "slow_request_ratio"
+max_rt = "200ms"
+threshold = 0.6
+
+[[circuit_breaker]]
+resource = "fmt-ledger"
+strategy = { type = "error_count", threshold = 5 }
+recovery = "1h"
+"#;
+    assert_eq!(RuleSet::from_json(json), Ok(expected.clone()));
+    assert_eq!(RuleSet::from_yaml(yaml), Ok(expected.clone()));
+    assert_eq!(RuleSet::from_toml(toml), Ok(expected.clone()));
+
+    // from_path takes the format from the extension, and what it writes reads back.
+    let dir = TempDir::new("formats");
+    for (name, text) in [
+        ("rules.json", json.to_owned()),
+        ("rules.yml", yaml.to_owned()),
+        ("RULES.TOML", toml.to_owned()),
+        ("out.json", expected.to_json().unwrap()),
+        ("out.yaml", expected.to_yaml().unwrap()),
+        ("out.toml", expected.to_toml().unwrap()),
+    ] {
+        fs::write(dir.join(name), text).unwrap();
+        assert_eq!(
+            RuleSet::from_path(dir.join(name)),
+            Ok(expected.clone()),
+            "{name}"
+        );
+    }
+    fs::write(dir.join("rules.txt"), json).unwrap();
+    let err = RuleSet::from_path(dir.join("rules.txt")).unwrap_err();
+    assert!(
+        err.to_string().contains(".json, .yaml, .yml or .toml"),
+        "{err}"
+    );
+    assert_eq!(err.path(), Some(dir.join("rules.txt").as_path()));
+    let err = RuleSet::from_path(dir.join("missing.yaml")).unwrap_err();
+    assert!(err.to_string().contains("cannot read the file"), "{err}");
+}
+
+/// Sentinel's example files, as its demo ships them (licence header included), under their kinds.
+const SENTINEL_FILE: &str = r#"/**
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Copyright 1999-2019 Alibaba Group Holding Ltd.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+{
+  // FlowRule.json
+  "flow": [
+    {
+      "resource": "sentinel-abc",
+      "controlBehavior": 0,
+      "count": 20.0,
+      "grade": 1,
+      "limitApp": "default",
+      "strategy": 0
+    },
+    {
+      "resource": "sentinel-abc1",
+      "controlBehavior": 0,
+      "count": 20.0,
+      "grade": 1,
+      "limitApp": "default",
+      "strategy": 0
+    },
+    {
+      "resource": "sentinel-warm",
+      "limitApp": "default",
+      "grade": 1,
+      "count": 100.0,
+      "strategy": 0,
+      "refResource": null,
+      "controlBehavior": 3,
+      "warmUpPeriodSec": 20,
+      "maxQueueingTimeMs": 800,
+      "clusterMode": false,
+      "clusterConfig": null
+    },
+    { "resource": "sentinel-threads", "count": 4, "grade": 0 },
+    { "resource": "sentinel-reads", "count": 50, "strategy": 1, "refResource": "sentinel-writes" }
+  ],
+  // DegradeRule.json
+  "degrade": [
+    {
+      "resource": "sentinel-abc0",
+      "count": 20.0,
+      "grade": 0,
+      "passCount": 0,
+      "timeWindow": 10
+    },
+    {
+      "resource": "sentinel-abc1",
+      "count": 15.0,
+      "grade": 0,
+      "passCount": 0,
+      "timeWindow": 10
+    },
+    {
+      "resource": "sentinel-errors",
+      "count": 0.25,
+      "grade": 1,
+      "timeWindow": 30,
+      "minRequestAmount": 20,
+      "statIntervalMs": 60000,
+      "slowRatioThreshold": 1.0,
+      "limitApp": "default"
+    },
+    { "resource": "sentinel-errors", "count": 100, "grade": 2, "timeWindow": 60 },
+    { "resource": "sentinel-slow", "count": 500, "slowRatioThreshold": 0.3, "timeWindow": 5 }
+  ]
+}
+"#;
+
+#[test]
+fn sentinel_json_files_are_read_as_they_are() {
+    let set = RuleSet::from_json(SENTINEL_FILE).expect("Sentinel's example reads");
+    assert_eq!(
+        set.flow,
+        vec![
+            FlowRule::qps("sentinel-abc", 20.0),
+            FlowRule::qps("sentinel-abc1", 20.0),
+            FlowRule::qps("sentinel-warm", 100.0)
+                .warm_up(secs(20), 3.0)
+                .throttle(ms(800)),
+            FlowRule::concurrency("sentinel-threads", 4),
+            FlowRule::qps("sentinel-reads", 50.0).relate("sentinel-writes"),
+        ]
+    );
+    let one_bucket = |r: CircuitBreakerRule, window: Duration| r.window(window, 1);
+    assert_eq!(
+        set.circuit_breaker,
+        vec![
+            one_bucket(
+                CircuitBreakerRule::slow_request_ratio("sentinel-abc0", ms(20), 1.0)
+                    .recovery(secs(10)),
+                secs(1)
+            ),
+            one_bucket(
+                CircuitBreakerRule::slow_request_ratio("sentinel-abc1", ms(15), 1.0)
+                    .recovery(secs(10)),
+                secs(1)
+            ),
+            one_bucket(
+                CircuitBreakerRule::error_ratio("sentinel-errors", 0.25)
+                    .recovery(secs(30))
+                    .min_requests(20),
+                secs(60)
+            ),
+            one_bucket(
+                CircuitBreakerRule::error_count("sentinel-errors", 100).recovery(secs(60)),
+                secs(1)
+            ),
+            one_bucket(
+                CircuitBreakerRule::slow_request_ratio("sentinel-slow", ms(500), 0.3)
+                    .recovery(secs(5)),
+                secs(1)
+            ),
+        ]
+    );
+    // Both namings in one file, rule by rule; Sentinel's kind name in YAML too.
+    let mixed = RuleSet::from_yaml(
+        "flow:\n  - { resource: mix-a, count: 5 }\n  - { resource: mix-b, threshold: 5 }\n\
+         degrade:\n  - { resource: mix-a, count: 3, grade: 2, timeWindow: 1 }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        mixed.flow,
+        vec![FlowRule::qps("mix-a", 5.0), FlowRule::qps("mix-b", 5.0)]
+    );
+    assert_eq!(
+        mixed.circuit_breaker,
+        vec![CircuitBreakerRule::error_count("mix-a", 3)
+            .recovery(secs(1))
+            .window(secs(1), 1)]
+    );
+}
+
+#[test]
+fn every_unsupported_field_is_refused_by_name() {
+    // (kind, rule, the field named, a word the message has)
+    let cases = [
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "strategy": 2}"#,
+            "strategy",
+            "chain",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "limitApp": "app-a"}"#,
+            "limitApp",
+            "origin",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "clusterMode": true}"#,
+            "clusterMode",
+            "cluster",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "clusterConfig": {"flowId": 1}}"#,
+            "clusterConfig",
+            "cluster",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "grade": 0, "controlBehavior": 2}"#,
+            "controlBehavior",
+            "QPS",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "controlBehavior": 4}"#,
+            "controlBehavior",
+            "4",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "grade": 2}"#,
+            "grade",
+            "QPS",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "strategy": 1}"#,
+            "refResource",
+            "relate",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "warmUpPeriodSec": 30}"#,
+            "warmUpPeriodSec",
+            "warm up",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "controlBehavior": 1, "warmUpPeriodSec": 0}"#,
+            "warmUpPeriodSec",
+            "seconds",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "id": 12}"#,
+            "id",
+            "not supported",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "regex": true}"#,
+            "regex",
+            "not supported",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "count": 1, "threshold": 1}"#,
+            "threshold",
+            "Sentinel",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "threshold": 1, "thresold": 2}"#,
+            "thresold",
+            "not supported",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "threshold": 1, "metric": "qpm"}"#,
+            "metric",
+            "qpm",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "threshold": 1, "window": "5"}"#,
+            "window",
+            "unit",
+        ),
+        (
+            "flow",
+            r#"{"resource": "u", "threshold": 1, "warm_up": {"period": "1s", "factor": 3}}"#,
+            "warm_up.factor",
+            "not supported",
+        ),
+        (
+            "degrade",
+            r#"{"resource": "u", "count": 1, "grade": 1, "timeWindow": 1, "limitApp": "b"}"#,
+            "limitApp",
+            "origin",
+        ),
+        (
+            "degrade",
+            r#"{"resource": "u", "count": 1, "grade": 3, "timeWindow": 1}"#,
+            "grade",
+            "3",
+        ),
+        (
+            "degrade",
+            r#"{"resource": "u", "count": 1, "grade": 1}"#,
+            "timeWindow",
+            "required",
+        ),
+        (
+            "degrade",
+            r#"{"resource": "u", "count": 1, "grade": 1, "timeWindow": 1, "slowRatioThreshold": 0.5}"#,
+            "slowRatioThreshold",
+            "grade 0",
+        ),
+        (
+            "degrade",
+            r#"{"resource": "u", "count": 1, "timeWindow": 1, "statIntervalMs": 0}"#,
+            "statIntervalMs",
+            "milliseconds",
+        ),
+        (
+            "circuit_breaker",
+            r#"{"resource": "u", "strategy": {"type": "error_count", "threshold": 1}}"#,
+            "recovery",
+            "required",
+        ),
+        (
+            "circuit_breaker",
+            r#"{"resource": "u", "strategy": {"type": "error_count", "threshold": 1, "max_rt": "1s"}, "recovery": "1s"}"#,
+            "strategy.max_rt",
+            "not supported",
+        ),
+    ];
+    for (kind, rule, field, word) in cases {
+        let text = format!("{{\"{kind}\": [\n  {rule}\n]}}");
+        let err = RuleSet::from_json(&text).expect_err(rule);
+        let entry = only_entry(&err);
+        assert_eq!(entry.field.as_deref(), Some(field), "{rule}: {err}");
+        assert_eq!(entry.resource.as_deref(), Some("u"), "{rule}: {err}");
+        assert_eq!(entry.line, Some(2), "{rule}: {err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("`{field}`")) && text.contains(word),
+            "{rule}: {text}"
+        );
+    }
+    // An unknown kind, and a Sentinel array that does not say its kind.
+    let err = RuleSet::from_yaml("flow: []\nbogus_kind: []\n").unwrap_err();
+    assert!(err.to_string().contains("bogus_kind"), "{err}");
+    assert_eq!(only_entry(&err).line, Some(2));
+    let err = RuleSet::from_json("[{\"resource\": \"u\", \"count\": 1}]").unwrap_err();
+    assert!(err.to_string().contains("under `flow`"), "{err}");
+}
+
+#[test]
+fn a_bad_rule_among_good_ones_refuses_the_set_naming_resource_field_and_line() {
+    let yaml = "\
+flow:
+  - resource: line-ok
+    threshold: 10
+  - resource: line-negative   # line 4
+    threshold: -5
+  - resource: line-ok-2
+    threshold: 1
+circuit_breaker:
+  - resource: line-breaker    # line 9
+    strategy: { type: error_ratio, threshold: 1.5 }
+    recovery: 1s
+degrade:
+";
+    // `circuit_breaker` and its alias `degrade` together are one field given twice.
+    let err = RuleSet::from_yaml(yaml).unwrap_err();
+    assert!(err.to_string().contains("degrade"), "{err}");
+
+    let yaml = yaml.trim_end_matches("degrade:\n");
+    let err = RuleSet::from_yaml(yaml).unwrap_err();
+    let found: Vec<String> = err
+        .entries()
+        .iter()
+        .map(|e| format!("{:?} {:?} {:?} {:?}", e.line, e.kind, e.resource, e.field))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            r#"Some(4) Some("flow") Some("line-negative") Some("threshold")"#,
+            r#"Some(9) Some("circuit_breaker") Some("line-breaker") Some("strategy.threshold")"#,
+        ]
+    );
+    assert_eq!(
+        err.to_string(),
+        "invalid rule set (2 problems):\n  \
+         line 4, column 5: flow[1] (resource `line-negative`): field `threshold` must be >= 0, \
+         got -5\n  \
+         line 9, column 5: circuit_breaker[0] (resource `line-breaker`): field \
+         `strategy.threshold` must be a ratio in 0..=1, got 1.5"
+    );
+
+    // Sentinel's names in the error for a rule written with them; TOML lines too.
+    let toml = "[[flow]]\nresource = \"t-ok\"\nthreshold = 1\n\n[[flow]]\nresource = \"t-bad\"\n\
+                count = 5\ncontrolBehavior = 1\nwarmUpPeriodSec = 0\n";
+    let err = RuleSet::from_toml(toml).unwrap_err();
+    let entry = only_entry(&err);
+    assert_eq!(
+        (entry.line, entry.field.as_deref()),
+        (Some(5), Some("warmUpPeriodSec"))
+    );
+
+    // Loading the file changes nothing.
+    let _serial = serial();
+    let dir = TempDir::new("bad-rule");
+    let mut good = RuleSet::new();
+    good.flow = vec![FlowRule::qps("line-ok", 10.0)];
+    rules::load(good.clone()).unwrap();
+    let path = dir.join("rules.yaml");
+    fs::write(&path, yaml).unwrap();
+    let err = rules::load_file(&path).unwrap_err();
+    assert_eq!(err.path(), Some(path.as_path()));
+    assert_eq!(err.entries().len(), 2);
+    assert_eq!(rules::current(), good);
+    rules::load(RuleSet::new()).unwrap();
+}
+
+#[test]
+fn syntax_errors_carry_their_own_line_and_column() {
+    let json = "{\n  \"flow\": [\n    { \"resource\": \"s\", \"threshold\": 1, }\n  ]\n}";
+    let err = RuleSet::from_json(json).unwrap_err();
+    assert_eq!(only_entry(&err).line, Some(3), "{err}");
+    assert!(only_entry(&err).column.is_some(), "{err}");
+
+    let yaml = "flow:\n  - resource: s\n    threshold: [1\n";
+    let err = RuleSet::from_yaml(yaml).unwrap_err();
+    assert!(matches!(only_entry(&err).line, Some(3) | Some(4)), "{err}");
+
+    let toml = "[[flow]]\nresource = \"s\"\nthreshold = = 1\n";
+    let err = RuleSet::from_toml(toml).unwrap_err();
+    assert_eq!(only_entry(&err).line, Some(3), "{err}");
+
+    let err = RuleSet::from_json("/* licence\n\n{\"flow\": []}").unwrap_err();
+    assert_eq!(only_entry(&err).line, Some(1), "{err}");
+}
+
+#[test]
+fn load_replaces_every_kind_at_once_and_current_reads_it_back() {
+    let _serial = serial();
+    let set = set_of("load-all", 5.0);
+    rules::load(set.clone()).unwrap();
+    assert_eq!(rules::current(), set);
+
+    let mut bad = set_of("load-all-next", 7.0);
+    bad.circuit_breaker
+        .push(CircuitBreakerRule::error_count("load-all-next-x", 0).recovery(secs(1)));
+    bad.flow.push(FlowRule::qps("load-all-next-y", f64::NAN));
+    let err = rules::load(bad).unwrap_err();
+    let found: Vec<(Option<&str>, Option<usize>)> =
+        err.entries().iter().map(|e| (e.kind, e.index)).collect();
+    assert_eq!(
+        found,
+        vec![(Some("flow"), Some(3)), (Some("circuit_breaker"), Some(1))]
+    );
+    assert_eq!(rules::current(), set, "a refused set changes nothing");
+
+    rules::load(RuleSet::new()).unwrap();
+    assert_eq!(rules::current(), RuleSet::new());
+}
+
+// ----- the watcher ---------------------------------------------------------------------------------
+
+#[test]
+fn the_watcher_follows_atomic_renames_and_stops_when_dropped() {
+    let _serial = serial();
+    let dir = TempDir::new("rename");
+    let path = dir.join("rules.yaml");
+    let (old, new) = (set_of("rename", 10.0), set_of("rename-next", 20.0));
+    fs::write(&path, old.to_yaml().unwrap()).unwrap();
+
+    let watcher = rules::watch_file(&path).expect("the first load");
+    assert_eq!(rules::current(), old);
+    let first = watcher.status();
+    assert_eq!((first.loads, first.last_error.as_ref()), (1, None));
+
+    replace_atomically(&path, &new.to_yaml().unwrap());
+    let status = wait_for(&watcher, "the renamed file", &[&old, &new], |s| {
+        s.loads == 2
+    });
+    assert_eq!(rules::current(), new);
+    assert_ne!(status.version, first.version);
+    assert!(status.loaded_at >= first.loaded_at);
+    assert_eq!(status.last_error, None);
+
+    // Dropping stops the watcher (its thread is joined): later changes are not loaded.
+    drop(watcher);
+    replace_atomically(&path, &old.to_yaml().unwrap());
+    thread::sleep(ms(600));
+    assert_eq!(rules::current(), new);
+    rules::load(RuleSet::new()).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn the_watcher_follows_a_configmap_symlink_flip() {
+    use std::os::unix::fs::symlink;
+
+    let _serial = serial();
+    let dir = TempDir::new("configmap");
+    let (old, new) = (set_of("configmap", 10.0), set_of("configmap-next", 20.0));
+    // Kubernetes' layout: rules.yaml -> ..data/rules.yaml, ..data -> ..v1.
+    fs::create_dir(dir.join("..v1")).unwrap();
+    fs::write(dir.join("..v1/rules.yaml"), old.to_yaml().unwrap()).unwrap();
+    symlink("..v1", dir.join("..data")).unwrap();
+    symlink("..data/rules.yaml", dir.join("rules.yaml")).unwrap();
+
+    let watcher = rules::watch_file(dir.join("rules.yaml")).expect("the first load");
+    assert_eq!(rules::current(), old);
+
+    // The update: a new directory, a new symlink renamed over `..data`, the old one removed.
+    fs::create_dir(dir.join("..v2")).unwrap();
+    fs::write(dir.join("..v2/rules.yaml"), new.to_yaml().unwrap()).unwrap();
+    symlink("..v2", dir.join("..data_tmp")).unwrap();
+    fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    fs::remove_dir_all(dir.join("..v1")).unwrap();
+
+    wait_for(&watcher, "the flipped ConfigMap", &[&old, &new], |s| {
+        s.loads == 2
+    });
+    assert_eq!(rules::current(), new);
+    assert_eq!(watcher.status().last_error, None);
+    drop(watcher);
+    rules::load(RuleSet::new()).unwrap();
+}
+
+#[test]
+fn a_deleted_file_keeps_the_last_good_rules_until_it_is_recreated() {
+    let _serial = serial();
+    let dir = TempDir::new("delete");
+    let path = dir.join("rules.toml");
+    let (old, new) = (set_of("delete", 10.0), set_of("delete-next", 20.0));
+    fs::write(&path, old.to_toml().unwrap()).unwrap();
+    let watcher = rules::watch_file(&path).expect("the first load");
+
+    fs::remove_file(&path).unwrap();
+    let status = wait_for(&watcher, "the deletion to be seen", &[&old], |s| {
+        s.last_error.is_some()
+    });
+    let err = status.last_error.unwrap();
+    assert!(err.to_string().contains("missing"), "{err}");
+    assert_eq!(rules::current(), old);
+    assert_eq!(status.loads, 1);
+
+    // Recreated with the same content: nothing to load, the error clears.
+    fs::write(&path, old.to_toml().unwrap()).unwrap();
+    wait_for(&watcher, "the same file back", &[&old], |s| {
+        s.last_error.is_none()
+    });
+    assert_eq!(watcher.status().loads, 1);
+
+    fs::remove_file(&path).unwrap();
+    wait_for(&watcher, "the second deletion", &[&old], |s| {
+        s.last_error.is_some()
+    });
+    fs::write(&path, new.to_toml().unwrap()).unwrap();
+    wait_for(&watcher, "the recreated file", &[&old, &new], |s| {
+        s.loads == 2
+    });
+    assert_eq!(rules::current(), new);
+    drop(watcher);
+    rules::load(RuleSet::new()).unwrap();
+}
+
+#[test]
+fn a_partial_write_keeps_the_old_rules_until_it_completes() {
+    let _serial = serial();
+    let dir = TempDir::new("partial");
+    let path = dir.join("rules.json");
+    let (old, new) = (set_of("partial", 10.0), set_of("partial-next", 20.0));
+    fs::write(&path, old.to_json().unwrap()).unwrap();
+    let watcher = rules::watch_file(&path).expect("the first load");
+    let version = watcher.status().version;
+
+    let text = new.to_json().unwrap();
+    let (first_half, second_half) = text.as_bytes().split_at(text.len() / 2);
+    let mut file = fs::File::create(&path).unwrap();
+    file.write_all(first_half).unwrap();
+    file.flush().unwrap();
+    let status = wait_for(&watcher, "the half-written file", &[&old], |s| {
+        s.last_error.is_some()
+    });
+    let err = status.last_error.unwrap();
+    assert!(only_entry(&err).line.is_some(), "a syntax error: {err}");
+    assert_eq!((status.version, status.loads), (version, 1));
+    assert_eq!(rules::current(), old);
+
+    file.write_all(second_half).unwrap();
+    file.flush().unwrap();
+    drop(file);
+    wait_for(&watcher, "the completed file", &[&old, &new], |s| {
+        s.loads == 2 && s.last_error.is_none()
+    });
+    assert_eq!(rules::current(), new);
+    drop(watcher);
+    rules::load(RuleSet::new()).unwrap();
+}
+
+#[test]
+fn an_invalid_rule_keeps_the_old_rules_and_is_reported_with_its_line() {
+    let _serial = serial();
+    let dir = TempDir::new("invalid");
+    let path = dir.join("rules.yaml");
+    let (old, new) = (set_of("invalid", 10.0), set_of("invalid-next", 20.0));
+    fs::write(&path, old.to_yaml().unwrap()).unwrap();
+    let watcher = rules::watch_file(&path).expect("the first load");
+
+    let bad = "\
+flow:
+  - resource: invalid-next-a
+    threshold: 20
+  - resource: invalid-next-b
+    threshold: 21
+    max_wait: 2h
+  - resource: invalid-next-c
+    metric: concurrency
+    threshold: 22
+";
+    replace_atomically(&path, bad);
+    let status = wait_for(&watcher, "the bad rule to be reported", &[&old], |s| {
+        s.last_error.is_some()
+    });
+    let err = status.last_error.unwrap();
+    let entry = only_entry(&err);
+    assert_eq!(
+        (
+            entry.line,
+            entry.resource.as_deref(),
+            entry.field.as_deref()
+        ),
+        (Some(4), Some("invalid-next-b"), Some("max_wait")),
+        "{err}"
+    );
+    assert_eq!(err.path(), Some(watcher.path()));
+    assert_eq!(rules::current(), old);
+
+    replace_atomically(&path, &new.to_yaml().unwrap());
+    wait_for(&watcher, "the fixed file", &[&old, &new], |s| {
+        s.loads == 2 && s.last_error.is_none()
+    });
+    assert_eq!(rules::current(), new);
+    drop(watcher);
+    rules::load(RuleSet::new()).unwrap();
+}
+
+#[test]
+fn only_an_explicitly_empty_set_clears_the_rules() {
+    let _serial = serial();
+    let dir = TempDir::new("empty");
+    let path = dir.join("rules.yaml");
+    let old = set_of("empty", 10.0);
+    fs::write(&path, old.to_yaml().unwrap()).unwrap();
+    let watcher = rules::watch_file(&path).expect("the first load");
+    let empty = RuleSet::new();
+
+    for (what, text) in [
+        ("an empty file", ""),
+        ("a file of comments", "# nothing yet\n"),
+        ("a kind with no value", "flow:\n"),
+    ] {
+        fs::write(&path, text).unwrap();
+        let status = wait_for(&watcher, what, &[&old], |s| s.last_error.is_some());
+        assert_eq!(status.loads, 1, "{what}");
+        // Back to the loaded content: the error clears.
+        fs::write(&path, old.to_yaml().unwrap()).unwrap();
+        wait_for(&watcher, "the loaded content back", &[&old], |s| {
+            s.last_error.is_none()
+        });
+    }
+    assert_eq!(rules::current(), old);
+
+    fs::write(&path, "flow: []\n").unwrap();
+    wait_for(&watcher, "the explicitly empty set", &[&old, &empty], |s| {
+        s.loads == 2
+    });
+    assert_eq!(rules::current(), empty);
+    drop(watcher);
+}
+
+#[test]
+fn watching_refuses_a_missing_or_bad_file_at_once() {
+    let _serial = serial();
+    let dir = TempDir::new("first-load");
+    let err = rules::watch_file(dir.join("absent.yaml")).unwrap_err();
+    assert!(err.to_string().contains("cannot read the file"), "{err}");
+
+    let path = dir.join("rules.json");
+    fs::write(
+        &path,
+        "{\"flow\": [\n  {\"resource\": \"first-load\", \"count\": 1, \"limitApp\": \"x\"}\n]}",
+    )
+    .unwrap();
+    let err = rules::watch_file(&path).unwrap_err();
+    let entry = only_entry(&err);
+    assert_eq!(
+        (entry.line, entry.field.as_deref()),
+        (Some(2), Some("limitApp"))
+    );
+    assert_eq!(err.path(), Some(path.as_path()));
+}
