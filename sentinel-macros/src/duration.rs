@@ -45,7 +45,7 @@ pub(crate) fn millis(lit: &LitStr) -> Result<u64, String> {
 pub(crate) fn show(ms: u64) -> String {
     [(3_600_000, "h"), (60_000, "m"), (1_000, "s")]
         .iter()
-        .find(|(per_unit, _)| ms % per_unit == 0 && ms > 0)
+        .find(|(per_unit, _)| ms.is_multiple_of(*per_unit) && ms > 0)
         .map_or_else(
             || format!("{ms}ms"),
             |(per_unit, unit)| format!("{}{unit}", ms / per_unit),

@@ -18,7 +18,7 @@
 //! assert!(place_order(3).starts_with("order 3 refused")); // at most 2 per second
 //! ```
 //!
-//! The attribute ([`sentinel`]) builds a `static` resource node on the first call and wraps the
+//! The attribute (`#[sentinel]`, feature `macros`) builds a `static` resource node on the first call and wraps the
 //! body in an [`Entry`] guard: every call runs the resource's checks (flow rules, circuit
 //! breakers, hotspot limits, your own slots), and the guard's drop records the exit (response
 //! time, error, concurrency) on every path, panics and dropped futures included. Each guarded

@@ -28,7 +28,7 @@ pub fn all() -> Vec<(String, ResourceStats)> {
 }
 
 /// The statistics of the entries beyond the cap on resources
-/// ([`registry::set_max_resources`](crate::registry::set_max_resources)): new names that got no
+/// ([`registry::set_max_resources`]): new names that got no
 /// node of their own, counted together. Their entries pass unchecked.
 ///
 /// ```

@@ -48,7 +48,11 @@ impl FlowSpec {
         let mut rule = FlowRule::qps(resource, self.threshold).strict(self.strict);
         if self.window_ms != 1_000 {
             // The window's buckets: 10 where they divide it evenly, else 1.
-            let buckets = if self.window_ms % 10 == 0 { 10 } else { 1 };
+            let buckets = if self.window_ms.is_multiple_of(10) {
+                10
+            } else {
+                1
+            };
             rule = rule.window(Duration::from_millis(self.window_ms), buckets);
         }
         if self.warm_up_ms > 0 {
@@ -112,7 +116,11 @@ impl BreakerSpec {
         }
         if self.window_ms > 0 {
             // The window's buckets: 10 where they divide it evenly, else 1.
-            let buckets = if self.window_ms % 10 == 0 { 10 } else { 1 };
+            let buckets = if self.window_ms.is_multiple_of(10) {
+                10
+            } else {
+                1
+            };
             rule = rule.window(Duration::from_millis(self.window_ms), buckets);
         }
         if self.probes > 0 {

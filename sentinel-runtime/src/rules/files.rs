@@ -433,7 +433,7 @@ pub(crate) mod duration {
                 };
                 let denominator = 10u128.pow(fraction.len() as u32);
                 let scaled = digits * scale;
-                if scaled % denominator != 0 {
+                if !scaled.is_multiple_of(denominator) {
                     return bad("finer than a nanosecond");
                 }
                 part += scaled / denominator;
@@ -464,7 +464,7 @@ pub(crate) mod duration {
             return "0ms".to_owned();
         }
         for (scale, unit) in units {
-            if nanos % scale == 0 {
+            if nanos.is_multiple_of(scale) {
                 return format!("{}{unit}", nanos / scale);
             }
         }

@@ -186,7 +186,10 @@ impl HotspotRule {
         match self.metric {
             HotspotMetric::Qps => {
                 let w = self.window;
-                if w.is_zero() || w.subsec_nanos() % 1_000_000 != 0 || w > MAX_HOTSPOT_WINDOW {
+                if w.is_zero()
+                    || !w.subsec_nanos().is_multiple_of(1_000_000)
+                    || w > MAX_HOTSPOT_WINDOW
+                {
                     return err(
                         "window",
                         format!(

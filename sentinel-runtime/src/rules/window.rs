@@ -22,7 +22,10 @@ pub(super) fn validate(
         );
     }
     let ms = window.as_millis();
-    if window.is_zero() || window.subsec_nanos() % 1_000_000 != 0 || ms > u128::from(u32::MAX) {
+    if window.is_zero()
+        || !window.subsec_nanos().is_multiple_of(1_000_000)
+        || ms > u128::from(u32::MAX)
+    {
         return err(
             "window",
             format!(
@@ -31,7 +34,7 @@ pub(super) fn validate(
             ),
         );
     }
-    if ms % u128::from(sample_count) != 0 {
+    if !ms.is_multiple_of(u128::from(sample_count)) {
         return err(
             "window",
             format!("({ms} ms) must be divisible by sample_count ({sample_count})"),
