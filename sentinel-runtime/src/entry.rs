@@ -139,20 +139,35 @@ pub(crate) fn enter_in(
     let now = clock::now_nanos();
     if !node.is_checked() && !slot::has_custom() {
         node.stats().on_pass_in(slot, now, count);
-        return Ok(Entry::new(node, count, Admission::at(now), false, || None));
+        return Ok(Entry::new(
+            node,
+            count,
+            &mut Admission::at(now),
+            false,
+            || None,
+        ));
     }
     // The entry is built inside the read, as its result: no copy of a larger value on the way
     // out (a copied struct read back whole after narrower writes stalls store forwarding,
     // measured on this path).
     node.with_chain_in(slot, |chain| {
-        match slot::check(node.target(), &chain, node.counter(), now, count, params) {
-            Ok(admission) if admission.turn == 0 => {
+        let mut admission = Admission::default();
+        match slot::check(
+            node.target(),
+            &chain,
+            node.counter(),
+            now,
+            count,
+            params,
+            &mut admission,
+        ) {
+            Ok(()) if admission.turn == 0 => {
                 node.stats().on_pass_in(slot, admission.at, count);
-                Ok(Entry::new(node, count, admission, false, || {
+                Ok(Entry::new(node, count, &mut admission, false, || {
                     Some(chain.to_arc())
                 }))
             }
-            Ok(admission) => Ok(wait_for_turn(Waiting::new(
+            Ok(()) => Ok(wait_for_turn(Waiting::new(
                 node,
                 chain.to_arc(),
                 count,
@@ -208,18 +223,29 @@ pub(crate) fn reserve_with(
     let now = clock::now_nanos();
     if !node.is_checked() && !slot::has_custom() {
         node.stats().on_pass(now, count);
-        let entry = Entry::new(node, count, Admission::at(now), cancellable, || None);
+        let entry = Entry::new(node, count, &mut Admission::at(now), cancellable, || None);
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain(|chain| {
-        match slot::check(node.target(), &chain, node.counter(), now, count, params) {
-            Ok(admission) if admission.turn == 0 => {
+        let mut admission = Admission::default();
+        let checked = slot::check(
+            node.target(),
+            &chain,
+            node.counter(),
+            now,
+            count,
+            params,
+            &mut admission,
+        );
+        match checked {
+            Ok(()) if admission.turn == 0 => {
                 node.stats().on_pass(admission.at, count);
-                let entry =
-                    Entry::new(node, count, admission, cancellable, || Some(chain.to_arc()));
+                let entry = Entry::new(node, count, &mut admission, cancellable, || {
+                    Some(chain.to_arc())
+                });
                 Ok(Reservation(Inner::Ready(entry)))
             }
-            Ok(admission) => {
+            Ok(()) => {
                 let waiting = Waiting::new(node, chain.to_arc(), count, admission, cancellable);
                 Ok(Reservation(Inner::Waiting(waiting)))
             }
@@ -323,7 +349,7 @@ impl Reservation {
                 w.node.stats().on_pass(now, w.count);
                 let mut admission = std::mem::take(&mut w.admission);
                 admission.at = now;
-                Entry::new(w.node, w.count, admission, w.cancellable, || {
+                Entry::new(w.node, w.count, &mut admission, w.cancellable, || {
                     Some(Arc::clone(&w.chain))
                 })
             }
@@ -372,7 +398,7 @@ impl Entry {
     fn new(
         node: &'static ResourceNode,
         count: u32,
-        admission: Admission,
+        admission: &mut Admission,
         cancellable: bool,
         chain: impl FnOnce() -> Option<Arc<Chain>>,
     ) -> Entry {
@@ -392,7 +418,7 @@ impl Entry {
             held: if admission.hot.is_empty() {
                 None
             } else {
-                hot_held(&admission, chain)
+                hot_held(admission, chain)
             },
         }
     }
