@@ -267,6 +267,7 @@ impl Reserved<'_> {
 }
 
 impl Drop for Reserved<'_> {
+    #[inline]
     fn drop(&mut self) {
         if self.armed {
             self.release();
