@@ -14,7 +14,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sentinel_runtime::rules::{
-    self, CircuitBreakerRule, FlowRule, RuleSet, RuleSetError, RuleWatcher, WatchStatus,
+    self, CircuitBreakerRule, FlowRule, HotspotRule, RuleSet, RuleSetError, RuleWatcher,
+    WatchStatus,
 };
 
 static RULES: Mutex<()> = Mutex::new(());
@@ -706,6 +707,271 @@ fn load_replaces_every_kind_at_once_and_current_reads_it_back() {
 
     rules::load(RuleSet::new()).unwrap();
     assert_eq!(rules::current(), RuleSet::new());
+}
+
+// ----- hotspot rules ---------------------------------------------------------------------------
+
+#[test]
+fn hotspot_rules_read_the_same_in_every_format_and_in_sentinel_names() {
+    let expected = vec![
+        HotspotRule::qps("hot-api", 0, 10.0)
+            .burst(5)
+            .exception("vip-7", 100.0),
+        HotspotRule::qps("hot-login", 1, 5.0)
+            .window(secs(60))
+            .throttle(ms(200))
+            .capacity(50_000),
+        HotspotRule::concurrency("hot-reports", 2, 2),
+    ];
+    let yaml = r#"
+hotspot:
+  - resource: hot-api
+    param_index: 0
+    threshold: 10
+    burst: 5
+    exceptions:
+      - { value: vip-7, threshold: 100 }
+  - resource: hot-login
+    param_index: 1
+    threshold: 5
+    window: 1m
+    max_wait: 200ms
+    capacity: 50000
+  - { resource: hot-reports, param_index: 2, metric: concurrency, threshold: 2 }
+"#;
+    let json = r#"{"hotspot": [
+  { "resource": "hot-api", "param_index": 0, "threshold": 10, "burst": 5,
+    "exceptions": [{ "value": "vip-7", "threshold": 100 }] },
+  { "resource": "hot-login", "param_index": 1, "threshold": 5, "window": "1m",
+    "max_wait": 200, "capacity": 50000 },
+  { "resource": "hot-reports", "param_index": 2, "metric": "concurrency", "threshold": 2 }
+]}"#;
+    let toml = r#"
+[[hotspot]]
+resource = "hot-api"
+param_index = 0
+threshold = 10
+burst = 5
+exceptions = [{ value = "vip-7", threshold = 100 }]
+
+[[hotspot]]
+resource = "hot-login"
+param_index = 1
+threshold = 5
+window = "1m"
+max_wait = "200ms"
+capacity = 50000
+
+[[hotspot]]
+resource = "hot-reports"
+param_index = 2
+metric = "concurrency"
+threshold = 2
+"#;
+    let sentinel = r#"{"paramFlow": [
+  { "resource": "hot-api", "paramIdx": 0, "count": 10, "grade": 1, "durationInSec": 1,
+    "burstCount": 5, "controlBehavior": 0, "maxQueueingTimeMs": 0, "limitApp": "default",
+    "clusterMode": false, "clusterConfig": null,
+    "paramFlowItemList": [{ "object": "vip-7", "count": 100, "classType": "java.lang.String" }] },
+  { "resource": "hot-login", "paramIdx": 1, "count": 5, "durationInSec": 60,
+    "controlBehavior": 2, "maxQueueingTimeMs": 200 },
+  { "resource": "hot-reports", "paramIdx": 2, "count": 2, "grade": 0 }
+]}"#;
+    assert_eq!(RuleSet::from_yaml(yaml).unwrap().hotspot, expected);
+    assert_eq!(RuleSet::from_json(json).unwrap().hotspot, expected);
+    assert_eq!(RuleSet::from_toml(toml).unwrap().hotspot, expected);
+    let mut from_sentinel = RuleSet::from_json(sentinel).unwrap().hotspot;
+    // Sentinel has no capacity: the default.
+    from_sentinel[1] = from_sentinel[1].clone().capacity(50_000);
+    assert_eq!(from_sentinel, expected);
+
+    // Rules without exceptions round-trip; exceptions keep only hashes and cannot be written.
+    let mut set = RuleSet::new();
+    set.hotspot = expected[1..].to_vec();
+    assert_eq!(RuleSet::from_yaml(&set.to_yaml().unwrap()), Ok(set.clone()));
+    assert_eq!(RuleSet::from_toml(&set.to_toml().unwrap()), Ok(set.clone()));
+    assert_eq!(RuleSet::from_json(&set.to_json().unwrap()), Ok(set.clone()));
+    set.hotspot = expected;
+    assert!(set.to_json().unwrap_err().to_string().contains("hashes"));
+}
+
+#[test]
+fn unsupported_hotspot_fields_and_values_are_refused_by_name() {
+    let field = |json: &str| -> String {
+        let err = RuleSet::from_json(json).expect_err(json);
+        let entry = only_entry(&err);
+        assert_eq!(entry.kind, Some("hotspot"), "{json}");
+        entry.field.clone().unwrap_or_default()
+    };
+    let ours = |rule: &str| format!(r#"{{"hotspot": [{rule}]}}"#);
+    let theirs = |rule: &str| format!(r#"{{"paramFlow": [{rule}]}}"#);
+    for (json, expected) in [
+        (ours(r#"{"resource": "a", "threshold": 1}"#), "param_index"),
+        (
+            ours(r#"{"resource": "a", "param_index": 8, "threshold": 1}"#),
+            "param_index",
+        ),
+        (
+            ours(r#"{"resource": "a", "param_index": 0, "threshold": -1}"#),
+            "threshold",
+        ),
+        (
+            ours(r#"{"resource": "a", "param_index": 0, "threshold": 1, "capacity": 0}"#),
+            "capacity",
+        ),
+        (
+            ours(r#"{"resource": "a", "param_index": 0, "threshold": 1, "window": "25h"}"#),
+            "window",
+        ),
+        (
+            ours(r#"{"resource": "a", "param_index": 0, "threshold": 1, "max_wait": "2h"}"#),
+            "max_wait",
+        ),
+        (
+            ours(
+                r#"{"resource": "a", "param_index": 0, "threshold": 1, "metric": "concurrency",
+                    "burst": 2}"#,
+            ),
+            "burst",
+        ),
+        (
+            ours(
+                r#"{"resource": "a", "param_index": 0, "threshold": 1,
+                    "exceptions": [{"value": 42, "threshold": 1}]}"#,
+            ),
+            "exceptions[0].value",
+        ),
+        (
+            ours(r#"{"resource": "a", "param_index": 0, "threshold": 1, "metric": "rt"}"#),
+            "metric",
+        ),
+        (theirs(r#"{"resource": "a", "count": 1}"#), "paramIdx"),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": -1, "count": 1}"#),
+            "paramIdx",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 9, "count": 1}"#),
+            "paramIdx",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "grade": 2}"#),
+            "grade",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "controlBehavior": 1}"#),
+            "controlBehavior",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "maxQueueingTimeMs": 10}"#),
+            "maxQueueingTimeMs",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "grade": 0, "burstCount": 3}"#),
+            "burstCount",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "clusterMode": true}"#),
+            "clusterMode",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "limitApp": "app-a"}"#),
+            "limitApp",
+        ),
+        (
+            theirs(
+                r#"{"resource": "a", "paramIdx": 0, "count": 1,
+                    "paramFlowItemList": [{"object": "7", "count": 2, "classType": "int"}]}"#,
+            ),
+            "paramFlowItemList[0].classType",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "durationInSec": 0}"#),
+            "durationInSec",
+        ),
+        (
+            theirs(r#"{"resource": "a", "paramIdx": 0, "count": 1, "threshold": 1}"#),
+            "threshold",
+        ),
+    ] {
+        assert_eq!(field(&json), expected, "{json}");
+    }
+    // More than 8 hotspot rules on one resource: the ninth is named.
+    let many: Vec<String> = (0..9)
+        .map(|i| {
+            format!(
+                r#"{{"resource": "a", "param_index": {}, "threshold": 1}}"#,
+                i % 8
+            )
+        })
+        .collect();
+    let err = RuleSet::from_json(&ours(&many.join(","))).unwrap_err();
+    let entry = only_entry(&err);
+    assert_eq!(
+        (entry.index, entry.field.as_deref()),
+        (Some(8), Some("resource"))
+    );
+    assert_eq!(entry.line, Some(1));
+}
+
+#[test]
+fn loading_a_set_carries_hotspot_rules_and_exceptions_match_string_params() {
+    use sentinel_runtime::{BlockKind, EntryBuilder};
+    let _serial = serial();
+    let _clock = sentinel_runtime::clock::MockClock::install();
+    let set = RuleSet::from_yaml(
+        "hotspot:\n  - resource: files-hot\n    param_index: 0\n    threshold: 1\n    \
+         exceptions: [{ value: vip, threshold: 3 }]\n",
+    )
+    .unwrap();
+    rules::load(set.clone()).unwrap();
+    assert_eq!(rules::current(), set);
+    assert_eq!(rules::hotspot_rules(), set.hotspot);
+    let passed = |user: &dyn Fn() -> Result<
+        sentinel_runtime::Entry,
+        sentinel_runtime::BlockError,
+    >| { (0..10).filter(|_| user().is_ok()).count() };
+    assert_eq!(
+        passed(&|| EntryBuilder::new("files-hot").param("ann").enter()),
+        1
+    );
+    assert_eq!(
+        passed(&|| EntryBuilder::new("files-hot").param("vip").enter()),
+        3
+    );
+    let vip = String::from("vip");
+    assert_eq!(
+        passed(&|| EntryBuilder::new("files-hot").param(&vip).enter()),
+        0
+    );
+    assert_eq!(
+        EntryBuilder::new("files-hot")
+            .param("bob")
+            .enter()
+            .map(drop),
+        Ok(())
+    );
+    assert_eq!(
+        EntryBuilder::new("files-hot")
+            .param("bob")
+            .enter()
+            .unwrap_err()
+            .kind(),
+        BlockKind::HotParam
+    );
+
+    // A bad hotspot rule refuses the whole set; the rules in force stay.
+    let mut bad = set.clone();
+    bad.flow.push(FlowRule::qps("files-hot-flow", 1.0));
+    bad.hotspot
+        .push(HotspotRule::qps("files-hot", 0, 1.0).capacity(0));
+    let err = rules::load(bad).unwrap_err();
+    assert_eq!(only_entry(&err).kind, Some("hotspot"));
+    assert_eq!(rules::current(), set);
+
+    rules::load(RuleSet::new()).unwrap();
+    assert_eq!(rules::current(), RuleSet::new());
+    assert!(rules::hotspot_rules().is_empty());
 }
 
 // ----- the watcher ---------------------------------------------------------------------------------

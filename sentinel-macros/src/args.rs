@@ -24,6 +24,8 @@ pub(crate) const KNOWN: &[&str] = &[
     "max_wait",
     "relate",
     "breaker",
+    "hotspot",
+    "params",
     "is_error",
     "crate",
 ];
@@ -38,6 +40,17 @@ const BREAKER_KNOWN: &[&str] = &[
     "window",
     "recovery",
     "probes",
+];
+
+/// The arguments `hotspot(...)` accepts.
+const HOTSPOT_KNOWN: &[&str] = &[
+    "param",
+    "qps",
+    "concurrency",
+    "burst",
+    "window",
+    "max_wait",
+    "capacity",
 ];
 
 /// `key = value`, or `key(key = value, ...)`, not yet checked; or a literal written without
@@ -110,6 +123,26 @@ pub(crate) struct Breaker {
     pub(crate) span: Span,
 }
 
+/// What a `hotspot(...)` limits per value.
+#[derive(Clone, Copy)]
+pub(crate) enum HotspotLimit {
+    Qps(f64),
+    Concurrency(u32),
+}
+
+/// A checked `hotspot(...)`.
+pub(crate) struct Hotspot {
+    /// The argument it limits, as written (its span is the user's token).
+    pub(crate) param: Ident,
+    pub(crate) limit: HotspotLimit,
+    pub(crate) burst: Option<WithSpan<u32>>,
+    pub(crate) window: Option<WithSpan<u64>>,
+    pub(crate) max_wait: Option<WithSpan<u64>>,
+    pub(crate) capacity: Option<WithSpan<u32>>,
+    /// The `hotspot` key.
+    pub(crate) span: Span,
+}
+
 /// The checked arguments.
 #[derive(Default)]
 pub(crate) struct Args {
@@ -129,6 +162,11 @@ pub(crate) struct Args {
     pub(crate) cold_factor: Option<WithSpan<f64>>,
     pub(crate) max_wait: Option<WithSpan<u64>>,
     pub(crate) relate: Option<LitStr>,
+    /// Every `hotspot(...)` that parsed.
+    pub(crate) hotspots: Vec<Hotspot>,
+    /// The arguments named by `params = [...]` and `hotspot(param = ...)`, in the order written
+    /// (repeats included): the first mention of each gives its index.
+    pub(crate) param_mentions: Vec<Ident>,
     /// Every duration parsed, the `qps` rule's and the breakers' (even those of a refused
     /// `breaker(...)`), by argument name: `valid` checks each against its run-time limit.
     pub(crate) durations: Vec<(&'static str, WithSpan<u64>)>,
@@ -152,18 +190,35 @@ impl Args {
                     }
                     continue;
                 }
+                RawArg::List { key, items } if key.unraw() == "hotspot" => {
+                    if let Some(h) = hotspot(&key, items, &mut args.param_mentions, errors) {
+                        args.hotspots.push(h);
+                    }
+                    continue;
+                }
                 RawArg::List { key, .. } => {
                     let name = key.unraw().to_string();
-                    errors.at(
-                        &key,
-                        format!("`{name}` is written `{name} = value`, not `{name}(...)`"),
-                    );
+                    if KNOWN.contains(&name.as_str()) {
+                        errors.at(
+                            &key,
+                            format!("`{name}` is written `{name} = value`, not `{name}(...)`"),
+                        );
+                    } else {
+                        errors.at(&key, unknown(&name, KNOWN));
+                    }
                     continue;
                 }
                 RawArg::Value { key, .. } if key.unraw() == "breaker" => {
                     errors.at(
                         &key,
                         "`breaker` takes a list: `breaker(error_ratio = 0.5, recovery = \"5s\")`",
+                    );
+                    continue;
+                }
+                RawArg::Value { key, .. } if key.unraw() == "hotspot" => {
+                    errors.at(
+                        &key,
+                        "`hotspot` takes a list: `hotspot(param = user_id, qps = 10)`",
                     );
                     continue;
                 }
@@ -203,8 +258,18 @@ impl Args {
                     args.cold_factor = spanned(&key, &value, cold_factor(&value, errors))
                 }
                 "relate" => args.relate = string(&value, "relate", "relate = \"writes\"", errors),
+                "params" => param_list(&value, &mut args.param_mentions, errors),
                 _ => errors.at(&key, unknown(&name, KNOWN)),
             }
+        }
+        if let Some(extra) = args.hotspots.get(limits::MAX_HOTSPOTS) {
+            errors.push(syn::Error::new(
+                extra.span,
+                format!(
+                    "at most {} `hotspot(...)` per function (the run-time limit)",
+                    limits::MAX_HOTSPOTS
+                ),
+            ));
         }
         if let Some(extra) = args.breakers.get(8) {
             errors.push(syn::Error::new(
@@ -241,6 +306,11 @@ fn unknown(name: &str, known: &[&str]) -> String {
             "`{name}` is an argument of `breaker(...)`: write `breaker(..., {name} = ...)`"
         );
     }
+    if known == KNOWN && matches!(name, "param" | "burst" | "capacity") {
+        return format!(
+            "`{name}` is an argument of `hotspot(...)`: write `hotspot(param = ..., {name} = ...)`"
+        );
+    }
     let nearest = known
         .iter()
         .map(|k| (edit_distance(name, k), *k))
@@ -258,7 +328,7 @@ fn unknown(name: &str, known: &[&str]) -> String {
 
 /// The edit distance between `a` and `b`: insertions, deletions, substitutions and swaps of
 /// two neighbouring characters, one each (optimal string alignment).
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
     // rows[i][j]: the distance between a[..i] and b[..j].
     let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
@@ -406,6 +476,184 @@ fn ratio(value: &Expr, name: &str, errors: &mut Errors) -> Option<f64> {
         return None;
     }
     Some(v)
+}
+
+/// A function argument's name in `params = [...]` or `hotspot(param = ...)`.
+fn param_name(value: &Expr, errors: &mut Errors) -> Option<Ident> {
+    match value {
+        Expr::Path(ExprPath {
+            qself: None, path, ..
+        }) if path.get_ident().is_some() => path.get_ident().cloned(),
+        other => {
+            errors.at(
+                other,
+                "expected the name of one of the function's arguments, like `user_id`",
+            );
+            None
+        }
+    }
+}
+
+/// `params = [a, b]`: arguments passed as hotspot parameters.
+fn param_list(value: &Expr, mentions: &mut Vec<Ident>, errors: &mut Errors) {
+    let Expr::Array(list) = value else {
+        errors.at(
+            value,
+            "`params` expects a list of argument names, like `params = [user_id, region]`",
+        );
+        return;
+    };
+    let mut listed: Vec<Ident> = Vec::new();
+    for item in &list.elems {
+        if let Some(name) = param_name(item, errors) {
+            if listed.contains(&name) {
+                errors.at(&name, format!("`{name}` is listed twice in `params`"));
+                continue;
+            }
+            listed.push(name.clone());
+            mentions.push(name);
+        }
+    }
+}
+
+/// Checks one `hotspot(...)`: a `param`, exactly one of `qps` and `concurrency`, sane numbers.
+fn hotspot(
+    key: &Ident,
+    items: Vec<RawArg>,
+    mentions: &mut Vec<Ident>,
+    errors: &mut Errors,
+) -> Option<Hotspot> {
+    let mut values: Vec<(Ident, Expr)> = Vec::new();
+    for item in items {
+        match item {
+            RawArg::Value { key, value } => {
+                let name = key.to_string();
+                if !HOTSPOT_KNOWN.contains(&name.as_str()) {
+                    errors.at(&key, unknown(&name, HOTSPOT_KNOWN));
+                } else if values.iter().any(|(k, _)| *k == key) {
+                    errors.at(
+                        &key,
+                        format!("duplicate argument `{name}` in `hotspot(...)`"),
+                    );
+                } else {
+                    values.push((key, value));
+                }
+            }
+            RawArg::List { key, .. } => errors.at(&key, "`hotspot(...)` does not nest"),
+            RawArg::Bare(lit) => errors.at(
+                lit,
+                "expected `key = value` inside `hotspot(...)`, like `param = user_id`",
+            ),
+        }
+    }
+    let get = |name: &str| values.iter().find(|(k, _)| k == name);
+    let param = match get("param") {
+        Some((_, v)) => {
+            let name = param_name(v, errors);
+            if let Some(name) = &name {
+                mentions.push(name.clone());
+            }
+            name
+        }
+        None => {
+            errors.at(
+                key,
+                "`hotspot(...)` needs `param = ...`: the argument whose values are limited \
+                 one by one",
+            );
+            None
+        }
+    };
+    let limit = match (get("qps"), get("concurrency")) {
+        (Some(_), Some((second, _))) => {
+            errors.at(
+                second,
+                "one limit per `hotspot(...)`: `qps` or `concurrency`, not both; write another \
+                 `hotspot(...)` for the other",
+            );
+            None
+        }
+        (Some((_, v)), None) => {
+            let v = float(v, "qps", "qps = 10", errors).and_then(|q| {
+                if q.is_finite() && (0.0..=limits::MAX_THRESHOLD).contains(&q) {
+                    Some(q)
+                } else {
+                    errors.at(
+                        v,
+                        format!(
+                            "`qps` of `hotspot(...)` must be a finite number from 0 to {} (the \
+                             run-time limit), got {q}",
+                            limits::MAX_THRESHOLD
+                        ),
+                    );
+                    None
+                }
+            });
+            v.map(HotspotLimit::Qps)
+        }
+        (None, Some((_, v))) => whole(v, "concurrency", 0, limits::MAX_CONCURRENCY, errors)
+            .map(HotspotLimit::Concurrency),
+        (None, None) => {
+            errors.at(
+                key,
+                "`hotspot(...)` needs a limit per value: `qps = 10` or `concurrency = 2`",
+            );
+            None
+        }
+    };
+    let qps_only = |name: &str, errors: &mut Errors| {
+        if let (Some((k, _)), Some(_)) = (get(name), get("concurrency")) {
+            errors.at(
+                k,
+                format!("`{name}` applies to a `qps` hotspot limit only, not to `concurrency`"),
+            );
+        }
+    };
+    for name in ["burst", "window", "max_wait"] {
+        qps_only(name, errors);
+    }
+    let burst = get("burst").and_then(|(k, v)| {
+        let b = whole(v, "burst", 0, limits::MAX_CONCURRENCY, errors);
+        spanned(k, v, b)
+    });
+    let capacity = get("capacity").and_then(|(k, v)| {
+        let c = whole(v, "capacity", 1, limits::MAX_HOTSPOT_CAPACITY, errors);
+        spanned(k, v, c)
+    });
+    let mut durations = Vec::new();
+    let window =
+        get("window").and_then(|(k, v)| duration_arg(k, v, "window", &mut durations, errors));
+    let max_wait =
+        get("max_wait").and_then(|(k, v)| duration_arg(k, v, "max_wait", &mut durations, errors));
+    if let Some(w) = window.filter(|w| w.value > limits::MAX_HOTSPOT_WINDOW_MS) {
+        errors.push(syn::Error::new(
+            w.value_span,
+            format!(
+                "`window` of `hotspot(...)` must be at most {} (the run-time limit), got {}",
+                crate::duration::show(limits::MAX_HOTSPOT_WINDOW_MS),
+                crate::duration::show(w.value)
+            ),
+        ));
+    }
+    if let Some(w) = max_wait.filter(|w| w.value > limits::MAX_WAIT_MS) {
+        errors.push(syn::Error::new(
+            w.value_span,
+            format!(
+                "`max_wait` of `hotspot(...)` must be at most {} (the run-time limit), got {}",
+                crate::duration::show(limits::MAX_WAIT_MS),
+                crate::duration::show(w.value)
+            ),
+        ));
+    }
+    Some(Hotspot {
+        param: param?,
+        limit: limit?,
+        burst,
+        window,
+        max_wait,
+        capacity,
+        span: key.span(),
+    })
 }
 
 fn whole(value: &Expr, name: &str, min: u32, max: u32, errors: &mut Errors) -> Option<u32> {

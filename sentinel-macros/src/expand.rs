@@ -6,7 +6,7 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{parse_quote, ItemFn, ReturnType};
 
-use crate::args::{Args, BreakerKind};
+use crate::args::{Args, BreakerKind, HotspotLimit};
 use crate::errors::Errors;
 use crate::valid::{self, Passed};
 
@@ -28,8 +28,9 @@ pub(crate) fn sentinel(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let passed = valid::check(&args, &func, &mut errors);
+    let params = valid::params(&args, &func, &mut errors);
     match errors.finish() {
-        Ok(()) => guard(args, func, &passed),
+        Ok(()) => guard(args, func, &passed, &params),
         Err(e) => {
             let errors = e.to_compile_error();
             quote!(#func #errors)
@@ -96,7 +97,7 @@ fn not_a_function(item: TokenStream) -> TokenStream {
     quote!(#item #error)
 }
 
-fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
+fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> TokenStream {
     let ItemFn {
         attrs,
         vis,
@@ -178,6 +179,39 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
                 window_ms: #window_ms,
                 recovery_ms: #recovery_ms,
                 probes: #probes,
+            })
+        });
+    }
+    for h in &args.hotspots {
+        let index = params
+            .iter()
+            .position(|p| *p == h.param)
+            .unwrap_or_default();
+        let (concurrency, threshold) = match h.limit {
+            HotspotLimit::Qps(q) => (false, q),
+            HotspotLimit::Concurrency(c) => (true, f64::from(c)),
+        };
+        let threshold = Literal::f64_suffixed(threshold);
+        let index = Literal::usize_suffixed(index);
+        let burst = Literal::u32_suffixed(h.burst.map_or(0, |b| b.value));
+        let window_ms = Literal::u64_suffixed(h.window.map_or(1_000, |w| w.value));
+        let max_wait = match h.max_wait {
+            Some(w) => {
+                let ms = Literal::u64_suffixed(w.value);
+                quote!(::core::option::Option::Some(#ms))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let capacity = Literal::usize_suffixed(h.capacity.map_or(0, |c| c.value as usize));
+        defaults.push(quote_spanned! {h.span=>
+            #private::DefaultRule::Hotspot(#private::HotspotSpec {
+                param_index: #index,
+                concurrency: #concurrency,
+                threshold: #threshold,
+                burst: #burst,
+                window_ms: #window_ms,
+                max_wait_ms: #max_wait,
+                capacity: #capacity,
             })
         });
     }
@@ -370,9 +404,24 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
         true => quote!(),
         false => quote!(return),
     };
-    let admission = match is_async {
-        true => quote!(#node.reserve_async()),
-        false => quote!(#node.enter()),
+    // Each hotspot parameter hashed before the body takes the arguments; a value that is not
+    // `Hash` is reported at the user's name of it.
+    let hashes = syn::Ident::new("__sentinel_params", Span::mixed_site());
+    let hashed = params.iter().map(|p| {
+        let private = respan(private.clone(), p.span());
+        quote_spanned!(p.span()=> #private::param_hash(&#p))
+    });
+    let (hash_params, admission) = match (params.is_empty(), is_async) {
+        (true, true) => (quote!(), quote!(#node.reserve_async())),
+        (true, false) => (quote!(), quote!(#node.enter())),
+        (false, true) => (
+            quote!(let #hashes = [#(#hashed),*];),
+            quote!(#node.reserve_async_with(&#hashes)),
+        ),
+        (false, false) => (
+            quote!(let #hashes = [#(#hashed),*];),
+            quote!(#node.enter_with(&#hashes)),
+        ),
     };
 
     quote! {
@@ -380,6 +429,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed]) -> TokenStream {
         #vis #sig {
             static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
             #slot_decl
+            #hash_params
             match #admission {
                 #admitted
                 ::core::result::Result::Err(#blocked) => #ret #on_block,

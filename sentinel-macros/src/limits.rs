@@ -19,3 +19,11 @@ pub(crate) const MAX_MIN_REQUESTS: u32 = 1_000_000_000;
 pub(crate) const MAX_PROBES: u32 = 1_000;
 /// The longest statistics `window` (flow or breaker): `u32::MAX` milliseconds.
 pub(crate) const MAX_WINDOW_MS: u64 = u32::MAX as u64;
+/// `rules::MAX_HOTSPOT_CAPACITY`: the most values one hotspot rule tracks.
+pub(crate) const MAX_HOTSPOT_CAPACITY: u32 = 16_777_216;
+/// `rules::MAX_HOTSPOT_WINDOW`: the longest hotspot `window`, 24 h.
+pub(crate) const MAX_HOTSPOT_WINDOW_MS: u64 = 86_400_000;
+/// `rules::MAX_HOTSPOT_RULES_PER_RESOURCE`: the most `hotspot(...)` per function.
+pub(crate) const MAX_HOTSPOTS: usize = 8;
+/// `param::MAX_PARAMS`: the most parameters an entry carries.
+pub(crate) const MAX_PARAMS: usize = 8;

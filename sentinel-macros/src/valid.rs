@@ -186,3 +186,65 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
     }
     passed
 }
+
+/// The hotspot parameters in index order, each the user's first mention of it (`params = [...]`
+/// and `hotspot(param = ...)`, in the order written), checked to name an argument of `func`.
+pub(crate) fn params(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Ident> {
+    let mut names: Vec<String> = Vec::new();
+    let mut has_self = false;
+    for input in &func.sig.inputs {
+        match input {
+            FnArg::Receiver(_) => has_self = true,
+            FnArg::Typed(pt) => {
+                if let Pat::Ident(p) = &*pt.pat {
+                    names.push(p.ident.to_string());
+                }
+            }
+        }
+    }
+    let mut params: Vec<Ident> = Vec::new();
+    for mention in &args.param_mentions {
+        if params.iter().any(|p| p == mention) {
+            continue;
+        }
+        let name = mention.to_string();
+        if !(names.contains(&name) || (name == "self" && has_self)) {
+            errors.at(mention, no_such_argument(&name, &names, &func.sig.ident));
+            continue;
+        }
+        if params.len() == limits::MAX_PARAMS {
+            errors.at(
+                mention,
+                format!(
+                    "at most {} hotspot parameters per function (the run-time limit): `{name}` \
+                     would be the {}th",
+                    limits::MAX_PARAMS,
+                    limits::MAX_PARAMS + 1
+                ),
+            );
+            continue;
+        }
+        params.push(mention.clone());
+    }
+    params
+}
+
+fn no_such_argument(name: &str, names: &[String], func: &Ident) -> String {
+    let nearest = names
+        .iter()
+        .map(|n| (crate::args::edit_distance(name, n), n))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d);
+    let hint = match (nearest, names) {
+        (Some((_, n)), _) => format!("did you mean `{n}`?"),
+        (None, []) => format!("`{func}` takes no named arguments"),
+        (None, names) => {
+            let list: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            format!("its arguments are {}", list.join(", "))
+        }
+    };
+    format!(
+        "`{name}` is not an argument of `{func}`: hotspot parameters name the function's \
+         arguments; {hint}"
+    )
+}

@@ -1,8 +1,9 @@
 //! Circuit-breaker states and state-change listeners. The rules are
 //! [`rules::CircuitBreakerRule`](crate::rules::CircuitBreakerRule).
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// The state of a circuit breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,7 +76,43 @@ pub fn on_state_change(listener: impl Fn(&StateChange) + Send + Sync + 'static) 
         .push(Arc::new(listener));
 }
 
+/// Transitions since start by resource, from and to (bounded: resources are capped).
+type Transitions = BTreeMap<(&'static str, CircuitState, CircuitState), u64>;
+
+static TRANSITIONS: Mutex<Transitions> = Mutex::new(BTreeMap::new());
+
+/// How many transitions each resource's breakers made since start, by from and to state, sorted.
+pub(crate) fn transition_counts() -> Vec<((&'static str, CircuitState, CircuitState), u64)> {
+    let counts = TRANSITIONS.lock().unwrap_or_else(PoisonError::into_inner);
+    counts.iter().map(|(k, n)| (*k, *n)).collect()
+}
+
+impl CircuitState {
+    /// The state's name as metrics and events label it: `closed`, `half_open` or `open`.
+    pub fn label(self) -> &'static str {
+        match self {
+            CircuitState::Closed => "closed",
+            CircuitState::HalfOpen => "half_open",
+            CircuitState::Open => "open",
+        }
+    }
+}
+
 pub(crate) fn notify(change: &StateChange) {
+    *TRANSITIONS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry((change.resource, change.from, change.to))
+        .or_default() += 1;
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        target: "sentinel",
+        resource = change.resource,
+        from = change.from.label(),
+        to = change.to.label(),
+        figure = change.figure,
+        "circuit breaker transition"
+    );
     let listeners = LISTENERS.read().unwrap_or_else(PoisonError::into_inner);
     for listener in listeners.iter() {
         // Contained: a listener runs inside the entry and exit paths, which must finish.

@@ -75,6 +75,14 @@ impl<'a> EntryBuilder<'a> {
         self
     }
 
+    /// Names the caller (an upstream application, a tenant) for authority rules
+    /// ([`AuthorityRule`](crate::rules::AuthorityRule)). Without it, the entry takes the origin
+    /// of the scope it runs in ([`context`](crate::context)), if any.
+    pub fn origin(mut self, origin: &str) -> EntryBuilder<'a> {
+        self.params.set_origin(origin);
+        self
+    }
+
     /// Asks for `count` passes at once (a batch); 0 is taken as 1. A batch larger than a QPS
     /// rule's threshold is blocked at once.
     pub fn acquire(mut self, count: u32) -> EntryBuilder<'a> {
@@ -175,7 +183,7 @@ pub(crate) fn enter_in(
                 false,
             ))),
             Err(block) => {
-                node.stats().on_block(now, count);
+                node.on_block(now, count, block.kind());
                 Err(block)
             }
         }
@@ -250,7 +258,7 @@ pub(crate) fn reserve_with(
                 Ok(Reservation(Inner::Waiting(waiting)))
             }
             Err(block) => {
-                node.stats().on_block(now, count);
+                node.on_block(now, count, block.kind());
                 Err(block)
             }
         }

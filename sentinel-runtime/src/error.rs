@@ -16,6 +16,9 @@ pub enum BlockKind {
     CircuitBreaker,
     /// A check slot registered by the user ([`crate::slot::register_check_slot`]).
     Custom,
+    /// An authority rule: the caller's origin may not enter the resource
+    /// ([`crate::rules::AuthorityRule`]).
+    Authority,
     /// A hotspot rule: one value of a parameter made too many calls
     /// ([`crate::rules::HotspotRule`]).
     HotParam,
@@ -133,6 +136,18 @@ impl BlockError {
         }
     }
 
+    /// A rejection by an authority rule of a call from `origin`.
+    pub(crate) fn authority(resource: &'static str, origin: Option<&str>) -> BlockError {
+        BlockError {
+            kind: BlockKind::Authority,
+            reason: Some(Cow::Owned(match origin {
+                Some(o) => format!("origin `{o}` not allowed"),
+                None => "no origin given".to_owned(),
+            })),
+            ..BlockError::flow(resource, 0.0, 0)
+        }
+    }
+
     /// The rejected resource's name.
     pub fn resource(&self) -> &str {
         &self.resource
@@ -204,6 +219,11 @@ impl fmt::Display for BlockError {
                 f,
                 "check slot ({})",
                 self.reason.as_deref().unwrap_or("no reason given")
+            ),
+            BlockKind::Authority => write!(
+                f,
+                "authority rule ({})",
+                self.reason.as_deref().unwrap_or("origin not allowed")
             ),
             BlockKind::HotParam => {
                 write!(

@@ -47,6 +47,11 @@
 //! * `macros` (default): re-exports the `#[sentinel]` attribute.
 //! * `tokio` (default): a throttled `async fn` or [`EntryBuilder::enter_async`] awaits its turn
 //!   on a tokio timer; without it, on a helper thread per wait.
+//! * `rule-files` (default): rules in JSON, YAML or TOML files, with Sentinel's JSON names too
+//!   (`rules::load_file`, `rules::watch_file`).
+//! * `tower`: `tower::SentinelLayer` for axum, tonic and hyper services.
+//! * `prometheus`: `metrics::prometheus`, a `prometheus-client` collector read at scrape time.
+//! * `tracing`: rate-limited `tracing` events on target `sentinel`.
 //!
 //! # Promises
 //!
@@ -73,6 +78,7 @@
 
 pub mod breaker;
 pub mod clock;
+pub mod context;
 mod entry;
 mod error;
 pub mod metrics;
@@ -84,6 +90,8 @@ pub mod slot;
 pub mod stat;
 mod sync;
 mod timer;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 #[cfg(test)]
 mod model_tests;
@@ -194,6 +202,16 @@ pub use node::ResourceNode;
 ///   Durations are string literals with the units `ms`, `s`, `m`, `h`, checked at compile time;
 ///   a `window` (flow or breaker) is at most 4294967295 ms and has 10 buckets when 10 divides
 ///   its milliseconds, else 1.
+/// * **`hotspot(param = user_id, qps = 10)`**: a per-value limit on one argument
+///   ([`rules::HotspotRule`]): each distinct value of `user_id` gets its own limit. Exactly one
+///   of `qps = N` (calls per window per value; with `burst = 5`, extra calls from idle;
+///   `window = "1s"`, whole milliseconds up to 24 h; `max_wait = "100ms"`, at most 1 h, to
+///   wait for a value's turn instead of being blocked) or `concurrency = N` (calls inside at
+///   once per value); `capacity = 50000` (`1..=16777216`, default 16384) bounds how many values
+///   are tracked. Several `hotspot(...)` allowed, at most 8. The argument's type must implement
+///   `Hash`; a block is [`BlockKind::HotParam`].
+/// * **`params = [user_id, region]`**: passes these arguments as hotspot parameters without a
+///   limit of the attribute's own, for [`rules::HotspotRule`]s loaded at run time.
 /// * **`is_error = path`**: a `fn(&E) -> bool` deciding which `Err` values of a `Result`
 ///   function count as errors (by default all do), like Sentinel's `exceptionsToIgnore`. `E` is
 ///   the error type of the `Result`, however it is spelled (an alias works).
@@ -287,11 +305,44 @@ pub use node::ResourceNode;
 /// # let _ = handler("doc");
 /// ```
 ///
+/// # Hotspot parameters and their indexes
+///
+/// The arguments named by `params = [...]` and `hotspot(param = ...)` are the call's hotspot
+/// parameters, **indexed in the order of their first mention** in the attribute, from 0: with
+/// `params = [user_id, region], hotspot(param = tenant, qps = 5)`, `user_id` is index 0,
+/// `region` 1 and `tenant` 2; with `hotspot(param = tenant, ...), params = [user_id]`, `tenant`
+/// is 0. A loaded [`rules::HotspotRule`] names its parameter by that index (`param_index`). At
+/// most 8 parameters. Each value is hashed as [`EntryBuilder::param`] hashes it: a `&str` and a
+/// `String` argument hash alike, so they match rule exceptions and rule-file exceptions (which
+/// are strings); a number does not match its decimal string.
+///
+/// ```
+/// use sentinel_runtime::{rules::{self, HotspotRule}, sentinel, BlockError, BlockKind};
+///
+/// #[sentinel(resource = "doc-hot-orders", params = [region], hotspot(param = user_id, qps = 2))]
+/// fn order(user_id: u64, region: &str) -> Result<(), BlockError> {
+///     let _ = (user_id, region);
+///     Ok(())
+/// }
+///
+/// # let _clock = sentinel_runtime::clock::MockClock::install();
+/// assert!(order(1, "eu").is_ok() && order(1, "eu").is_ok());
+/// assert_eq!(order(1, "eu").unwrap_err().kind(), BlockKind::HotParam); // 2 a second per user
+/// assert!(order(2, "eu").is_ok());
+/// // `region` is index 0 (first mentioned), `user_id` index 1.
+/// rules::load_hotspot_rules(vec![HotspotRule::qps("doc-hot-orders", 0, 0.0).exception("us", 5.0)])?;
+/// assert!(order(3, "eu").is_err());
+/// assert!(order(3, "us").is_ok());
+/// # rules::load_hotspot_rules(vec![])?;
+/// # Ok::<(), sentinel_runtime::RuleError>(())
+/// ```
+///
 /// # Rules loaded at run time
 ///
 /// The attribute's rules are the resource's defaults. Loading rules of one kind for the
 /// resource ([`rules::load_flow_rules`] for `qps` and `concurrency`,
-/// [`rules::load_circuit_breaker_rules`] for `breaker(...)`) replaces *all* of the attribute's
+/// [`rules::load_circuit_breaker_rules`] for `breaker(...)`, [`rules::load_hotspot_rules`] for
+/// `hotspot(...)`) replaces *all* of the attribute's
 /// rules of that kind for that resource: with `qps = 100, concurrency = 1` in the attribute and
 /// only a QPS rule loaded for the resource, no concurrency limit is in force. The other kind's
 /// defaults stay. When the loaded rules no longer name the resource, its defaults are back in
@@ -329,7 +380,9 @@ pub use node::ResourceNode;
 /// infinite limit, a bad duration (`"5"`, `"5d"`, `"0s"`), `cold_factor <= 1`, a shaping option
 /// without `qps`, a `breaker(...)` with two strategies, none, a ratio outside `0..=1` or no
 /// `recovery`, a `fallback` or `is_error` that is not a path or does not match the function, a
-/// missing fallback, a `const fn`, or the attribute on something other than a function. Every
+/// missing fallback, a `const fn`, a hotspot parameter that names no argument or whose type
+/// is not `Hash`, a `hotspot(...)` with both `qps` and `concurrency`, or the attribute on
+/// something other than a function. Every
 /// value the run-time rule validation would refuse is refused here, so no default rule can be
 /// dropped when its node is built:
 ///
@@ -347,6 +400,12 @@ pub use node::ResourceNode;
 /// | `error_count` | 1 to 4294967295 |
 /// | `min_requests` | 1 to 1000000000 |
 /// | `probes` | 1 to 1000 |
+/// | `hotspot(qps)` | 0 to 2147483647 |
+/// | `hotspot(concurrency)` | 0 to 2147483647 |
+/// | `hotspot(burst)` | 0 to 2147483647 |
+/// | `hotspot(window)` | 1 ms to 24 h |
+/// | `hotspot(max_wait)` | at most 1 h |
+/// | `hotspot(capacity)` | 1 to 16777216 |
 ///
 /// The function is still emitted beside the errors, so IDE features keep working.
 ///

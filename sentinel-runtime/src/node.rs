@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::breaker::CircuitState;
 use crate::clock;
-use crate::error::RuleError;
+use crate::error::{BlockKind, RuleError};
+use crate::rules::authority::AuthorityRule;
 use crate::rules::breaker::CircuitBreakerRule;
 use crate::rules::flow::{FlowMetric, FlowRule};
 use crate::rules::hotspot::HotspotRule;
@@ -13,7 +14,7 @@ use crate::slot::{
     Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, HotspotGate, HotspotShape, Resolve,
     Target,
 };
-use crate::stat::{NodeStats, ResourceStats};
+use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
 
 /// Rules written at a resource's definition (the attribute's `qps = ...`, `breaker(...)`).
@@ -51,6 +52,19 @@ pub struct ResourceNode {
     /// reads it.
     chain: Published<Chain>,
     config: Mutex<NodeConfig>,
+    /// The block events of the `tracing` feature (at most one a second).
+    #[cfg(feature = "tracing")]
+    block_events: BlockEvents,
+}
+
+/// When the last block event of a node was emitted, and the blocks it reported.
+#[cfg(feature = "tracing")]
+#[derive(Debug, Default)]
+struct BlockEvents {
+    /// The second (on the runtime clock) of the last event, plus one; 0 before the first.
+    last_second: std::sync::atomic::AtomicU64,
+    /// The blocks by rule kind counted up to the last event.
+    reported: [std::sync::atomic::AtomicU64; BlockTotals::RULES.len()],
 }
 
 impl ResourceNode {
@@ -69,6 +83,8 @@ impl ResourceNode {
             has_breakers: AtomicBool::new(false),
             chain: Published::new(Arc::new(Chain::default())),
             config: Mutex::new(NodeConfig::default()),
+            #[cfg(feature = "tracing")]
+            block_events: BlockEvents::default(),
         }
     }
 
@@ -122,10 +138,57 @@ impl ResourceNode {
         self.chain.load_full()
     }
 
-    /// The resource's statistics over the second-level window.
+    /// The resource's statistics over the second-level window, with its running totals.
     pub fn snapshot(&self) -> ResourceStats {
         let circuit = self.with_chain(|c| c.breakers.iter().map(|b| b.state()).max());
         ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
+            .with_running(self.stats.totals())
+    }
+
+    /// A call of `count` rejected at `now` by a rule of `kind`: counted, and with the `tracing`
+    /// feature reported in at most one event a second.
+    #[inline]
+    pub(crate) fn on_block(&self, now: u64, count: u32, kind: BlockKind) {
+        self.stats.on_block(now, count, BlockTotals::index_of(kind));
+        #[cfg(feature = "tracing")]
+        self.block_event(now, kind);
+    }
+
+    /// Emits the block event if none was emitted in the second of `now`: one caller a second
+    /// wins the compare-and-swap and reports the blocks since the last event, by rule kind.
+    #[cfg(feature = "tracing")]
+    fn block_event(&self, now: u64, kind: BlockKind) {
+        use std::sync::atomic::Ordering::*;
+        let second = now / 1_000_000_000 + 1;
+        let events = &self.block_events;
+        let last = events.last_second.load(Relaxed);
+        if last >= second
+            || events
+                .last_second
+                .compare_exchange(last, second, AcqRel, Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let blocked = self.stats.blocks_by_rule();
+        let since: [u64; BlockTotals::RULES.len()] = std::array::from_fn(|i| {
+            blocked[i].saturating_sub(events.reported[i].fetch_max(blocked[i], AcqRel))
+        });
+        let rule = BlockTotals::RULES[BlockTotals::index_of(kind)];
+        tracing::warn!(
+            target: "sentinel",
+            resource = self.name,
+            blocked = since.iter().sum::<u64>(),
+            rule,
+            flow = since[0],
+            concurrency = since[1],
+            circuit_breaker = since[2],
+            hotspot = since[3],
+            system = since[4],
+            authority = since[5],
+            custom = since[6],
+            "calls blocked since the last report"
+        );
     }
 
     /// Values its hotspot rules forgot while still being limited, because their tables were full
@@ -191,6 +254,7 @@ impl ResourceNode {
         flow: Option<&[FlowRule]>,
         breakers: Option<&[CircuitBreakerRule]>,
         hotspot: Option<&[HotspotRule]>,
+        authority: Option<&[AuthorityRule]>,
         resolve: Resolve,
     ) {
         let config = self.config();
@@ -200,7 +264,10 @@ impl ResourceNode {
         let hotspot = hotspot.unwrap_or(&config.defaults.hotspot);
         let old = self.chain_owned();
 
-        let mut chain = Chain::default();
+        let mut chain = Chain {
+            authority: authority.unwrap_or_default().to_vec(),
+            ..Chain::default()
+        };
         for rule in flow {
             if rule.metric == FlowMetric::Concurrency {
                 let limit = rule.threshold.floor() as u64;

@@ -22,10 +22,12 @@ pub(crate) fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
 }
 
 /// The parameters of one entry, in call order: index 0 first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Params {
     hashes: [u64; MAX_PARAMS],
     len: usize,
+    /// The caller's origin, if the entry names one (for authority rules).
+    origin: Option<std::sync::Arc<str>>,
 }
 
 impl Params {
@@ -33,7 +35,19 @@ impl Params {
     pub(crate) const NONE: Params = Params {
         hashes: [0; MAX_PARAMS],
         len: 0,
+        origin: None,
     };
+
+    /// Names the caller's origin.
+    pub(crate) fn set_origin(&mut self, origin: &str) {
+        self.origin = Some(origin.into());
+    }
+
+    /// The caller's origin, if the entry names one.
+    #[inline]
+    pub(crate) fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
+    }
 
     /// Adds the next parameter (ignored beyond [`MAX_PARAMS`]).
     #[inline]
@@ -57,7 +71,6 @@ impl Params {
     }
 
     /// Parameters from hashes already computed (beyond [`MAX_PARAMS`] ignored).
-    #[cfg(test)]
     pub(crate) fn from_hashes(hashes: &[u64]) -> Params {
         let mut params = Params::NONE;
         for &h in hashes {

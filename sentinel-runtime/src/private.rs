@@ -8,8 +8,10 @@ pub use crate::error::BlockError;
 use std::time::Duration;
 
 use crate::node::{Defaults, ResourceNode};
+use crate::param::Params;
 use crate::rules::breaker::CircuitBreakerRule;
 use crate::rules::flow::FlowRule;
+use crate::rules::hotspot::HotspotRule;
 
 /// A rule written in the attribute, in a form a `static` can hold.
 #[derive(Clone, Copy, Debug)]
@@ -22,7 +24,68 @@ pub enum DefaultRule {
     Flow(FlowSpec),
     /// `breaker(...)`.
     Breaker(BreakerSpec),
+    /// `hotspot(...)`.
+    Hotspot(HotspotSpec),
 }
+
+/// A `hotspot(...)` of the attribute: a per-value limit on one of the entry's parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct HotspotSpec {
+    /// The parameter's index (the order of first mention in `params` and `hotspot(param)`).
+    pub param_index: usize,
+    /// `concurrency = N` (else `qps = N`).
+    pub concurrency: bool,
+    /// `qps` or `concurrency`, per value.
+    pub threshold: f64,
+    /// `burst` (0 for none).
+    pub burst: u32,
+    /// `window` in milliseconds (1000 by default).
+    pub window_ms: u64,
+    /// `max_wait` in milliseconds: throttle.
+    pub max_wait_ms: Option<u64>,
+    /// `capacity` (0 for the default).
+    pub capacity: usize,
+}
+
+impl HotspotSpec {
+    fn rule(&self, resource: &str) -> HotspotRule {
+        if self.concurrency {
+            let max = self.threshold as u32;
+            return self.with_capacity(HotspotRule::concurrency(resource, self.param_index, max));
+        }
+        let mut rule = HotspotRule::qps(resource, self.param_index, self.threshold)
+            .burst(self.burst)
+            .window(Duration::from_millis(self.window_ms));
+        if let Some(ms) = self.max_wait_ms {
+            rule = rule.throttle(Duration::from_millis(ms));
+        }
+        self.with_capacity(rule)
+    }
+
+    fn with_capacity(&self, rule: HotspotRule) -> HotspotRule {
+        match self.capacity {
+            0 => rule,
+            n => rule.capacity(n),
+        }
+    }
+}
+
+/// The keyed 64-bit hash of a parameter value of the attribute's `params` or `hotspot(...)`:
+/// the same hash [`EntryBuilder::param`](crate::EntryBuilder::param) takes.
+#[inline]
+pub fn param_hash<T: ParamValue + ?Sized>(value: &T) -> u64 {
+    crate::param::hash(value)
+}
+
+/// A value a hotspot limit can count: anything `Hash`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a hotspot parameter: it does not implement `Hash`",
+    label = "this argument is hashed for `params`/`hotspot(...)`, but `{Self}` is not `Hash`",
+    note = "each distinct value is limited by its hash: derive or implement `Hash` for `{Self}`, or name another argument"
+)]
+pub trait ParamValue: std::hash::Hash {}
+
+impl<T: std::hash::Hash + ?Sized> ParamValue for T {}
 
 /// A `qps = N` rule of the attribute with its shaping options.
 #[derive(Clone, Copy, Debug)]
@@ -169,6 +232,7 @@ impl StaticNode {
                 }
                 DefaultRule::Flow(spec) => defaults.flow.push(spec.rule(self.name)),
                 DefaultRule::Breaker(spec) => defaults.breakers.push(spec.rule(self.name)),
+                DefaultRule::Hotspot(spec) => defaults.hotspot.push(spec.rule(self.name)),
             }
         }
         for error in ResourceNode::validated(&mut defaults) {
@@ -190,69 +254,31 @@ impl StaticNode {
     pub fn reserve_async(&self) -> Result<Reservation, BlockError> {
         crate::entry::reserve(self.node(), 1, true)
     }
+
+    /// [`enter`](Self::enter) with the entry's parameters, as [`param_hash`]es in index order.
+    #[inline]
+    pub fn enter_with(&self, params: &[u64]) -> Result<Entry, BlockError> {
+        crate::entry::enter_in(
+            crate::sync::thread_slot(),
+            self.node(),
+            1,
+            &Params::from_hashes(params),
+        )
+    }
+
+    /// [`reserve_async`](Self::reserve_async) with the entry's parameters, as [`param_hash`]es
+    /// in index order.
+    #[inline]
+    pub fn reserve_async_with(&self, params: &[u64]) -> Result<Reservation, BlockError> {
+        crate::entry::reserve_with(self.node(), 1, true, &Params::from_hashes(params))
+    }
 }
 
 /// Waits, without blocking the executor's thread, for a throttled call's turn. With the
 /// `tokio` feature (default) this is a tokio timer; without it, a helper thread wakes the task.
 #[inline]
 pub async fn wait_for_turn(reservation: &Reservation) {
-    let wait = reservation.wait_nanos();
-    if wait > 0 {
-        timer::sleep(std::time::Duration::from_nanos(wait)).await;
-        crate::clock::catch_up_mock(reservation.turn());
-    }
-}
-
-#[cfg(feature = "tokio")]
-mod timer {
-    pub(super) async fn sleep(d: std::time::Duration) {
-        tokio::time::sleep(d).await;
-    }
-}
-
-#[cfg(not(feature = "tokio"))]
-mod timer {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::sync::{Arc, Mutex, PoisonError};
-    use std::task::{Context, Poll, Waker};
-    use std::time::{Duration, Instant};
-
-    /// A runtime-agnostic sleep: one helper thread per waiting call wakes the task.
-    pub(super) fn sleep(d: Duration) -> Sleep {
-        Sleep {
-            until: Instant::now() + d,
-            waker: Arc::new(Mutex::new(None)),
-            started: false,
-        }
-    }
-
-    pub(super) struct Sleep {
-        until: Instant,
-        waker: Arc<Mutex<Option<Waker>>>,
-        started: bool,
-    }
-
-    impl Future for Sleep {
-        type Output = ();
-        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-            if Instant::now() >= self.until {
-                return Poll::Ready(());
-            }
-            *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(cx.waker().clone());
-            if !self.started {
-                self.started = true;
-                let (until, waker) = (self.until, Arc::clone(&self.waker));
-                std::thread::spawn(move || {
-                    std::thread::sleep(until.saturating_duration_since(Instant::now()));
-                    if let Some(w) = waker.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                        w.wake();
-                    }
-                });
-            }
-            Poll::Pending
-        }
-    }
+    crate::entry::wait_turn(reservation).await;
 }
 
 /// The guarded `async fn`'s body ran to completion.

@@ -7,8 +7,8 @@
 //!
 //! # The format
 //!
-//! A file is a map of rule kinds, each a list of rules: `flow` and `circuit_breaker` (or
-//! Sentinel's name `degrade`). A kind left out loads as empty, so **loading a file replaces
+//! A file is a map of rule kinds, each a list of rules: `flow`, `circuit_breaker` (or
+//! Sentinel's name `degrade`) and `hotspot` (or Sentinel's name `paramFlow`). A kind left out loads as empty, so **loading a file replaces
 //! every kind**; an unknown kind is refused. An empty file (or one of only comments) is refused;
 //! an explicitly empty set clears every rule: `{}` (JSON, YAML) or `flow = []` (TOML, which has
 //! no way to write an empty map). A kind with no value (`flow:` in YAML) is refused too: a file
@@ -45,7 +45,60 @@
 //! | `sample_count` | buckets in the window | `10` |
 //! | `probes` | calls admitted half-open | `1` |
 //!
-//! The defaults are the builders' ([`FlowRule::qps`], [`CircuitBreakerRule::error_ratio`], ...).
+//! ## Hotspot rules ([`HotspotRule`])
+//!
+//! | field | value | default |
+//! |---|---|---|
+//! | `resource` | the resource's name | required |
+//! | `param_index` | which parameter of the entry, `0..8` (0 is the first) | required |
+//! | `metric` | `qps` (calls per window, per value) or `concurrency` (calls inside, per value) | `qps` |
+//! | `threshold` | number, `0..=2147483647`, per value | required |
+//! | `burst` | extra calls a value may make at once from idle (QPS) | `0` |
+//! | `window` | duration, whole milliseconds, at most `24h` (QPS) | `1s` |
+//! | `max_wait` | duration, at most `1h`: wait for a value's slot instead of rejecting (QPS) | none |
+//! | `capacity` | how many values the rule tracks, `1..=16777216` | `16384` |
+//! | `exceptions` | a list of `{ value: "<string>", threshold: <number> }` | none |
+//!
+//! An exception's `value` is always a **string**, hashed as a `&str`: it matches a parameter
+//! passed as a `&str` or a `String` ([`EntryBuilder::param`](crate::EntryBuilder::param)`("vip")`,
+//! or an attribute argument of either type), never a number (`"42"` does not match `42u64`;
+//! write `42` unquoted and the rule is refused). Only the values' hashes are kept, so a set whose
+//! hotspot rules have exceptions cannot be written back (`to_json` and friends return an error).
+//!
+//! ```
+//! # use sentinel_runtime::rules::{HotspotRule, RuleSet};
+//! # use std::time::Duration;
+//! let set = RuleSet::from_yaml(r#"
+//! hotspot:
+//!   - resource: api
+//!     param_index: 0
+//!     threshold: 10
+//!     burst: 5
+//!     exceptions: [{ value: vip-7, threshold: 100 }]
+//!   - resource: login
+//!     param_index: 1
+//!     threshold: 5
+//!     window: 1m
+//!     max_wait: 200ms
+//!     capacity: 50000
+//!   - resource: reports
+//!     param_index: 0
+//!     metric: concurrency
+//!     threshold: 2
+//! "#)?;
+//! assert_eq!(set.hotspot, vec![
+//!     HotspotRule::qps("api", 0, 10.0).burst(5).exception("vip-7", 100.0),
+//!     HotspotRule::qps("login", 1, 5.0)
+//!         .window(Duration::from_secs(60))
+//!         .throttle(Duration::from_millis(200))
+//!         .capacity(50_000),
+//!     HotspotRule::concurrency("reports", 0, 2),
+//! ]);
+//! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
+//! ```
+//!
+//! The defaults are the builders' ([`FlowRule::qps`], [`CircuitBreakerRule::error_ratio`],
+//! [`HotspotRule::qps`], ...).
 //!
 //! **Durations** are strings with a unit, `ns`, `us` (`µs`), `ms`, `s`, `m` (`min`), `h` or `d`:
 //! `"500ms"`, `"1s"`, `"1.5s"`, `"1m"`, `"1h"`, `"1m30s"`; or an integer number of
@@ -277,6 +330,44 @@
 //! | `passCount`: deprecated in Sentinel, accepted and ignored | |
 //! | `limitApp`: only `"default"` | |
 //!
+//! Param-flow rules (`paramFlow` or `hotspot`), Sentinel's `ParamFlowRule`:
+//!
+//! | Sentinel | here |
+//! |---|---|
+//! | `resource` | `resource` (required) |
+//! | `paramIdx` (required; negative, from the end, is refused) | `param_index` |
+//! | `count` | `threshold` (required) |
+//! | `grade`: `1` QPS (default), `0` thread count | `metric`: `qps`, `concurrency` |
+//! | `durationInSec` (default 1; QPS only) | `window` |
+//! | `burstCount` (default 0; QPS only) | `burst` |
+//! | `controlBehavior`: `0` reject (default), `2` rate limiter (QPS only); `1` is refused | `max_wait` with `2` |
+//! | `maxQueueingTimeMs` (default 0) | `max_wait` |
+//! | `paramFlowItemList`: `[{ object, count, classType }]` | `exceptions`: `object` is the value, `count` its threshold; `classType` must be `java.lang.String` (or `String`, or absent): other types are refused, since values are matched as strings |
+//! | `limitApp`: only `"default"` | |
+//! | `clusterMode`: only `false`; `clusterConfig` is refused | |
+//!
+//! ```
+//! # use sentinel_runtime::rules::{HotspotRule, RuleSet};
+//! # use std::time::Duration;
+//! let set = RuleSet::from_json(r#"{
+//!   "paramFlow": [
+//!     { "resource": "api", "paramIdx": 0, "count": 10, "grade": 1, "durationInSec": 1,
+//!       "burstCount": 5, "controlBehavior": 0, "limitApp": "default", "clusterMode": false,
+//!       "paramFlowItemList": [{ "object": "vip-7", "count": 100, "classType": "java.lang.String" }] },
+//!     { "resource": "login", "paramIdx": 1, "count": 5, "controlBehavior": 2,
+//!       "maxQueueingTimeMs": 200 }
+//!   ]
+//! }"#)?;
+//! assert_eq!(set.hotspot, vec![
+//!     HotspotRule::qps("api", 0, 10.0).burst(5).exception("vip-7", 100.0),
+//!     HotspotRule::qps("login", 1, 5.0).throttle(Duration::from_millis(200)),
+//! ]);
+//! let err = RuleSet::from_json(r#"{"paramFlow": [{ "resource": "api", "paramIdx": 0, "count": 1,
+//!   "paramFlowItemList": [{ "object": "7", "count": 2, "classType": "int" }] }]}"#).unwrap_err();
+//! assert_eq!(err.entries()[0].field.as_deref(), Some("paramFlowItemList[0].classType"));
+//! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
+//! ```
+//!
 //! `warmUpPeriodSec`, `maxQueueingTimeMs` and `slowRatioThreshold` are written by Sentinel's own
 //! serialisers on every rule; where their behaviour is not selected they are accepted at their
 //! defaults (10, 500, 1) and refused with any other value, which Sentinel would ignore.
@@ -352,6 +443,7 @@ use serde::Deserialize;
 
 use super::breaker::CircuitBreakerRule;
 use super::flow::{FlowMetric, FlowRule};
+use super::hotspot::{HotspotMetric, HotspotRule};
 use super::node::{Node, NodeError};
 use super::sentinel_format;
 use super::set::{self, RuleSet, RuleSetError, RuleSetErrorEntry};
@@ -556,6 +648,49 @@ pub(crate) mod duration {
     }
 }
 
+/// A hotspot rule's exceptions in files: a list of `{ value: "<string>", threshold: <number> }`.
+/// Each value is hashed as a string (`&str`), so it matches a parameter passed as a `&str` or a
+/// `String` (`.param("vip")`, an attribute argument of either type), never a number: `"42"`
+/// does not match `42u64`. Only the hashes are kept, so a rule with exceptions cannot be written
+/// back to a file.
+pub(crate) mod hotspot_exceptions {
+    use serde::de::Deserializer;
+    use serde::ser::{self, Serializer};
+    use serde::Deserialize;
+
+    use crate::rules::hotspot::HotspotException;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Written {
+        value: String,
+        threshold: f64,
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<HotspotException>, D::Error> {
+        let written = Vec::<Written>::deserialize(d)?;
+        Ok(written
+            .into_iter()
+            .map(|w| HotspotException {
+                value_hash: crate::param::hash(w.value.as_str()),
+                threshold: w.threshold,
+            })
+            .collect())
+    }
+
+    pub(crate) fn serialize<S: Serializer>(
+        _exceptions: &[HotspotException],
+        _s: S,
+    ) -> Result<S::Ok, S::Error> {
+        Err(ser::Error::custom(
+            "a hotspot rule's exceptions keep only the hashes of their values, which cannot be \
+             written to a rule file",
+        ))
+    }
+}
+
 /// The builders' defaults, for fields a file leaves out.
 pub(crate) fn default_flow_metric() -> FlowMetric {
     FlowMetric::Qps
@@ -572,6 +707,18 @@ pub(crate) fn default_flow_sample_count() -> u32 {
 /// Sentinel's default cold factor.
 pub(crate) fn default_cold_factor() -> f64 {
     3.0
+}
+
+pub(crate) fn default_hotspot_metric() -> HotspotMetric {
+    HotspotMetric::Qps
+}
+
+pub(crate) fn default_hotspot_window() -> Duration {
+    HotspotRule::qps("", 0, 0.0).window
+}
+
+pub(crate) fn default_hotspot_capacity() -> usize {
+    HotspotRule::qps("", 0, 0.0).capacity
 }
 
 fn breaker_defaults() -> CircuitBreakerRule {
@@ -628,6 +775,7 @@ impl Format {
 enum RuleKind {
     Flow,
     CircuitBreaker,
+    Hotspot,
 }
 
 impl RuleKind {
@@ -635,6 +783,7 @@ impl RuleKind {
         match self {
             RuleKind::Flow => set::FLOW,
             RuleKind::CircuitBreaker => set::CIRCUIT_BREAKER,
+            RuleKind::Hotspot => set::HOTSPOT,
         }
     }
 
@@ -642,14 +791,15 @@ impl RuleKind {
         match self {
             RuleKind::Flow => &["flow"],
             RuleKind::CircuitBreaker => &["circuit_breaker", "degrade"],
+            RuleKind::Hotspot => &["hotspot", "paramFlow"],
         }
     }
 
     fn of(name: &str) -> RuleKind {
-        if name == set::FLOW {
-            RuleKind::Flow
-        } else {
-            RuleKind::CircuitBreaker
+        match name {
+            set::FLOW => RuleKind::Flow,
+            set::HOTSPOT => RuleKind::Hotspot,
+            _ => RuleKind::CircuitBreaker,
         }
     }
 }
@@ -676,12 +826,14 @@ struct RawFields {
     flow: Option<Vec<Node>>,
     #[serde(default, alias = "degrade", deserialize_with = "rule_list")]
     circuit_breaker: Option<Vec<Node>>,
-    // The kinds still to come: `hotspot` (alias `paramFlow`), `system`, `authority`.
+    #[serde(default, alias = "paramFlow", deserialize_with = "rule_list")]
+    hotspot: Option<Vec<Node>>,
+    // The kinds still to come: `system`, `authority`.
 }
 
 impl RawFields {
     fn lists_no_kind(&self) -> bool {
-        self.flow.is_none() && self.circuit_breaker.is_none()
+        self.flow.is_none() && self.circuit_breaker.is_none() && self.hotspot.is_none()
     }
 }
 
@@ -702,7 +854,7 @@ impl<'de> Deserialize<'de> for RawDoc {
         impl<'de> Visitor<'de> for DocVisitor {
             type Value = RawDoc;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a map of rule kinds (`flow`, `circuit_breaker`)")
+                f.write_str("a map of rule kinds (`flow`, `circuit_breaker`, `hotspot`)")
             }
             fn visit_unit<E: de::Error>(self) -> Result<RawDoc, E> {
                 Ok(RawDoc::Empty)
@@ -860,11 +1012,29 @@ fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
             Err(problem) => problems.push(*problem),
         }
     }
-    for (kind, j, e) in set::problems(&set.flow, &set.circuit_breaker) {
+    let mut hotspot_at = Vec::new();
+    for (i, node) in fields.hotspot.unwrap_or_default().into_iter().enumerate() {
+        match read_rule(
+            RuleKind::Hotspot,
+            i,
+            node,
+            sentinel_format::sentinel_param_flow_key,
+            HotspotRule::deserialize,
+            sentinel_format::param_flow_rule,
+        ) {
+            Ok((rule, naming)) => {
+                set.hotspot.push(rule);
+                hotspot_at.push((i, naming));
+            }
+            Err(problem) => problems.push(*problem),
+        }
+    }
+    for (kind, j, e) in set::problems(&set.flow, &set.circuit_breaker, &set.hotspot) {
         let kind = RuleKind::of(kind);
         let (index, naming) = match kind {
             RuleKind::Flow => flow_at[j],
             RuleKind::CircuitBreaker => breaker_at[j],
+            RuleKind::Hotspot => hotspot_at[j],
         };
         let field = match (kind, naming) {
             (RuleKind::Flow, Naming::Sentinel) => sentinel_format::flow_field(e.field()),
@@ -881,6 +1051,8 @@ fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
                 "max_rt" => "strategy.max_rt",
                 other => other,
             },
+            (RuleKind::Hotspot, Naming::Sentinel) => sentinel_format::param_flow_field(e.field()),
+            (RuleKind::Hotspot, Naming::Ours) => e.field(),
         };
         let mut entry = RuleSetErrorEntry::from_rule_error(kind.name(), index, &e);
         entry.field = Some(field.to_owned());
@@ -930,6 +1102,9 @@ pub(crate) fn parse(text: &str, format: Format) -> Result<RuleSet, RuleSetError>
 fn syntax_error(mut message: String, location: Option<(usize, usize)>) -> RuleSetError {
     if message.contains("duplicate field `circuit_breaker`") {
         message.push_str(" (`degrade` is another name for it: use one)");
+    }
+    if message.contains("duplicate field `hotspot`") {
+        message.push_str(" (`paramFlow` is another name for it: use one)");
     }
     RuleSetError::new(vec![RuleSetErrorEntry::whole(message).at(location)])
 }

@@ -18,6 +18,8 @@ pub const MAX_HOTSPOT_WINDOW: Duration = Duration::from_secs(24 * 3_600);
 
 /// What a hotspot rule limits per value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "rule-files", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum HotspotMetric {
     /// Calls per window, per value (GCRA: `threshold` per `window`, evenly spaced, after a
@@ -76,6 +78,8 @@ pub struct HotspotException {
 /// # assert!(per_tenant_inside.validate().is_ok());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "rule-files", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct HotspotRule {
     /// The resource the rule applies to.
@@ -83,19 +87,51 @@ pub struct HotspotRule {
     /// Which parameter of the entry: 0 is the first (`0..MAX_PARAMS`).
     pub param_index: usize,
     /// What the rule limits per value.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default = "crate::rules::files::default_hotspot_metric")
+    )]
     pub metric: HotspotMetric,
     /// Calls per window (QPS) or calls inside (concurrency), per value: finite,
     /// `0..=MAX_THRESHOLD`, fractions rounded down for concurrency.
     pub threshold: f64,
     /// Extra calls a value may make at once from idle (QPS). Default 0.
+    #[cfg_attr(feature = "rule-files", serde(default))]
     pub burst: u32,
     /// The window `threshold` counts over (QPS): whole milliseconds, at most a day. Default 1 s.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(
+            default = "crate::rules::files::default_hotspot_window",
+            with = "crate::rules::files::duration"
+        )
+    )]
     pub window: Duration,
     /// Wait up to this long for a slot instead of being blocked (QPS). Default none.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "crate::rules::files::duration::option"
+        )
+    )]
     pub max_wait: Option<Duration>,
     /// Values with their own threshold.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(
+            default,
+            skip_serializing_if = "Vec::is_empty",
+            with = "crate::rules::files::hotspot_exceptions"
+        )
+    )]
     pub exceptions: Vec<HotspotException>,
     /// How many values the rule tracks (`1..=MAX_HOTSPOT_CAPACITY`). Default 16 384.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default = "crate::rules::files::default_hotspot_capacity")
+    )]
     pub capacity: usize,
 }
 

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
+use super::authority::AuthorityRule;
 use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::flow::FlowRule;
 use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
@@ -24,6 +25,7 @@ struct Loaded {
     flow: HashMap<String, Vec<FlowRule>>,
     breakers: HashMap<String, Vec<CircuitBreakerRule>>,
     hotspot: HashMap<String, Vec<HotspotRule>>,
+    authority: HashMap<String, Vec<AuthorityRule>>,
 }
 
 impl Loaded {
@@ -32,6 +34,7 @@ impl Loaded {
             self.flow.get(node.name()).map(Vec::as_slice),
             self.breakers.get(node.name()).map(Vec::as_slice),
             self.hotspot.get(node.name()).map(Vec::as_slice),
+            self.authority.get(node.name()).map(Vec::as_slice),
             resolve_stats,
         );
     }
@@ -49,6 +52,7 @@ impl Loaded {
         self.flow.contains_key(name)
             || self.breakers.contains_key(name)
             || self.hotspot.contains_key(name)
+            || self.authority.contains_key(name)
     }
 }
 
@@ -104,6 +108,10 @@ fn replace<R>(
 /// # rules::load_flow_rules(vec![]).unwrap();
 /// ```
 pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), RuleError> {
+    counted("flow", load_flow(rules))
+}
+
+fn load_flow(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), RuleError> {
     let rules: Vec<FlowRule> = rules.into_iter().collect();
     for rule in &rules {
         rule.validate()?;
@@ -129,6 +137,12 @@ pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), 
 /// # rules::load_circuit_breaker_rules(vec![]).unwrap();
 /// ```
 pub fn load_circuit_breaker_rules(
+    rules: impl IntoIterator<Item = CircuitBreakerRule>,
+) -> Result<(), RuleError> {
+    counted("circuit_breaker", load_circuit_breaker(rules))
+}
+
+fn load_circuit_breaker(
     rules: impl IntoIterator<Item = CircuitBreakerRule>,
 ) -> Result<(), RuleError> {
     let rules: Vec<CircuitBreakerRule> = rules.into_iter().collect();
@@ -171,6 +185,24 @@ fn breakers_by_resource(
 pub(crate) fn replace_all(
     flow: Vec<FlowRule>,
     breakers: Vec<CircuitBreakerRule>,
+    hotspot: Vec<HotspotRule>,
+) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
+    let result = replace_all_counted(flow, breakers, hotspot);
+    let _ = counted(
+        "rule_set",
+        match &result {
+            Ok(()) => Ok(()),
+            Err(problems) => Err(problems.first().map(|(_, _, e)| e.to_string())),
+        }
+        .map_err(Option::unwrap_or_default),
+    );
+    result
+}
+
+fn replace_all_counted(
+    flow: Vec<FlowRule>,
+    breakers: Vec<CircuitBreakerRule>,
+    hotspot: Vec<HotspotRule>,
 ) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
     let mut errors = Vec::new();
     for (i, rule) in flow.iter().enumerate() {
@@ -183,6 +215,22 @@ pub(crate) fn replace_all(
             errors.push(("circuit_breaker", i, e));
         }
     }
+    for (i, rule) in hotspot.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            errors.push(("hotspot", i, e));
+        }
+    }
+    let hotspot = by_resource(hotspot, |r| &r.resource);
+    let mut crowded: Vec<&String> = hotspot
+        .iter()
+        .filter(|(_, r)| r.len() > MAX_HOTSPOT_RULES_PER_RESOURCE)
+        .map(|(name, _)| name)
+        .collect();
+    crowded.sort();
+    errors.extend(crowded.into_iter().map(|resource| {
+        let message = format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules");
+        ("hotspot", 0, RuleError::new(resource, "resource", message))
+    }));
     let grouped = match breakers_by_resource(breakers) {
         Ok(grouped) => grouped,
         Err(too_many) => {
@@ -197,11 +245,14 @@ pub(crate) fn replace_all(
     let mut loaded = loaded();
     let old_flow = std::mem::replace(&mut loaded.flow, flow);
     let old_breakers = std::mem::replace(&mut loaded.breakers, grouped);
+    let old_hotspot = std::mem::replace(&mut loaded.hotspot, hotspot);
     let names: std::collections::HashSet<String> = old_flow
         .into_keys()
         .chain(old_breakers.into_keys())
+        .chain(old_hotspot.into_keys())
         .chain(loaded.flow.keys().cloned())
         .chain(loaded.breakers.keys().cloned())
+        .chain(loaded.hotspot.keys().cloned())
         .collect();
     loaded.apply_to(&names);
     Ok(())
@@ -221,6 +272,10 @@ pub(crate) fn replace_all(
 /// # rules::load_hotspot_rules(vec![]).unwrap();
 /// ```
 pub fn load_hotspot_rules(rules: impl IntoIterator<Item = HotspotRule>) -> Result<(), RuleError> {
+    counted("hotspot", load_hotspot(rules))
+}
+
+fn load_hotspot(rules: impl IntoIterator<Item = HotspotRule>) -> Result<(), RuleError> {
     let rules: Vec<HotspotRule> = rules.into_iter().collect();
     for rule in &rules {
         rule.validate()?;
@@ -241,6 +296,42 @@ pub fn load_hotspot_rules(rules: impl IntoIterator<Item = HotspotRule>) -> Resul
     }
     replace(|l| &mut l.hotspot, grouped);
     Ok(())
+}
+
+/// Replaces the loaded authority rules with `rules`, with the same validation as
+/// [`load_flow_rules`]. Several rules on one resource must all admit a call. (Authority rules
+/// have no defaults: the attribute does not declare them.)
+///
+/// ```
+/// use sentinel_runtime::rules::{self, AuthorityRule};
+/// use sentinel_runtime::{context, BlockKind, EntryBuilder};
+///
+/// rules::load_authority_rules(vec![AuthorityRule::allow("doc-admin", ["ops"])]).unwrap();
+/// assert!(EntryBuilder::new("doc-admin").origin("ops").enter().is_ok());
+/// let denied = EntryBuilder::new("doc-admin").origin("guest").enter().unwrap_err();
+/// assert_eq!(denied.kind(), BlockKind::Authority);
+/// assert!(EntryBuilder::new("doc-admin").enter().is_err(), "no origin: denied");
+/// assert!(context::with_origin("ops", || sentinel_runtime::entry("doc-admin")).is_ok());
+/// # rules::load_authority_rules(vec![]).unwrap();
+/// ```
+pub fn load_authority_rules(
+    rules: impl IntoIterator<Item = AuthorityRule>,
+) -> Result<(), RuleError> {
+    counted("authority", load_authority(rules))
+}
+
+fn load_authority(rules: impl IntoIterator<Item = AuthorityRule>) -> Result<(), RuleError> {
+    let rules: Vec<AuthorityRule> = rules.into_iter().collect();
+    for rule in &rules {
+        rule.validate()?;
+    }
+    replace(|l| &mut l.authority, by_resource(rules, |r| &r.resource));
+    Ok(())
+}
+
+/// The authority rules loaded now, by resource name.
+pub fn authority_rules() -> Vec<AuthorityRule> {
+    sorted(&loaded().authority)
 }
 
 /// The hotspot rules loaded now (not the defaults), by resource name.
@@ -308,5 +399,62 @@ fn create_by_name(name: &str) -> &'static ResourceNode {
     let loaded = loaded();
     let capped = !loaded.names(name);
     registry::get_or_create(name, capped, |node| loaded.apply(node))
-        .unwrap_or_else(registry::overflow)
+        .unwrap_or_else(|| overflowed(name))
+}
+
+/// The overflow node, for `name` refused by the cap (with the `tracing` feature: an event at
+/// most once a second).
+#[cold]
+fn overflowed(name: &str) -> &'static ResourceNode {
+    #[cfg(feature = "tracing")]
+    {
+        use std::sync::atomic::{AtomicU64, Ordering::*};
+        static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
+        let second = crate::clock::now_nanos() / 1_000_000_000 + 1;
+        let last = LAST_SECOND.load(Relaxed);
+        if last < second
+            && LAST_SECOND
+                .compare_exchange(last, second, AcqRel, Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(
+                target: "sentinel",
+                resource = name,
+                max_resources = registry::max_resources(),
+                overflow_passes = registry::overflow().stats().totals().pass,
+                "resource beyond the cap on resources: counted in the overflow node, unchecked"
+            );
+        }
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = name;
+    registry::overflow()
+}
+
+/// Rule loads since start, by kind and result (`true`: loaded).
+static LOADS: Mutex<std::collections::BTreeMap<(&'static str, bool), u64>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+/// Counts a load of `kind` (and with the `tracing` feature, reports it) and returns `result`.
+fn counted<E: std::fmt::Display>(kind: &'static str, result: Result<(), E>) -> Result<(), E> {
+    *LOADS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry((kind, result.is_ok()))
+        .or_default() += 1;
+    #[cfg(feature = "tracing")]
+    match &result {
+        Ok(()) => tracing::info!(target: "sentinel", kind, "rules loaded"),
+        Err(error) => {
+            tracing::warn!(target: "sentinel", kind, %error, "rules refused, the previous stay in force")
+        }
+    }
+    result
+}
+
+/// Rule loads since start: `(kind, loaded, count)`, kinds `flow`, `circuit_breaker`,
+/// `hotspot`, `authority` and `rule_set` (a whole set, from `rules::load` or a rule file).
+pub(crate) fn load_counts() -> Vec<(&'static str, bool, u64)> {
+    let loads = LOADS.lock().unwrap_or_else(PoisonError::into_inner);
+    loads.iter().map(|(&(k, ok), &n)| (k, ok, n)).collect()
 }

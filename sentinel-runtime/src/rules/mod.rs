@@ -19,6 +19,7 @@
 //! A reload costs in proportion to the rules it loads and the resources they name; the rules it
 //! replaces are freed (once no call is reading them).
 
+pub(crate) mod authority;
 pub(crate) mod breaker;
 #[cfg(feature = "rule-files")]
 pub mod files;
@@ -37,6 +38,7 @@ mod window;
 /// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));
 /// a hotspot rule's `param_index` is below it.
 pub use crate::param::MAX_PARAMS;
+pub use authority::{AuthorityRule, AuthorityStrategy};
 pub use breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
     MAX_RECOVERY,
@@ -51,9 +53,9 @@ pub use hotspot::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
     MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW,
 };
+pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
-pub(crate) use load::{defined_node, node_by_name};
-pub use load::{hotspot_rules, load_hotspot_rules};
+pub(crate) use load::{defined_node, load_counts, node_by_name};
 pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
 #[cfg(feature = "rule-files")]
 pub use watch::{watch_file, RuleWatcher, WatchStatus};

@@ -1,5 +1,5 @@
-//! Sentinel Java's JSON names for flow and degrade rules, read into [`FlowRule`] and
-//! [`CircuitBreakerRule`] (see [`super::files`] for the mapping).
+//! Sentinel Java's JSON names for flow, degrade and param-flow rules, read into [`FlowRule`],
+//! [`CircuitBreakerRule`] and [`HotspotRule`] (see [`super::files`] for the mapping).
 //!
 //! A rule is read with Sentinel's names when it has any field only Sentinel uses
 //! ([`sentinel_flow_key`], [`sentinel_degrade_key`]); it then takes Sentinel's names only (a field
@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::breaker::{BreakerStrategy, CircuitBreakerRule};
 use super::flow::{FlowMetric, FlowRule};
+use super::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 use super::node::{Node, NodeError};
 
 /// Fields only Sentinel's flow rules have: one of them makes a `flow` rule Sentinel's.
@@ -41,6 +42,25 @@ const DEGRADE_FIELDS: &[&str] = &[
     "passCount",
 ];
 
+/// Fields only Sentinel's param-flow rules have: one of them makes a `hotspot` rule Sentinel's.
+const PARAM_FLOW_FIELDS: &[&str] = &[
+    "count",
+    "grade",
+    "paramIdx",
+    "limitApp",
+    "durationInSec",
+    "burstCount",
+    "controlBehavior",
+    "maxQueueingTimeMs",
+    "paramFlowItemList",
+    "clusterMode",
+    "clusterConfig",
+];
+
+/// The `classType`s of a param-flow item read as strings (Sentinel's `String.class.getName()`,
+/// and the short names people write).
+const STRING_CLASS_TYPES: &[&str] = &["java.lang.String", "String", "string"];
+
 /// Sentinel's defaults, for fields it writes on every rule (its JSON serialisers do).
 const DEFAULT_WARM_UP_SEC: f64 = 10.0;
 const DEFAULT_MAX_QUEUEING_MS: f64 = 500.0;
@@ -58,6 +78,12 @@ pub(crate) fn sentinel_flow_key(node: &Node) -> Option<&'static str> {
 /// then uses Sentinel's names.
 pub(crate) fn sentinel_degrade_key(node: &Node) -> Option<&'static str> {
     first_of(node, DEGRADE_FIELDS)
+}
+
+/// The first field only Sentinel's param-flow rules have, if the hotspot rule has one: it then
+/// uses Sentinel's names.
+pub(crate) fn sentinel_param_flow_key(node: &Node) -> Option<&'static str> {
+    first_of(node, PARAM_FLOW_FIELDS)
 }
 
 fn first_of(node: &Node, fields: &[&'static str]) -> Option<&'static str> {
@@ -90,6 +116,47 @@ pub(crate) fn degrade_field<'a>(rule: &CircuitBreakerRule, field: &'a str) -> &'
         "recovery" => "timeWindow",
         other => other,
     }
+}
+
+/// As [`flow_field`], for param-flow rules.
+pub(crate) fn param_flow_field(field: &str) -> &str {
+    match field {
+        "threshold" => "count",
+        "param_index" => "paramIdx",
+        "metric" => "grade",
+        "window" => "durationInSec",
+        "burst" => "burstCount",
+        "max_wait" => "maxQueueingTimeMs",
+        "exceptions" => "paramFlowItemList",
+        other => other,
+    }
+}
+
+/// Sentinel's `ParamFlowRule` as JSON names it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelParamFlowRule {
+    resource: String,
+    count: f64,
+    param_idx: f64,
+    grade: Option<f64>,
+    limit_app: Option<String>,
+    duration_in_sec: Option<f64>,
+    burst_count: Option<f64>,
+    control_behavior: Option<f64>,
+    max_queueing_time_ms: Option<f64>,
+    param_flow_item_list: Option<Vec<SentinelParamFlowItem>>,
+    cluster_mode: Option<bool>,
+    cluster_config: Option<Node>,
+}
+
+/// Sentinel's `ParamFlowItem`: a value with its own threshold.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelParamFlowItem {
+    object: String,
+    count: f64,
+    class_type: Option<String>,
 }
 
 /// Sentinel's `FlowRule` as JSON names it.
@@ -390,6 +457,122 @@ pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> 
     )?;
     // Sentinel's breakers count in one bucket over the interval.
     rule = rule.window(Duration::from_millis(interval as u64), 1);
+    Ok(rule)
+}
+
+/// Reads a hotspot rule written with Sentinel's (param-flow rule) names.
+pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
+    let r = SentinelParamFlowRule::deserialize(node)?;
+    check_limit_app(r.limit_app.as_deref())?;
+    if r.cluster_mode == Some(true) {
+        return Err(refuse(
+            "clusterMode",
+            "is true: cluster flow control is not supported (only false)",
+        ));
+    }
+    if r.cluster_config.is_some() {
+        return Err(refuse(
+            "clusterConfig",
+            "is not supported: cluster flow control is not supported",
+        ));
+    }
+    if r.param_idx < 0.0 {
+        return Err(refuse(
+            "paramIdx",
+            format!(
+                "is {}: counting parameters from the end is not supported; the first is 0",
+                r.param_idx
+            ),
+        ));
+    }
+    let index = whole("paramIdx", r.param_idx, f64::from(u32::MAX))? as usize;
+    let metric = match code("grade", r.grade, 1, "0 (thread count) or 1 (QPS)")? {
+        0 => HotspotMetric::Concurrency,
+        1 => HotspotMetric::Qps,
+        other => {
+            return Err(refuse(
+                "grade",
+                format!("must be 0 (thread count) or 1 (QPS), got {other}"),
+            ))
+        }
+    };
+    let mut rule = HotspotRule::qps(r.resource, index, r.count);
+    rule.metric = metric;
+    let behaviour = code(
+        "controlBehavior",
+        r.control_behavior,
+        0,
+        "0 (reject) or 2 (rate limiter)",
+    )?;
+    match (behaviour, metric) {
+        (0, _) | (2, HotspotMetric::Qps) => {}
+        (2, _) => {
+            return Err(refuse(
+                "controlBehavior",
+                "is 2: a control behaviour applies to QPS rules (grade 1) only",
+            ))
+        }
+        (other, _) => {
+            return Err(refuse(
+                "controlBehavior",
+                format!("must be 0 (reject) or 2 (rate limiter), got {other}"),
+            ))
+        }
+    }
+    if metric == HotspotMetric::Qps {
+        let secs = positive("durationInSec", r.duration_in_sec.unwrap_or(1.0), "seconds")?;
+        rule.window = Duration::from_secs(secs as u64);
+        if let Some(burst) = r.burst_count {
+            rule.burst = whole("burstCount", burst, f64::from(u32::MAX))? as u32;
+        }
+    } else {
+        unused_at_default(
+            "durationInSec",
+            r.duration_in_sec,
+            1.0,
+            "with grade 1 (QPS)",
+        )?;
+        unused_at_default("burstCount", r.burst_count, 0.0, "with grade 1 (QPS)")?;
+    }
+    if behaviour == 2 {
+        let ms = whole(
+            "maxQueueingTimeMs",
+            r.max_queueing_time_ms.unwrap_or(0.0),
+            f64::from(u32::MAX),
+        )?;
+        rule.max_wait = Some(Duration::from_millis(ms as u64));
+    } else {
+        unused_at_default(
+            "maxQueueingTimeMs",
+            r.max_queueing_time_ms,
+            0.0,
+            "with controlBehavior 2 (rate limiter)",
+        )?;
+    }
+    for (i, item) in r
+        .param_flow_item_list
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(class) = item
+            .class_type
+            .filter(|c| !STRING_CLASS_TYPES.contains(&c.as_str()))
+        {
+            return Err(refuse(
+                &format!("paramFlowItemList[{i}].classType"),
+                format!(
+                    "is `{class}`: only string values are supported (`java.lang.String`), since \
+                     a value is matched by hashing it as a string; a `{class}` parameter would \
+                     never match"
+                ),
+            ));
+        }
+        rule.exceptions.push(HotspotException {
+            value_hash: crate::param::hash(item.object.as_str()),
+            threshold: item.count,
+        });
+    }
     Ok(rule)
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::flow::FlowRule;
+use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
 use crate::error::RuleError;
 
 /// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
@@ -50,8 +51,11 @@ pub struct RuleSet {
     /// Circuit-breaker rules (Sentinel's `DegradeRule`). In files: `circuit_breaker`, or
     /// Sentinel's name `degrade`.
     pub circuit_breaker: Vec<CircuitBreakerRule>,
+    /// Hotspot (per-parameter-value) rules (Sentinel's `ParamFlowRule`). In files: `hotspot`, or
+    /// Sentinel's name `paramFlow`.
+    pub hotspot: Vec<HotspotRule>,
     // The kinds still to come go here, each a `Vec` with its file name (serde attributes on the
-    // field and in `files::RawFields`): `hotspot` (alias `paramFlow`), `system`, `authority`.
+    // field and in `files::RawFields`): `system`, `authority`.
     // Each also needs a line in `is_empty`, `problems`, `load` and `current` below, a
     // `files::RuleKind` (name, keys with the alias) and its reading in `files::read_rules`.
 }
@@ -59,6 +63,7 @@ pub struct RuleSet {
 /// The kind names used in errors, as [`crate::rules::load`]'s manager reports them.
 pub(crate) const FLOW: &str = "flow";
 pub(crate) const CIRCUIT_BREAKER: &str = "circuit_breaker";
+pub(crate) const HOTSPOT: &str = "hotspot";
 
 impl RuleSet {
     /// An empty set: loading it clears every loaded rule (resources return to their defaults).
@@ -68,13 +73,13 @@ impl RuleSet {
 
     /// Whether the set has no rule of any kind.
     pub fn is_empty(&self) -> bool {
-        self.flow.is_empty() && self.circuit_breaker.is_empty()
+        self.flow.is_empty() && self.circuit_breaker.is_empty() && self.hotspot.is_empty()
     }
 
     /// Checks every rule of every kind (as [`load`] does first), listing every problem by kind,
     /// position and field.
     pub fn validate(&self) -> Result<(), RuleSetError> {
-        let problems = problems(&self.flow, &self.circuit_breaker);
+        let problems = problems(&self.flow, &self.circuit_breaker, &self.hotspot);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -89,11 +94,12 @@ impl RuleSet {
 }
 
 /// Every invalid rule, by kind and position in its kind's list: each rule's first bad field,
-/// then, for a resource with more than [`MAX_BREAKERS_PER_RESOURCE`] circuit breakers, the
-/// first rule beyond the limit.
+/// then, for a resource with more than [`MAX_BREAKERS_PER_RESOURCE`] circuit breakers (or
+/// [`MAX_HOTSPOT_RULES_PER_RESOURCE`] hotspot rules), the first rule beyond the limit.
 pub(crate) fn problems(
     flow: &[FlowRule],
     breakers: &[CircuitBreakerRule],
+    hotspot: &[HotspotRule],
 ) -> Vec<(&'static str, usize, RuleError)> {
     let mut problems = Vec::new();
     for (i, rule) in flow.iter().enumerate() {
@@ -121,6 +127,26 @@ pub(crate) fn problems(
             ));
         }
     }
+    let mut per_resource: HashMap<&str, usize> = HashMap::new();
+    for (i, rule) in hotspot.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((HOTSPOT, i, e));
+            continue;
+        }
+        let count = per_resource.entry(rule.resource.as_str()).or_default();
+        *count += 1;
+        if *count == MAX_HOTSPOT_RULES_PER_RESOURCE + 1 {
+            problems.push((
+                HOTSPOT,
+                i,
+                RuleError::new(
+                    &rule.resource,
+                    "resource",
+                    format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules"),
+                ),
+            ));
+        }
+    }
     problems
 }
 
@@ -133,7 +159,7 @@ pub(crate) fn problems(
 /// either none or all of this set.
 pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
     set.validate()?;
-    super::load::replace_all(set.flow, set.circuit_breaker).map_err(|problems| {
+    super::load::replace_all(set.flow, set.circuit_breaker, set.hotspot).map_err(|problems| {
         // Unreachable after `validate`, which makes the same checks; kept for safety.
         RuleSetError::new(
             problems
@@ -146,12 +172,14 @@ pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
 
 /// The rules loaded now, every kind (not the resources' defaults): what the last [`load`] (or
 /// per-kind load) put in force. Each kind is read on its own, in the order of
-/// [`flow_rules`](crate::rules::flow_rules) and
-/// [`circuit_breaker_rules`](crate::rules::circuit_breaker_rules).
+/// [`flow_rules`](crate::rules::flow_rules),
+/// [`circuit_breaker_rules`](crate::rules::circuit_breaker_rules) and
+/// [`hotspot_rules`](crate::rules::hotspot_rules).
 pub fn current() -> RuleSet {
     RuleSet {
         flow: super::load::flow_rules(),
         circuit_breaker: super::load::circuit_breaker_rules(),
+        hotspot: super::load::hotspot_rules(),
     }
 }
 
@@ -186,7 +214,8 @@ pub struct RuleSetError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuleSetErrorEntry {
-    /// The rule's kind (`"flow"`, `"circuit_breaker"`), if the problem is one rule's.
+    /// The rule's kind (`"flow"`, `"circuit_breaker"`, `"hotspot"`), if the problem is one
+    /// rule's.
     pub kind: Option<&'static str>,
     /// The rule's position in its kind's list (from 0), if the problem is one rule's.
     pub index: Option<usize>,
@@ -333,7 +362,7 @@ mod tests {
             .collect();
         breakers.insert(2, CircuitBreakerRule::error_count("no-recovery", 1));
         let flow = vec![FlowRule::qps("a", 1.0), FlowRule::qps("b", -1.0)];
-        let found: Vec<(&str, usize, &str, String)> = problems(&flow, &breakers)
+        let found: Vec<(&str, usize, &str, String)> = problems(&flow, &breakers, &[])
             .into_iter()
             .map(|(k, i, e)| (k, i, e.field(), e.resource().to_owned()))
             .collect();

@@ -5,7 +5,8 @@
 //! counted as a pass), and the call is counted as a block. An admitted call is counted as a pass;
 //! its [`Entry`](crate::Entry)'s drop records the exit.
 //!
-//! Built in: the flow checks (concurrency, then QPS) at [`FLOW_SLOT_ORDER`], the hotspot checks
+//! Built in, in this order (Sentinel's): the authority rules first, then the flow checks
+//! (concurrency, then QPS) at [`FLOW_SLOT_ORDER`], the hotspot checks
 //! at [`HOTSPOT_SLOT_ORDER`] and the circuit breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`]. A user adds a check with
 //! [`register_check_slot`]; with none registered the chain costs nothing beyond the built-in
 //! checks.
@@ -43,6 +44,7 @@ pub(crate) use related::Resolve;
 
 use crate::error::BlockError;
 use crate::param::Params;
+use crate::rules::authority::AuthorityRule;
 use crate::stat::{NodeStats, ResourceStats};
 
 /// Order of the built-in flow checks (concurrency and QPS), as in Sentinel.
@@ -81,6 +83,8 @@ impl ProbeTicket {
 /// The checks in force on a resource, as the entry path reads them.
 #[derive(Debug, Default)]
 pub(crate) struct Chain {
+    /// The authority rules (by origin), checked first.
+    pub(crate) authority: Vec<AuthorityRule>,
     /// The smallest concurrency rule's limit (and its threshold as given), if any.
     pub(crate) concurrency: Option<(u64, f64)>,
     /// The QPS checks, in order.
@@ -94,7 +98,8 @@ pub(crate) struct Chain {
 impl Chain {
     /// No checks at all.
     pub(crate) fn is_empty(&self) -> bool {
-        self.concurrency.is_none()
+        self.authority.is_empty()
+            && self.concurrency.is_none()
             && self.gates.is_empty()
             && self.hotspots.is_empty()
             && self.breakers.is_empty()
@@ -168,6 +173,7 @@ impl SlotContext<'_> {
     pub fn stats(&self) -> ResourceStats {
         let circuit = self.chain.breakers.iter().map(|b| b.state()).max();
         ResourceStats::from_totals(self.target.stats.window(self.now), circuit)
+            .with_running(self.target.stats.totals())
     }
 
     /// How many passes the call asks for.
@@ -335,6 +341,9 @@ pub(crate) fn check(
         ctx: None,
         armed: false,
     };
+    if !chain.authority.is_empty() {
+        check_authority(node.name, chain, params)?;
+    }
     let mut turn = match check_flow(node.name, &mut reserved) {
         Ok(turn) => turn,
         Err(block) => {
@@ -367,6 +376,28 @@ pub(crate) fn check(
         out.hot = std::mem::take(&mut reserved.hot);
     }
     Ok(())
+}
+
+/// The authority rules: the call's origin (the entry's own, else its scope's) must pass each.
+/// Nothing is reserved, so a block gives nothing back.
+#[cold]
+fn check_authority(
+    resource: &'static str,
+    chain: &Chain,
+    params: &Params,
+) -> Result<(), BlockError> {
+    let scoped;
+    let origin = match params.origin() {
+        Some(origin) => Some(origin),
+        None => {
+            scoped = crate::context::origin();
+            scoped.as_deref()
+        }
+    };
+    match chain.authority.iter().find(|rule| !rule.admits(origin)) {
+        Some(_) => Err(BlockError::authority(resource, origin)),
+        None => Ok(()),
+    }
 }
 
 /// The hotspot checks: the latest waiting turn among them (0: none).
@@ -524,6 +555,9 @@ fn check_with_custom(
         ctx: Some(&early),
         armed: true,
     };
+    if !chain.authority.is_empty() {
+        check_authority(node.name, chain, params)?;
+    }
     for (_, slot) in &custom[..flow_at] {
         slot.check(&early)?;
         before.custom += 1;

@@ -15,4 +15,4 @@ pub(crate) use fast_div::FastDiv;
 pub use leap_array::{LeapArray, WindowShapeError};
 pub(crate) use node_stats::{NodeStats, SecondTotals, WindowTotals};
 pub(crate) use resource_stats::avg_rt_ms;
-pub use resource_stats::ResourceStats;
+pub use resource_stats::{BlockTotals, ResourceStats};

@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use crossbeam_utils::CachePadded;
 
 use super::bucket::{Bucket, MetricEvent, EVENTS, NO_MIN};
+use super::resource_stats::RULE_KINDS;
 use super::ring::{Position, Ring};
 use crate::sync::{thread_slot, MAX_SLOTS};
 
@@ -71,6 +72,20 @@ pub(crate) struct SecondTotals {
     pub(crate) counts: [u64; EVENTS],
 }
 
+/// Totals since the node was created: every call recorded, whether its bucket has left the
+/// windows or not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RunningTotals {
+    pub(crate) pass: u64,
+    pub(crate) block: u64,
+    pub(crate) complete: u64,
+    pub(crate) error: u64,
+    pub(crate) rt_sum_us: u64,
+    /// Blocked calls by the kind of rule that blocked them (indexed as
+    /// [`BlockTotals`](super::BlockTotals) orders them).
+    pub(crate) blocks_by_rule: [u64; RULE_KINDS],
+}
+
 /// A shard and whether this thread is its only writer.
 struct Writer<'a> {
     shard: &'a Shard,
@@ -82,6 +97,12 @@ pub(crate) struct NodeStats {
     shards: [OnceLock<Box<CachePadded<Shard>>>; MAX_SLOTS],
     overflow: OnceLock<Box<CachePadded<Shard>>>,
     minute: OnceLock<Box<Ring<AtomicU64>>>,
+    /// The counts restarts displaced from the 100 ms buckets, by [`MetricEvent`] (the minimum is
+    /// unused): with what the buckets still hold, the running totals. Added to by the fold, under
+    /// the displacing shard's restart lock, so the hot path never touches them.
+    folded: [AtomicU64; EVENTS],
+    /// Blocked calls by the kind of rule that blocked them (the block path is not hot).
+    blocked_by_rule: [AtomicU64; RULE_KINDS],
 }
 
 impl std::fmt::Debug for NodeStats {
@@ -96,6 +117,8 @@ impl NodeStats {
             shards: [const { OnceLock::new() }; MAX_SLOTS],
             overflow: OnceLock::new(),
             minute: OnceLock::new(),
+            folded: [const { AtomicU64::new(0) }; EVENTS],
+            blocked_by_rule: [const { AtomicU64::new(0) }; RULE_KINDS],
         }
     }
 
@@ -154,10 +177,14 @@ impl NodeStats {
         }
     }
 
-    /// Moves a count displaced from a 100 ms bucket of `period` into the minute window, if its
-    /// second is still one of the window's 60.
+    /// Moves a count displaced from a 100 ms bucket of `period` into the running totals, and
+    /// into the minute window if its second is still one of the window's 60. Runs under the
+    /// displacing shard's restart lock.
     #[cold]
     fn fold(&self, now: u64, period: u64, event: MetricEvent, value: u64) {
+        if event != MetricEvent::MinRt {
+            self.folded[event.index()].fetch_add(value, Ordering::SeqCst);
+        }
         let start = period.saturating_mul(SECOND_BUCKET_NANOS);
         let oldest_second = (now / SECOND_NANOS).saturating_sub(u64::from(MINUTE_BUCKETS) - 1);
         if start > now || start / SECOND_NANOS < oldest_second {
@@ -196,9 +223,13 @@ impl NodeStats {
         Self::inflight(&w, 1);
     }
 
-    /// A rejected entry of `count` at `now`.
+    /// A rejected entry of `count` at `now`, blocked by a rule of the kind `rule` (an index of
+    /// [`BlockTotals::RULES`](super::BlockTotals::RULES)).
     #[inline]
-    pub(crate) fn on_block(&self, now: u64, count: u32) {
+    pub(crate) fn on_block(&self, now: u64, count: u32, rule: usize) {
+        if let Some(blocked) = self.blocked_by_rule.get(rule) {
+            blocked.fetch_add(u64::from(count), Ordering::Relaxed);
+        }
         let w = self.writer();
         self.add(
             &w,
@@ -241,7 +272,7 @@ impl NodeStats {
         Self::inflight(&w, -1);
     }
 
-    fn each_shard(&self, mut f: impl FnMut(&Shard)) {
+    fn each_shard<'a>(&'a self, mut f: impl FnMut(&'a Shard)) {
         for cell in self.shards.iter() {
             if let Some(shard) = cell.get() {
                 f(shard);
@@ -288,6 +319,83 @@ impl NodeStats {
         });
         t.min_rt_us = (min != NO_MIN).then_some(min);
         t
+    }
+
+    /// The running totals: what the restarts folded plus what the buckets still hold. The two
+    /// are read with no restart of any shard in between (a restart moves counts from one to the
+    /// other), so a concurrent fold is neither lost nor counted twice; after a few disturbed
+    /// tries, the read holds every shard's restart lock. Allocates nothing.
+    pub(crate) fn totals(&self) -> RunningTotals {
+        const SHARDS: usize = MAX_SLOTS + 1;
+        let mut counts = [0u64; EVENTS];
+        let read = |counts: &mut [u64; EVENTS]| {
+            *counts = std::array::from_fn(|i| self.folded[i].load(Ordering::SeqCst));
+            self.each_shard(|s| {
+                s.second.each_held(|b| {
+                    for event in MetricEvent::ALL {
+                        if event != MetricEvent::MinRt {
+                            counts[event.index()] =
+                                counts[event.index()].saturating_add(b.count(event));
+                        }
+                    }
+                })
+            });
+        };
+        let mut settled_read = false;
+        for _ in 0..8 {
+            let mut seqs = [0u64; SHARDS];
+            let (mut n, mut settled) = (0, true);
+            self.each_shard(|s| match s.second.seq() {
+                Some(seq) if n < SHARDS => {
+                    seqs[n] = seq;
+                    n += 1;
+                }
+                _ => settled = false,
+            });
+            if !settled {
+                std::hint::spin_loop();
+                continue;
+            }
+            read(&mut counts);
+            let (mut i, mut unchanged) = (0, true);
+            self.each_shard(|s| {
+                unchanged &= i < n && s.second.unchanged(seqs[i]);
+                i += 1;
+            });
+            if unchanged && i == n {
+                settled_read = true;
+                break;
+            }
+        }
+        if !settled_read {
+            // Hold every shard's restart lock, in shard order (a writer holds at most one).
+            let mut held: [Option<(&Shard, u64)>; SHARDS] = [None; SHARDS];
+            let mut n = 0;
+            self.each_shard(|s| {
+                if n < SHARDS {
+                    held[n] = Some((s, s.second.lock()));
+                    n += 1;
+                }
+            });
+            read(&mut counts);
+            for (s, seq) in held.iter().flatten() {
+                s.second.unlock(*seq);
+            }
+        }
+        let c = |e: MetricEvent| counts[e.index()];
+        RunningTotals {
+            pass: c(MetricEvent::Pass),
+            block: c(MetricEvent::Block),
+            complete: c(MetricEvent::Complete),
+            error: c(MetricEvent::Error),
+            rt_sum_us: c(MetricEvent::RtSum),
+            blocks_by_rule: self.blocks_by_rule(),
+        }
+    }
+
+    /// Blocked calls since the node was created, by the kind of rule that blocked them.
+    pub(crate) fn blocks_by_rule(&self) -> [u64; RULE_KINDS] {
+        std::array::from_fn(|i| self.blocked_by_rule[i].load(Ordering::Acquire))
     }
 
     /// Calls entered and not yet exited, over every shard.
@@ -424,5 +532,146 @@ impl NodeStats {
                 visit(period * SECOND_BUCKET_NANOS, b)
             })
         });
+    }
+}
+
+#[cfg(test)]
+mod totals_tests {
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    use std::sync::{Arc, Barrier};
+
+    use super::*;
+
+    #[derive(Debug, Default, PartialEq)]
+    struct Model {
+        pass: u64,
+        block: u64,
+        complete: u64,
+        error: u64,
+        rt_sum_us: u64,
+    }
+
+    fn check(stats: &NodeStats, model: &Model, now: u64, step: usize) {
+        let t = stats.totals();
+        let got = Model {
+            pass: t.pass,
+            block: t.block,
+            complete: t.complete,
+            error: t.error,
+            rt_sum_us: t.rt_sum_us,
+        };
+        assert_eq!(got, *model, "step {step} at {now} ns");
+        assert_eq!(
+            t.blocks_by_rule.iter().sum::<u64>(),
+            model.block,
+            "step {step} at {now} ns"
+        );
+    }
+
+    /// Every call counted once, across bucket restarts, folds into the minute window, idle gaps
+    /// longer than the minute window, the overflow shard and several threads' shards.
+    #[test]
+    fn running_totals_equal_the_calls_made_across_restarts_and_idle_gaps() {
+        let stats = NodeStats::new();
+        let mut model = Model::default();
+        let mut now = 3_600 * SECOND_NANOS;
+        // A small deterministic generator (xorshift).
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for step in 0..20_000 {
+            now += match next(100) {
+                0 => 61 * SECOND_NANOS + next(SECOND_NANOS), // idle past the minute
+                1..=3 => 2 * SECOND_NANOS + next(SECOND_NANOS), // a few seconds
+                _ => next(SECOND_BUCKET_NANOS * 2),          // within a bucket or two
+            };
+            let count = 1 + next(3) as u32;
+            // Slots 0..3: separate shards; MAX_SLOTS: the shared overflow shard.
+            let slot = match next(5) {
+                4 => MAX_SLOTS,
+                s => s as usize,
+            };
+            match next(4) {
+                0 => {
+                    stats.on_block(now, count, next(7) as usize);
+                    model.block += u64::from(count);
+                }
+                1 => {
+                    let rt = next(5_000);
+                    let error = next(3) == 0;
+                    stats.on_exit(now, count, rt, error);
+                    model.complete += u64::from(count);
+                    model.rt_sum_us += rt;
+                    model.error += if error { u64::from(count) } else { 0 };
+                }
+                _ => {
+                    stats.on_pass_in(slot, now, count);
+                    model.pass += u64::from(count);
+                }
+            }
+            if step % 7 == 0 {
+                check(&stats, &model, now, step);
+            }
+        }
+        check(&stats, &model, now, 20_000);
+        now += 3_600 * SECOND_NANOS;
+        check(&stats, &model, now, 20_001);
+    }
+
+    /// Readers racing with writers whose buckets restart all the time never see a fold lost or
+    /// counted twice: every read lies between the calls finished before it and those started
+    /// before its end.
+    #[test]
+    fn a_fold_during_a_read_is_neither_lost_nor_counted_twice() {
+        const WRITERS: usize = 2;
+        const CALLS: u64 = 20_000;
+        let stats: &'static NodeStats = Box::leak(Box::new(NodeStats::new()));
+        let clock = Arc::new(AtomicU64::new(3_600 * SECOND_NANOS));
+        let started = Arc::new(AtomicU64::new(0));
+        let finished = Arc::new(AtomicU64::new(0));
+        let barrier = Arc::new(Barrier::new(WRITERS + 1));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (clock, started, finished, barrier) = (
+                    Arc::clone(&clock),
+                    Arc::clone(&started),
+                    Arc::clone(&finished),
+                    Arc::clone(&barrier),
+                );
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    for i in 0..CALLS {
+                        // 7 ms a call: a restart every ~14 calls per shard.
+                        let now = clock.fetch_add(7_000_000, SeqCst);
+                        started.fetch_add(1, SeqCst);
+                        // Half the calls of writer 1 go through the shared overflow shard.
+                        let slot = if w == 1 && i % 2 == 0 { MAX_SLOTS } else { w };
+                        stats.on_pass_in(slot, now, 1);
+                        finished.fetch_add(1, SeqCst);
+                    }
+                })
+            })
+            .collect();
+        barrier.wait();
+        let mut reads = 0u64;
+        while finished.load(SeqCst) < WRITERS as u64 * CALLS {
+            let low = finished.load(SeqCst);
+            let pass = stats.totals().pass;
+            let high = started.load(SeqCst);
+            assert!(low <= pass && pass <= high, "{low} <= {pass} <= {high}");
+            reads += 1;
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(
+            stats.totals().pass,
+            WRITERS as u64 * CALLS,
+            "after {reads} reads"
+        );
     }
 }

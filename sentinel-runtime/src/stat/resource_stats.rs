@@ -1,11 +1,104 @@
-//! [`ResourceStats`]: a resource's statistics over its second-level window, as rates.
+//! [`ResourceStats`]: a resource's statistics over its second-level window, as rates, and its
+//! running totals since it was created.
+
+use std::time::Duration;
 
 use crate::breaker::CircuitState;
+use crate::error::BlockKind;
 
+use super::node_stats::RunningTotals;
 use super::WindowTotals;
 
+/// How many kinds of rule [`BlockTotals`] counts blocks of.
+pub(crate) const RULE_KINDS: usize = 7;
+
+/// Blocked calls since a resource was created, by the kind of rule that blocked them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlockTotals {
+    /// By QPS flow rules ([`BlockKind::Flow`]).
+    pub flow: u64,
+    /// By concurrency limits ([`BlockKind::Concurrency`]).
+    pub concurrency: u64,
+    /// By circuit breakers ([`BlockKind::CircuitBreaker`]).
+    pub circuit_breaker: u64,
+    /// By hotspot (hot-parameter) rules ([`BlockKind::HotParam`]).
+    pub hotspot: u64,
+    /// By system rules (none yet: a system kind of [`BlockKind`] is counted here once it
+    /// exists).
+    pub system: u64,
+    /// By authority (origin) rules ([`BlockKind::Authority`]).
+    pub authority: u64,
+    /// By the user's check slots ([`BlockKind::Custom`]).
+    pub custom: u64,
+}
+
+impl BlockTotals {
+    /// The rule kinds' names, as the metrics label them, in the order of
+    /// [`by_rule`](Self::by_rule).
+    pub const RULES: [&'static str; RULE_KINDS] = [
+        "flow",
+        "concurrency",
+        "circuit_breaker",
+        "hotspot",
+        "system",
+        "authority",
+        "custom",
+    ];
+
+    /// Every kind's name (as in [`RULES`](Self::RULES)) with its count.
+    pub fn by_rule(&self) -> [(&'static str, u64); RULE_KINDS] {
+        let counts = [
+            self.flow,
+            self.concurrency,
+            self.circuit_breaker,
+            self.hotspot,
+            self.system,
+            self.authority,
+            self.custom,
+        ];
+        std::array::from_fn(|i| (Self::RULES[i], counts[i]))
+    }
+
+    /// The sum over every kind.
+    pub fn sum(&self) -> u64 {
+        self.by_rule().iter().map(|&(_, n)| n).sum()
+    }
+
+    /// The index in [`RULES`](Self::RULES) of the kind of rule behind `kind`.
+    pub(crate) fn index_of(kind: BlockKind) -> usize {
+        #[allow(unreachable_patterns)] // kinds added later count as custom until mapped here
+        match kind {
+            BlockKind::Flow => 0,
+            BlockKind::Concurrency => 1,
+            BlockKind::CircuitBreaker => 2,
+            BlockKind::HotParam => 3,
+            BlockKind::Authority => 5,
+            BlockKind::Custom => 6,
+            _ => 6,
+        }
+    }
+
+    fn from_counts(c: [u64; RULE_KINDS]) -> BlockTotals {
+        BlockTotals {
+            flow: c[0],
+            concurrency: c[1],
+            circuit_breaker: c[2],
+            hotspot: c[3],
+            system: c[4],
+            authority: c[5],
+            custom: c[6],
+        }
+    }
+}
+
 /// A resource's statistics over its second-level window (the last second, in 10 buckets of
-/// 100 ms), as rates per second.
+/// 100 ms), as rates per second, and its running totals since the resource was created (the
+/// `*_total` fields: exact counts, for counters such as Prometheus's).
+///
+/// The totals cost the call path nothing: a 100 ms bucket's counts are added to the node's
+/// totals when the bucket is reused for a later period, and a read adds what the buckets still
+/// hold.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ResourceStats {
@@ -25,6 +118,18 @@ pub struct ResourceStats {
     /// The state of the resource's circuit breakers, the most restrictive if several (Open over
     /// HalfOpen over Closed); `None` without circuit-breaker rules.
     pub circuit: Option<CircuitState>,
+    /// Admitted calls since the resource was created (a batch counts its size).
+    pub pass_total: u64,
+    /// Rejected calls since the resource was created.
+    pub block_total: u64,
+    /// Finished calls since the resource was created.
+    pub complete_total: u64,
+    /// Calls that finished with an error or a panic since the resource was created.
+    pub error_total: u64,
+    /// The response times of every finished call added up (microsecond resolution).
+    pub rt_total: Duration,
+    /// [`block_total`](Self::block_total) by the kind of rule that blocked the calls.
+    pub block_total_by_rule: BlockTotals,
 }
 
 impl ResourceStats {
@@ -38,7 +143,24 @@ impl ResourceStats {
             avg_rt_ms: avg_rt_ms(t.rt_sum_us, t.complete),
             concurrency: t.concurrency.max(0) as u64,
             circuit,
+            pass_total: 0,
+            block_total: 0,
+            complete_total: 0,
+            error_total: 0,
+            rt_total: Duration::ZERO,
+            block_total_by_rule: BlockTotals::default(),
         }
+    }
+
+    /// These statistics with the running totals `t`.
+    pub(crate) fn with_running(mut self, t: RunningTotals) -> ResourceStats {
+        self.pass_total = t.pass;
+        self.block_total = t.block;
+        self.complete_total = t.complete;
+        self.error_total = t.error;
+        self.rt_total = Duration::from_micros(t.rt_sum_us);
+        self.block_total_by_rule = BlockTotals::from_counts(t.blocks_by_rule);
+        self
     }
 }
 

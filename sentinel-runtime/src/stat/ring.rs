@@ -168,7 +168,7 @@ impl<A: AtomicWord, S: AsRef<[Bucket<A>]>> Ring<A, S> {
     }
 
     /// Takes the restart lock: waits for an even `seq` and makes it odd. Returns the even value.
-    fn lock(&self) -> u64 {
+    pub(crate) fn lock(&self) -> u64 {
         loop {
             let seq = self.seq.load(Acquire);
             if seq & 1 == 0
@@ -183,7 +183,8 @@ impl<A: AtomicWord, S: AsRef<[Bucket<A>]>> Ring<A, S> {
         }
     }
 
-    fn unlock(&self, seq: u64) {
+    /// Releases the restart lock taken by [`lock`](Self::lock), which returned `seq`.
+    pub(crate) fn unlock(&self, seq: u64) {
         self.seq.store(seq + 2, SeqCst);
     }
 
@@ -235,6 +236,17 @@ impl<A: AtomicWord, S: AsRef<[Bucket<A>]>> Ring<A, S> {
             let held = bucket.period();
             if Self::within(held, period, periods) {
                 f(held, bucket);
+            }
+        }
+    }
+
+    /// Calls `f(bucket)` for every bucket that holds a period, whatever its age (no consistency:
+    /// call inside [`consistent`](Self::consistent) or under the restart lock).
+    #[inline]
+    pub(crate) fn each_held(&self, mut f: impl FnMut(&Bucket<A>)) {
+        for bucket in self.buckets().iter() {
+            if bucket.period() != NEVER {
+                f(bucket);
             }
         }
     }

@@ -1,0 +1,74 @@
+//! A trivial axum handler: without a layer, with `SentinelLayer` and one flow rule, and with
+//! tower-governor's layer, in one run. Each iteration sends one request through the router
+//! (`oneshot`, no sockets) on a current-thread tokio runtime; what a layer adds is its figure
+//! minus the plain router's.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use criterion::{criterion_group, criterion_main, Criterion};
+use http::Request;
+use sentinel_runtime::rules::{self, FlowRule};
+use sentinel_runtime::tower::SentinelLayer;
+use tower::ServiceExt;
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::key_extractor::GlobalKeyExtractor;
+use tower_governor::GovernorLayer;
+
+async fn user() -> &'static str {
+    "ok"
+}
+
+fn router() -> Router {
+    Router::new().route("/users/{id}", get(user))
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    // High enough that every request passes: this measures the layers' cost, not rejections.
+    rules::load_flow_rules(vec![FlowRule::qps("GET:/users/{id}", 2e9)]).expect("valid rule");
+    let plain = router();
+    let sentinel = router().layer(SentinelLayer::new());
+    let config = GovernorConfigBuilder::default()
+        .key_extractor(GlobalKeyExtractor)
+        .per_nanosecond(1)
+        .burst_size(u32::MAX)
+        .finish()
+        .expect("a valid governor config");
+    let governed = router().layer(GovernorLayer::new(config));
+    let send = |app: &Router| {
+        let app = app.clone();
+        runtime.block_on(async move {
+            let request = Request::get("/users/7")
+                .body(Body::empty())
+                .expect("a request");
+            let response = app.oneshot(request).await.expect("infallible");
+            assert!(response.status().is_success());
+            black_box(response);
+        })
+    };
+    let mut group = c.benchmark_group("axum handler");
+    group.bench_function("no layer", |b| b.iter(|| send(&plain)));
+    group.bench_function("SentinelLayer, one flow rule", |b| {
+        b.iter(|| send(&sentinel))
+    });
+    group.bench_function("tower-governor GovernorLayer", |b| {
+        b.iter(|| send(&governed))
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(30);
+    targets = bench
+}
+criterion_main!(benches);

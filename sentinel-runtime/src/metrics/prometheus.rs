@@ -1,0 +1,447 @@
+//! The statistics as Prometheus metrics (feature `prometheus`): a
+//! [`prometheus-client`](prometheus_client) collector that reads every resource's running totals
+//! when scraped. Nothing is recorded on the call path for it.
+//!
+//! | metric | labels | what |
+//! |---|---|---|
+//! | `sentinel_pass_total` | `resource` | admitted calls |
+//! | `sentinel_block_total` | `resource`, `rule` | rejected calls, by kind of rule (kinds with none are left out) |
+//! | `sentinel_complete_total` | `resource` | finished calls |
+//! | `sentinel_error_total` | `resource` | calls finished with an error or a panic |
+//! | `sentinel_response_time_seconds_total` | `resource` | response times added up |
+//! | `sentinel_concurrency` | `resource` | calls inside now |
+//! | `sentinel_circuit_breaker_state` | `resource`, `state` | 1 for the current state (the most restrictive of the resource's breakers), else 0 |
+//! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
+//! | `sentinel_rule_loads_total` | `kind`, `result` | rule loads (`success` or `failure`) |
+//! | `sentinel_resource_overflow_total` | | calls of resources beyond the cap ([`overflow`](super::overflow)) |
+//!
+//! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
+//! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names only:
+//! never a parameter value, a host or a process id.
+//!
+//! ```
+//! let mut registry = prometheus_client::registry::Registry::default();
+//! sentinel_runtime::metrics::prometheus::register(&mut registry);
+//!
+//! let _ = sentinel_runtime::entry("doc-prometheus");
+//! let text = sentinel_runtime::metrics::prometheus::encode_text();
+//! assert!(text.contains(r#"sentinel_pass_total{resource="doc-prometheus"} 1"#));
+//! ```
+
+use std::fmt;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::breaker::CircuitState;
+
+/// Registers the collector of every resource's statistics in `registry`. Register it once per
+/// registry: twice would report every metric twice.
+pub fn register(registry: &mut Registry) {
+    registry.register_collector(Box::new(SentinelCollector));
+}
+
+/// The metrics in the OpenMetrics text format (ending in `# EOF`), from a registry holding only
+/// this crate's collector.
+pub fn encode_text() -> String {
+    let mut registry = Registry::default();
+    register(&mut registry);
+    let mut text = String::new();
+    // Writing to a String cannot fail, and the collector itself never fails.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    text
+}
+
+/// Reads the statistics at scrape time.
+#[derive(Debug)]
+struct SentinelCollector;
+
+/// Encodes one metric family: its descriptor, then each sample with its labels.
+fn family<L: EncodeLabelSet, M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    samples: impl IntoIterator<Item = (L, M)>,
+) -> fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for (labels, value) in samples {
+        value.encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+const STATES: [CircuitState; 3] = [
+    CircuitState::Closed,
+    CircuitState::HalfOpen,
+    CircuitState::Open,
+];
+
+impl Collector for SentinelCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
+        let resources = super::all();
+        let by_resource = |f: fn(&super::ResourceStats) -> u64| {
+            resources
+                .iter()
+                .map(move |(name, s)| ([("resource", name.as_str())], ConstCounter::new(f(s))))
+        };
+        let e = &mut encoder;
+        family(
+            e,
+            "sentinel_pass",
+            "Calls admitted since start.",
+            MetricType::Counter,
+            by_resource(|s| s.pass_total),
+        )?;
+        family(
+            e,
+            "sentinel_block",
+            "Calls rejected since start, by the kind of rule that rejected them.",
+            MetricType::Counter,
+            resources.iter().flat_map(|(name, s)| {
+                s.block_total_by_rule
+                    .by_rule()
+                    .into_iter()
+                    .filter(|&(_, n)| n > 0)
+                    .map(move |(rule, n)| {
+                        (
+                            [("resource", name.as_str()), ("rule", rule)],
+                            ConstCounter::new(n),
+                        )
+                    })
+            }),
+        )?;
+        family(
+            e,
+            "sentinel_complete",
+            "Calls finished since start.",
+            MetricType::Counter,
+            by_resource(|s| s.complete_total),
+        )?;
+        family(
+            e,
+            "sentinel_error",
+            "Calls finished with an error or a panic since start.",
+            MetricType::Counter,
+            by_resource(|s| s.error_total),
+        )?;
+        family(
+            e,
+            "sentinel_response_time_seconds",
+            "Response times of the finished calls added up, in seconds.",
+            MetricType::Counter,
+            resources.iter().map(|(name, s)| {
+                (
+                    [("resource", name.as_str())],
+                    ConstCounter::new(s.rt_total.as_secs_f64()),
+                )
+            }),
+        )?;
+        family(
+            e,
+            "sentinel_concurrency",
+            "Calls inside now.",
+            MetricType::Gauge,
+            resources.iter().map(|(name, s)| {
+                (
+                    [("resource", name.as_str())],
+                    ConstGauge::new(s.concurrency),
+                )
+            }),
+        )?;
+        family(
+            e,
+            "sentinel_circuit_breaker_state",
+            "1 for the state the resource's circuit breakers are in (the most restrictive), else 0.",
+            MetricType::Gauge,
+            resources.iter().flat_map(|(name, s)| {
+                s.circuit.into_iter().flat_map(move |current| {
+                    STATES.into_iter().map(move |state| {
+                        (
+                            [("resource", name.as_str()), ("state", state.label())],
+                            ConstGauge::new(i64::from(state == current)),
+                        )
+                    })
+                })
+            }),
+        )?;
+        family(
+            e,
+            "sentinel_circuit_breaker_transitions",
+            "Circuit-breaker transitions since start.",
+            MetricType::Counter,
+            super::circuit_breaker_transitions()
+                .into_iter()
+                .map(|(resource, from, to, n)| {
+                    (
+                        [
+                            ("resource", resource),
+                            ("from", from.label()),
+                            ("to", to.label()),
+                        ],
+                        ConstCounter::new(n),
+                    )
+                }),
+        )?;
+        family(
+            e,
+            "sentinel_rule_loads",
+            "Rule loads since start, by kind of rule and result.",
+            MetricType::Counter,
+            super::rule_loads().into_iter().map(|(kind, ok, n)| {
+                (
+                    [
+                        ("kind", kind),
+                        ("result", if ok { "success" } else { "failure" }),
+                    ],
+                    ConstCounter::new(n),
+                )
+            }),
+        )?;
+        let overflow = super::overflow().pass_total;
+        let metric = e.encode_descriptor(
+            "sentinel_resource_overflow",
+            "Calls of resources beyond the cap on resources (passed unchecked) since start.",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(overflow).encode(metric)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use crate::clock::MockClock;
+    use crate::entry;
+    use crate::rules::{self, CircuitBreakerRule, FlowRule};
+
+    /// One parsed sample: its name, labels and value.
+    type Sample = (String, BTreeMap<String, String>, f64);
+
+    /// A strict parser of the OpenMetrics text format as this collector writes it: `# HELP` and
+    /// `# TYPE` lines introduce each family (TYPE after HELP, one family once), samples follow
+    /// with a name that is the family's (plus `_total` for counters), labels are
+    /// `name="escaped value"` pairs, values are numbers, and the text ends with `# EOF`.
+    fn parse(text: &str) -> Result<Vec<Sample>, String> {
+        let mut lines = text.lines().peekable();
+        let mut samples = Vec::new();
+        let mut families: Vec<String> = Vec::new();
+        let mut family: Option<(String, String)> = None;
+        let is_name = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                && !s.starts_with(|c: char| c.is_ascii_digit())
+        };
+        let mut eof = false;
+        while let Some(line) = lines.next() {
+            if eof {
+                return Err(format!("text after # EOF: {line:?}"));
+            }
+            if line == "# EOF" {
+                eof = true;
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let (name, _help) = rest.split_once(' ').ok_or(format!("HELP: {line:?}"))?;
+                if !is_name(name) || families.iter().any(|f| f == name) {
+                    return Err(format!("bad or repeated family {name:?}"));
+                }
+                let ty = lines.next().ok_or("HELP without TYPE")?;
+                let ty = ty
+                    .strip_prefix(&format!("# TYPE {name} "))
+                    .ok_or(format!("TYPE must follow HELP of {name}: {ty:?}"))?;
+                if !["counter", "gauge"].contains(&ty) {
+                    return Err(format!("type {ty:?}"));
+                }
+                families.push(name.to_owned());
+                family = Some((name.to_owned(), ty.to_owned()));
+                continue;
+            }
+            if line.starts_with('#') {
+                return Err(format!("unexpected comment {line:?}"));
+            }
+            let (fam, ty) = family
+                .as_ref()
+                .ok_or(format!("sample before HELP: {line:?}"))?;
+            let (series, value) = line.rsplit_once(' ').ok_or(format!("no value: {line:?}"))?;
+            let value: f64 = value.parse().map_err(|_| format!("value of {line:?}"))?;
+            let (name, labels) = match series.split_once('{') {
+                None => (series, BTreeMap::new()),
+                Some((name, rest)) => {
+                    let mut labels = BTreeMap::new();
+                    let mut rest = rest.strip_suffix('}').ok_or(format!("labels: {line:?}"))?;
+                    while !rest.is_empty() {
+                        let (key, after) = rest.split_once("=\"").ok_or(format!("{line:?}"))?;
+                        if !is_name(key) || labels.contains_key(key) {
+                            return Err(format!("label name {key:?} in {line:?}"));
+                        }
+                        let mut value = String::new();
+                        let mut chars = after.char_indices();
+                        let end = loop {
+                            match chars.next().ok_or(format!("unterminated: {line:?}"))? {
+                                (i, '"') => break i,
+                                (_, '\\') => match chars.next() {
+                                    Some((_, 'n')) => value.push('\n'),
+                                    Some((_, c @ ('\\' | '"'))) => value.push(c),
+                                    _ => return Err(format!("bad escape in {line:?}")),
+                                },
+                                (_, c) => value.push(c),
+                            }
+                        };
+                        labels.insert(key.to_owned(), value);
+                        rest = &after[end + 1..];
+                        rest = match rest.strip_prefix(',') {
+                            Some(r) if !r.is_empty() => r,
+                            Some(_) => return Err(format!("trailing comma: {line:?}")),
+                            None if rest.is_empty() => rest,
+                            None => return Err(format!("junk after label: {line:?}")),
+                        };
+                    }
+                    (name, labels)
+                }
+            };
+            let expected = if ty == "counter" {
+                format!("{fam}_total")
+            } else {
+                fam.clone()
+            };
+            if name != expected {
+                return Err(format!("sample {name:?} in family {fam:?} ({ty})"));
+            }
+            samples.push((name.to_owned(), labels, value));
+        }
+        if !eof {
+            return Err("no # EOF".into());
+        }
+        Ok(samples)
+    }
+
+    fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let labels: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        samples
+            .iter()
+            .find(|(n, l, _)| n == name && *l == labels)
+            .map(|s| s.2)
+    }
+
+    #[test]
+    fn the_text_parses_as_open_metrics_with_every_family() {
+        const R: &str = "prom-test \"quoted\\ name\"";
+        const B: &str = "prom-test-breaker";
+        let clock = MockClock::install();
+        rules::load_flow_rules(vec![FlowRule::qps(R, 2.0)]).unwrap();
+        assert!(rules::load_flow_rules(vec![FlowRule::qps(R, -2.0)]).is_err());
+        let breaker = CircuitBreakerRule::error_count(B, 1)
+            .min_requests(1)
+            .recovery(Duration::from_secs(1));
+        rules::load_circuit_breaker_rules(vec![breaker]).unwrap();
+        let first = entry(R).unwrap();
+        clock.advance(Duration::from_millis(250));
+        first.set_error();
+        drop(first);
+        let _ = entry(R).unwrap();
+        assert!(entry(R).is_err() && entry(R).is_err());
+        entry(B).unwrap().set_error(); // opens the breaker
+        assert!(entry(B).is_err());
+
+        let text = super::encode_text();
+        let samples = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let r = [("resource", R)];
+        assert_eq!(
+            value(&samples, "sentinel_pass_total", &r),
+            Some(2.0),
+            "{text}"
+        );
+        assert_eq!(value(&samples, "sentinel_complete_total", &r), Some(2.0));
+        assert_eq!(value(&samples, "sentinel_error_total", &r), Some(1.0));
+        assert_eq!(
+            value(
+                &samples,
+                "sentinel_block_total",
+                &[("resource", R), ("rule", "flow")]
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            value(&samples, "sentinel_response_time_seconds_total", &r),
+            Some(0.25)
+        );
+        assert_eq!(value(&samples, "sentinel_concurrency", &r), Some(0.0));
+        let state = |s| {
+            value(
+                &samples,
+                "sentinel_circuit_breaker_state",
+                &[("resource", B), ("state", s)],
+            )
+        };
+        assert_eq!(
+            (state("open"), state("closed"), state("half_open")),
+            (Some(1.0), Some(0.0), Some(0.0))
+        );
+        assert_eq!(
+            value(
+                &samples,
+                "sentinel_block_total",
+                &[("resource", B), ("rule", "circuit_breaker")]
+            ),
+            Some(1.0)
+        );
+        let transitions = [("resource", B), ("from", "closed"), ("to", "open")];
+        assert_eq!(
+            value(
+                &samples,
+                "sentinel_circuit_breaker_transitions_total",
+                &transitions
+            ),
+            Some(1.0)
+        );
+        let loads = |kind, result| {
+            value(
+                &samples,
+                "sentinel_rule_loads_total",
+                &[("kind", kind), ("result", result)],
+            )
+        };
+        assert!(loads("flow", "success").unwrap() >= 1.0);
+        assert!(loads("flow", "failure").unwrap() >= 1.0);
+        assert!(loads("circuit_breaker", "success").unwrap() >= 1.0);
+        assert!(value(&samples, "sentinel_resource_overflow_total", &[]).is_some());
+        // No sample carries a label other than these.
+        for (name, labels, _) in &samples {
+            for key in labels.keys() {
+                assert!(
+                    ["resource", "rule", "state", "from", "to", "kind", "result"]
+                        .contains(&key.as_str()),
+                    "{name} has label {key}"
+                );
+            }
+        }
+        rules::load_flow_rules(vec![]).unwrap();
+        rules::load_circuit_breaker_rules(vec![]).unwrap();
+        drop(clock);
+    }
+
+    #[test]
+    fn the_parser_is_strict() {
+        for bad in [
+            "sentinel_pass_total 1\n# EOF\n",
+            "# HELP a x\n# TYPE a counter\na 1\n# EOF\n",
+            "# HELP a x\n# TYPE a counter\na_total{r=\"x} 1\n# EOF\n",
+            "# HELP a x\n# TYPE a counter\na_total 1\n",
+            "# HELP a x\n# TYPE a gauge\na{r=\"x\",} 1\n# EOF\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

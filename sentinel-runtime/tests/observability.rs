@@ -1,0 +1,170 @@
+//! The `tracing` events and the overflow metric, in a process of their own (the cap on resources
+//! is process-wide). Every test installs the mock clock, which also runs them one at a time.
+#![cfg(all(feature = "tracing", feature = "prometheus"))]
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule};
+use sentinel_runtime::{entry, metrics, registry};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
+
+/// One event: its message and fields, as text.
+type Recorded = BTreeMap<String, String>;
+
+/// Records every event of target `sentinel`.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<Recorded>>>);
+
+struct Fields<'a>(&'a mut Recorded);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl Subscriber for Recorder {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        Interest::sometimes()
+    }
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.target() == "sentinel"
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = Recorded::new();
+        event.record(&mut Fields(&mut fields));
+        self.0.lock().unwrap().push(fields);
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+impl Recorder {
+    /// The events whose message starts with `message`.
+    fn with(&self, message: &str) -> Vec<Recorded> {
+        let events = self.0.lock().unwrap();
+        events
+            .iter()
+            .filter(|e| e.get("message").is_some_and(|m| m.starts_with(message)))
+            .cloned()
+            .collect()
+    }
+}
+
+#[test]
+fn an_overload_of_blocked_calls_gives_one_event_a_second() {
+    const R: &str = "trace-overload";
+    let clock = MockClock::install();
+    let recorder = Recorder::default();
+    tracing::subscriber::with_default(recorder.clone(), || {
+        rules::load_flow_rules(vec![FlowRule::qps(R, 0.0)]).unwrap();
+        for _ in 0..10_000 {
+            assert!(entry(R).is_err());
+            clock.advance(Duration::from_micros(50)); // 10 000 calls in half a second
+        }
+        let blocks = recorder.with("calls blocked");
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        assert_eq!(blocks[0]["resource"], R);
+        assert_eq!(blocks[0]["rule"], "flow");
+        assert_eq!(blocks[0]["blocked"], "1", "the first block of the second");
+
+        clock.advance(Duration::from_secs(1));
+        assert!(entry(R).is_err());
+        let blocks = recorder.with("calls blocked");
+        assert_eq!(blocks.len(), 2, "{blocks:?}");
+        assert_eq!(blocks[1]["blocked"], "10000", "9 999 unreported + this one");
+        assert_eq!(blocks[1]["flow"], "10000");
+        assert_eq!(blocks[1]["concurrency"], "0");
+        rules::load_flow_rules(vec![]).unwrap();
+    });
+    assert_eq!(metrics::snapshot(R).unwrap().block_total, 10_001);
+}
+
+#[test]
+fn breaker_transitions_and_rule_loads_are_reported() {
+    const B: &str = "trace-breaker";
+    let clock = MockClock::install();
+    let recorder = Recorder::default();
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let rule = CircuitBreakerRule::error_count(B, 1)
+            .min_requests(1)
+            .recovery(Duration::from_secs(1));
+        rules::load_circuit_breaker_rules(vec![rule]).unwrap();
+        let bad = rules::load_flow_rules(vec![FlowRule::qps(B, -1.0)]).unwrap_err();
+        entry(B).unwrap().set_error();
+        clock.advance(Duration::from_secs(2));
+        drop(entry(B).unwrap()); // the probe closes the breaker again
+
+        let loads = recorder.with("rules loaded");
+        assert!(
+            loads.iter().any(|e| e["kind"] == "circuit_breaker"),
+            "{loads:?}"
+        );
+        let refused = recorder.with("rules refused");
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert_eq!(refused[0]["kind"], "flow");
+        assert_eq!(refused[0]["error"], bad.to_string());
+
+        let transitions: Vec<(String, String)> = recorder
+            .with("circuit breaker transition")
+            .into_iter()
+            .filter(|e| e["resource"] == B)
+            .map(|e| (e["from"].clone(), e["to"].clone()))
+            .collect();
+        let expected = [
+            ("closed", "open"),
+            ("open", "half_open"),
+            ("half_open", "closed"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(f, t)| (f.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(transitions, expected);
+        rules::load_circuit_breaker_rules(vec![]).unwrap();
+    });
+    let counted: Vec<_> = metrics::circuit_breaker_transitions()
+        .into_iter()
+        .filter(|t| t.0 == B)
+        .collect();
+    assert_eq!(counted.len(), 3, "{counted:?}");
+    assert!(counted.iter().all(|t| t.3 == 1), "{counted:?}");
+}
+
+#[test]
+fn resources_beyond_the_cap_are_counted_and_reported_once_a_second() {
+    let clock = MockClock::install();
+    let recorder = Recorder::default();
+    let before = metrics::overflow().pass_total;
+    let max = registry::max_resources();
+    registry::set_max_resources(0);
+    tracing::subscriber::with_default(recorder.clone(), || {
+        for i in 0..100 {
+            drop(entry(&format!("trace-overflow-{i}")).unwrap());
+        }
+        assert_eq!(recorder.with("resource beyond the cap").len(), 1);
+        clock.advance(Duration::from_secs(1));
+        drop(entry("trace-overflow-last").unwrap());
+        assert_eq!(recorder.with("resource beyond the cap").len(), 2);
+    });
+    registry::set_max_resources(max);
+    assert_eq!(metrics::overflow().pass_total, before + 101);
+    let text = metrics::prometheus::encode_text();
+    let line = format!("sentinel_resource_overflow_total {}", before + 101);
+    assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+}
