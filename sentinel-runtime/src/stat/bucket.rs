@@ -22,6 +22,9 @@ pub enum MetricEvent {
     MinRt,
 }
 
+/// How many kinds of rule the block totals count blocks of (`BlockTotals`).
+pub(crate) const RULE_KINDS: usize = 7;
+
 /// How many events there are.
 pub(crate) const EVENTS: usize = 6;
 

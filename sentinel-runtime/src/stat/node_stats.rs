@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 
 use crossbeam_utils::CachePadded;
 
+use super::bucket::RULE_KINDS;
 use super::bucket::{Bucket, MetricEvent, EVENTS, NO_MIN};
-use super::resource_stats::RULE_KINDS;
 use super::ring::{Position, Ring};
 use crate::sync::{thread_slot, MAX_SLOTS};
 

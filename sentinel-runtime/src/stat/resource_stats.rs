@@ -6,11 +6,9 @@ use std::time::Duration;
 use crate::breaker::CircuitState;
 use crate::error::BlockKind;
 
+use super::bucket::RULE_KINDS;
 use super::node_stats::RunningTotals;
 use super::WindowTotals;
-
-/// How many kinds of rule [`BlockTotals`] counts blocks of.
-pub(crate) const RULE_KINDS: usize = 7;
 
 /// Blocked calls since a resource was created, by the kind of rule that blocked them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
