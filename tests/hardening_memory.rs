@@ -13,6 +13,8 @@
 //! Names: `flood-*` and `cap-*` are created by name without rules (they count against the cap);
 //! `defined-*` (the attribute) and `named-*` (mentioned by loaded rules) never do.
 
+mod common;
+use common::rss_kb;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -28,21 +30,6 @@ const FLOOD: usize = 1_000_000;
 const CAP_FILLED_AT: usize = 10_000;
 /// The flood may grow the resident set by less than this.
 const FLOOD_RSS_LIMIT_KB: u64 = 64 * 1024;
-
-/// This process's resident set size in kB (VmRSS in /proc/self/status).
-fn rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .expect("/proc/self/status has VmRSS");
-    line.trim_start_matches("VmRSS:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .expect("VmRSS is a number of kB")
-}
 
 /// Whether a node named `name` counts against the cap (created by name, no rules).
 fn is_capped_name(name: &str) -> bool {

@@ -5,6 +5,8 @@
 //! the reloads belongs to them alone. The test installs the MockClock (entries on a throttled
 //! resource move it forward instead of sleeping) and unloads the rules it loaded.
 
+mod common;
+use common::rss_kb;
 use std::time::{Duration, Instant};
 
 use sentinel_runtime::clock::{self, MockClock};
@@ -21,21 +23,6 @@ const WARM_UP: usize = 5_000;
 const TIMED: usize = 10_000;
 /// The reloads after the warm-up may grow the resident set by less than this.
 const RSS_LIMIT_KB: u64 = 16 * 1024;
-
-/// This process's resident set size in kB (VmRSS in /proc/self/status).
-fn rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .expect("/proc/self/status has VmRSS");
-    line.trim_start_matches("VmRSS:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .expect("VmRSS is a number of kB")
-}
 
 /// The flow rule of reload `i` on resource number `k`: its shape cycles through the window
 /// modes and control behaviours (each new shape needs a new gate), its threshold changes on

@@ -2,24 +2,13 @@
 //! bounded (the table is allocated once), and the rule keeps limiting. Its own test binary, so
 //! the process's RSS is this test's.
 
+mod common;
+use common::rss_kb;
 use std::time::Duration;
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::rules::{self, HotspotRule};
 use sentinel_runtime::{BlockKind, EntryBuilder};
-
-/// Resident memory of this process, in kB (from /proc; 0 where there is none).
-fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        })
-        .and_then(|kb| kb.parse().ok())
-        .unwrap_or(0)
-}
 
 #[test]
 fn ten_million_values_stay_within_the_table() {

@@ -66,9 +66,6 @@
 //! but a pinned key has one slot for both, and [`cancel_rate`](ParamTable::cancel_rate) must only
 //! be used with rate keys.
 
-// The table is built ahead of the hotspot slot that uses it; remove when it is wired in.
-#![allow(dead_code)]
-
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -103,6 +100,8 @@ pub(crate) enum Full {
     #[default]
     Evict,
     /// Refuse the new key: its call is blocked; counted in [`ParamTable::refused`].
+    // Not yet offered by `HotspotRule` (its policy is always `Evict`); tested here.
+    #[cfg_attr(not(test), allow(dead_code))]
     Block,
 }
 
@@ -357,6 +356,8 @@ impl<A: AtomicWord> ParamTable<A> {
     }
 
     /// Bytes allocated by [`new`](Self::new) (all the table ever allocates).
+    // Measured by the tests (bytes per key); nothing reads it at run time yet.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn allocated_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.buckets)
             + std::mem::size_of_val(&*self.states)
