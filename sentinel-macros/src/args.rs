@@ -27,6 +27,7 @@ pub(crate) const KNOWN: &[&str] = &[
     "hotspot",
     "params",
     "is_error",
+    "inbound",
     "crate",
 ];
 
@@ -149,6 +150,10 @@ pub(crate) struct Args {
     pub(crate) resource: Option<LitStr>,
     pub(crate) qps: Option<WithSpan<f64>>,
     pub(crate) concurrency: Option<WithSpan<u32>>,
+    /// `concurrency = "adaptive"`: the span of the value.
+    pub(crate) adaptive_concurrency: Option<Span>,
+    /// `inbound = true`.
+    pub(crate) inbound: Option<WithSpan<bool>>,
     pub(crate) fallback: Option<Path>,
     /// `fallback = ...` was written, even if its value was refused.
     pub(crate) fallback_given: bool,
@@ -233,7 +238,13 @@ impl Args {
             match name.as_str() {
                 "resource" => args.resource = resource(&value, errors),
                 "qps" => args.qps = qps(&value, errors),
+                "concurrency" if is_string(&value) => {
+                    args.adaptive_concurrency = adaptive(&value, errors)
+                }
                 "concurrency" => args.concurrency = concurrency(&value, errors),
+                "inbound" => {
+                    args.inbound = spanned(&key, &value, boolean(&value, "inbound", errors))
+                }
                 "fallback" => {
                     args.fallback_given = true;
                     args.fallback = path(&value, "fallback", "fallback = busy", errors);
@@ -841,6 +852,34 @@ fn qps(value: &Expr, errors: &mut Errors) -> Option<WithSpan<f64>> {
     })
 }
 
+/// A string literal.
+fn is_string(value: &Expr) -> bool {
+    matches!(
+        value,
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(_),
+            ..
+        })
+    )
+}
+
+/// `concurrency = "adaptive"`: the only string `concurrency` takes.
+fn adaptive(value: &Expr, errors: &mut Errors) -> Option<Span> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) if s.value() == "adaptive" => Some(s.span()),
+        other => {
+            errors.at(
+                other,
+                "`concurrency` takes a whole number (`concurrency = 8`) or `\"adaptive\"` (a \
+                 limit that follows the measured latency)",
+            );
+            None
+        }
+    }
+}
+
 fn concurrency(value: &Expr, errors: &mut Errors) -> Option<WithSpan<u32>> {
     match number(value) {
         Number::Int(i) if i > 0 && i <= i128::from(limits::MAX_CONCURRENCY) => Some(WithSpan {
@@ -861,7 +900,8 @@ fn concurrency(value: &Expr, errors: &mut Errors) -> Option<WithSpan<u32>> {
         Number::Float(_) | Number::Other => {
             errors.at(
                 value,
-                "`concurrency` expects a whole number literal, like `concurrency = 8`",
+                "`concurrency` expects a whole number literal, like `concurrency = 8`, or \
+                 `\"adaptive\"`",
             );
             None
         }

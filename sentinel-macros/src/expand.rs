@@ -150,6 +150,9 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
         let v = Literal::u32_suffixed(c.value);
         defaults.push(quote_spanned!(c.span=> #private::DefaultRule::Concurrency(#v)));
     }
+    if let Some(span) = args.adaptive_concurrency {
+        defaults.push(quote_spanned!(span=> #private::DefaultRule::AdaptiveConcurrency));
+    }
     for b in &args.breakers {
         let kind = match b.kind {
             BreakerKind::SlowRatio { max_rt_ms, ratio } => {
@@ -411,9 +414,20 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
         let private = respan(private.clone(), p.span());
         quote_spanned!(p.span()=> #private::param_hash(&#p))
     });
-    let (hash_params, admission) = match (params.is_empty(), is_async) {
+    let inbound = args.inbound.is_some_and(|i| i.value);
+    let (hash_params, admission) = match (params.is_empty() && !inbound, is_async) {
         (true, true) => (quote!(), quote!(#node.reserve_async())),
         (true, false) => (quote!(), quote!(#node.enter())),
+        (false, true) if params.is_empty() => (quote!(), quote!(#node.reserve_async_inbound(&[]))),
+        (false, false) if params.is_empty() => (quote!(), quote!(#node.enter_inbound(&[]))),
+        (false, true) if inbound => (
+            quote!(let #hashes = [#(#hashed),*];),
+            quote!(#node.reserve_async_inbound(&#hashes)),
+        ),
+        (false, false) if inbound => (
+            quote!(let #hashes = [#(#hashed),*];),
+            quote!(#node.enter_inbound(&#hashes)),
+        ),
         (false, true) => (
             quote!(let #hashes = [#(#hashed),*];),
             quote!(#node.reserve_async_with(&#hashes)),

@@ -10,7 +10,10 @@ use crate::node::ResourceNode;
 use crate::param::Params;
 use crate::rules;
 use crate::slot::param_table::Slot;
-use crate::slot::{self, Admission, Chain, ProbeTicket};
+use crate::slot::{
+    self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL, INBOUND_COUNTED,
+};
+use crate::stat::BlockTotals;
 use crate::sync::thread_slot;
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
@@ -83,6 +86,30 @@ impl<'a> EntryBuilder<'a> {
         self
     }
 
+    /// Marks the entry as **inbound** traffic (a request this process serves, not a call it
+    /// makes): system rules ([`SystemRule`](crate::rules::SystemRule)) check inbound entries
+    /// only, and the process's inbound statistics count them
+    /// ([`metrics::inbound`](crate::metrics::inbound)). The tower layer's entries are inbound;
+    /// the attribute takes `inbound = true`.
+    ///
+    /// ```
+    /// use sentinel_runtime::rules::{self, SystemRule};
+    /// use sentinel_runtime::{BlockKind, EntryBuilder};
+    ///
+    /// rules::load_system_rules(vec![SystemRule::new().concurrency(1)])?;
+    /// let first = EntryBuilder::new("doc-inbound").inbound().enter().unwrap();
+    /// let second = EntryBuilder::new("doc-inbound").inbound().enter();
+    /// assert_eq!(second.unwrap_err().kind(), BlockKind::System);
+    /// assert!(EntryBuilder::new("doc-outbound").enter().is_ok(), "not inbound: not limited");
+    /// drop(first);
+    /// # rules::load_system_rules(vec![])?;
+    /// # Ok::<(), sentinel_runtime::RuleError>(())
+    /// ```
+    pub fn inbound(mut self) -> EntryBuilder<'a> {
+        self.params.set_inbound();
+        self
+    }
+
     /// Asks for `count` passes at once (a batch); 0 is taken as 1. A batch larger than a QPS
     /// rule's threshold is blocked at once.
     pub fn acquire(mut self, count: u32) -> EntryBuilder<'a> {
@@ -145,15 +172,15 @@ pub(crate) fn enter_in(
     params: &Params,
 ) -> Result<Entry, BlockError> {
     let now = clock::now_nanos();
-    if !node.is_checked() && !slot::has_custom() {
+    let inbound = params.is_inbound();
+    if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
+        let mut admission = Admission::at(now);
+        if inbound {
+            admission.inbound = INBOUND_CALL;
+            system::inbound().on_pass_in(slot, now, count);
+        }
         node.stats().on_pass_in(slot, now, count);
-        return Ok(Entry::new(
-            node,
-            count,
-            &mut Admission::at(now),
-            false,
-            || None,
-        ));
+        return Ok(Entry::new(node, count, &mut admission, false, || None));
     }
     // The entry is built inside the read, as its result: no copy of a larger value on the way
     // out (a copied struct read back whole after narrower writes stalls store forwarding,
@@ -170,6 +197,9 @@ pub(crate) fn enter_in(
             &mut admission,
         ) {
             Ok(()) if admission.turn == 0 => {
+                if admission.inbound != 0 {
+                    system::inbound().on_pass_in(slot, admission.at, count);
+                }
                 node.stats().on_pass_in(slot, admission.at, count);
                 Ok(Entry::new(node, count, &mut admission, false, || {
                     Some(chain.to_arc())
@@ -183,11 +213,26 @@ pub(crate) fn enter_in(
                 false,
             ))),
             Err(block) => {
-                node.on_block(now, count, block.kind());
+                on_block(node, now, count, params, &block);
                 Err(block)
             }
         }
     })
+}
+
+/// Counts a blocked call on its node (and, if inbound, in the inbound statistics).
+#[cold]
+fn on_block(
+    node: &'static ResourceNode,
+    now: u64,
+    count: u32,
+    params: &Params,
+    block: &BlockError,
+) {
+    node.on_block(now, count, block.kind());
+    if params.is_inbound() {
+        system::inbound().on_block(now, count, BlockTotals::index_of(block.kind()));
+    }
 }
 
 /// Waits, without blocking the executor's thread, for a reserved call's throttling turn (at once
@@ -229,9 +274,15 @@ pub(crate) fn reserve_with(
     params: &Params,
 ) -> Result<Reservation, BlockError> {
     let now = clock::now_nanos();
-    if !node.is_checked() && !slot::has_custom() {
+    let inbound = params.is_inbound();
+    if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
+        let mut admission = Admission::at(now);
+        if inbound {
+            admission.inbound = INBOUND_CALL;
+            system::inbound().on_pass(now, count);
+        }
         node.stats().on_pass(now, count);
-        let entry = Entry::new(node, count, &mut Admission::at(now), cancellable, || None);
+        let entry = Entry::new(node, count, &mut admission, cancellable, || None);
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain(|chain| {
@@ -247,6 +298,9 @@ pub(crate) fn reserve_with(
         );
         match checked {
             Ok(()) if admission.turn == 0 => {
+                if admission.inbound != 0 {
+                    system::inbound().on_pass(admission.at, count);
+                }
                 node.stats().on_pass(admission.at, count);
                 let entry = Entry::new(node, count, &mut admission, cancellable, || {
                     Some(chain.to_arc())
@@ -258,7 +312,7 @@ pub(crate) fn reserve_with(
                 Ok(Reservation(Inner::Waiting(waiting)))
             }
             Err(block) => {
-                node.on_block(now, count, block.kind());
+                on_block(node, now, count, params, &block);
                 Err(block)
             }
         }
@@ -354,6 +408,9 @@ impl Reservation {
             Inner::Waiting(mut w) => {
                 w.entered = true;
                 let now = clock::now_nanos().max(w.admission.at);
+                if w.admission.inbound != 0 {
+                    system::inbound().on_pass(now, w.count);
+                }
                 w.node.stats().on_pass(now, w.count);
                 let mut admission = std::mem::take(&mut w.admission);
                 admission.at = now;
@@ -371,6 +428,10 @@ const ERROR: u64 = 1;
 const PENDING: u64 = 2;
 /// The call took a place in the node's concurrency counter.
 const COUNTED: u64 = 4;
+/// The call is inbound traffic: its exit is counted in the inbound statistics too.
+const INBOUND: u64 = 8;
+/// The call took a place in the system rules' count of inbound calls inside.
+const SYSTEM_COUNTED: u64 = 16;
 
 /// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
 /// code: the call's concurrency is released, it is counted as complete with its response time,
@@ -416,6 +477,12 @@ impl Entry {
         }
         if admission.counted != 0 {
             flags |= COUNTED;
+        }
+        if admission.inbound & INBOUND_CALL != 0 {
+            flags |= INBOUND;
+        }
+        if admission.inbound & INBOUND_COUNTED != 0 {
+            flags |= SYSTEM_COUNTED;
         }
         Entry {
             node,
@@ -486,6 +553,9 @@ impl Drop for Entry {
         let abandoned = flags & PENDING != 0 && !panicking;
         // What was reserved and the statistics first: no user code runs before them.
         let counter = self.node.counter();
+        let reports = self.node.has_breakers();
+        // The calls inside as this one finishes (itself included), for an adaptive limit.
+        let inside = if reports { counter.current() } else { 0 };
         if flags & COUNTED != 0 {
             counter.release();
         } else if counter.is_tracking() {
@@ -501,12 +571,26 @@ impl Drop for Entry {
         self.node
             .stats()
             .on_exit(now, self.count as u32, rt_us, error);
-        if self.node.has_breakers() {
+        if flags & INBOUND != 0 {
+            system::exit(flags & SYSTEM_COUNTED != 0);
+            system::inbound().on_exit(now, self.count as u32, rt_us, error);
+        }
+        if reports {
             // Breaker transitions run listeners: a panicking one is contained there.
             self.node.with_chain(|chain| {
                 for breaker in chain.breakers.iter() {
                     let probe = self.probe.for_breaker(breaker);
                     breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
+                }
+                // A cancelled call (its future dropped half-way) says nothing about the limit.
+                if let (Some(limit), false) = (&chain.adaptive, abandoned) {
+                    let outcome = if error {
+                        Outcome::Dropped
+                    } else {
+                        Outcome::Success
+                    };
+                    let rtt = now.saturating_sub(self.start);
+                    limit.on_sample(now, rtt, inside, outcome);
                 }
             });
         }

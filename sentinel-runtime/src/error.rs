@@ -22,6 +22,10 @@ pub enum BlockKind {
     /// A hotspot rule: one value of a parameter made too many calls
     /// ([`crate::rules::HotspotRule`]).
     HotParam,
+    /// A system rule: the process as a whole is over a limit ([`crate::rules::SystemRule`];
+    /// inbound entries only). [`BlockError::reason`] names the limit (`qps`, `concurrency`,
+    /// `avg_rt`, `cpu_usage`, `load_per_core`).
+    System,
 }
 
 /// A call was rejected: which resource, by which kind of rule, and that rule's threshold.
@@ -148,6 +152,20 @@ impl BlockError {
         }
     }
 
+    /// A system rule's `limit` (its field name) refused an inbound call; `threshold` is the
+    /// limit's value (milliseconds for `avg_rt`).
+    pub(crate) fn system(
+        resource: &'static str,
+        limit: &'static str,
+        threshold: f64,
+    ) -> BlockError {
+        BlockError {
+            kind: BlockKind::System,
+            reason: Some(Cow::Borrowed(limit)),
+            ..BlockError::flow(resource, threshold, 0)
+        }
+    }
+
     /// The rejected resource's name.
     pub fn resource(&self) -> &str {
         &self.resource
@@ -209,7 +227,10 @@ impl fmt::Display for BlockError {
                     None => Ok(()),
                 }
             }
-            BlockKind::Concurrency => write!(f, "concurrency rule (limit {})", self.threshold),
+            BlockKind::Concurrency => match &self.reason {
+                Some(reason) => write!(f, "concurrency rule ({reason} {})", self.threshold),
+                None => write!(f, "concurrency rule (limit {})", self.threshold),
+            },
             BlockKind::CircuitBreaker => write!(
                 f,
                 "circuit breaker ({})",
@@ -224,6 +245,12 @@ impl fmt::Display for BlockError {
                 f,
                 "authority rule ({})",
                 self.reason.as_deref().unwrap_or("origin not allowed")
+            ),
+            BlockKind::System => write!(
+                f,
+                "system rule ({} {})",
+                self.reason.as_deref().unwrap_or("limit"),
+                self.threshold
             ),
             BlockKind::HotParam => {
                 write!(

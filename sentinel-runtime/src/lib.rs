@@ -89,6 +89,8 @@ pub mod rules;
 pub mod slot;
 pub mod stat;
 mod sync;
+/// The CPU usage and load the system rules read (a sampler thread while one is loaded).
+pub(crate) mod system_load;
 mod timer;
 #[cfg(feature = "tower")]
 pub mod tower;

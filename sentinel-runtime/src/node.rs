@@ -11,8 +11,8 @@ use crate::rules::breaker::CircuitBreakerRule;
 use crate::rules::flow::{FlowMetric, FlowRule};
 use crate::rules::hotspot::HotspotRule;
 use crate::slot::{
-    Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, HotspotGate, HotspotShape, Resolve,
-    Target,
+    AdaptiveLimit, Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, HotspotGate,
+    HotspotShape, Resolve, Target,
 };
 use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
@@ -46,7 +46,7 @@ pub struct ResourceNode {
     /// Whether an entry has anything to check (rules in force, or calls to count): entries of a
     /// node without checks skip loading the chain.
     checked: AtomicBool,
-    /// Whether the chain has circuit breakers, which exits report to.
+    /// Whether the chain has circuit breakers or an adaptive limit, which exits report to.
     has_breakers: AtomicBool,
     /// The checks in force, replaced whole on reload; the replaced one is freed once no call
     /// reads it.
@@ -140,9 +140,14 @@ impl ResourceNode {
 
     /// The resource's statistics over the second-level window, with its running totals.
     pub fn snapshot(&self) -> ResourceStats {
-        let circuit = self.with_chain(|c| c.breakers.iter().map(|b| b.state()).max());
-        ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
-            .with_running(self.stats.totals())
+        let (circuit, limit) = self.with_chain(|c| {
+            let circuit = c.breakers.iter().map(|b| b.state()).max();
+            (circuit, c.adaptive.as_ref().map(|a| a.limit()))
+        });
+        let mut stats = ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
+            .with_running(self.stats.totals());
+        stats.concurrency_limit = limit;
+        stats
     }
 
     /// A call of `count` rejected at `now` by a rule of `kind`: counted, and with the `tracing`
@@ -269,6 +274,18 @@ impl ResourceNode {
             ..Chain::default()
         };
         for rule in flow {
+            if rule.metric == FlowMetric::AdaptiveConcurrency {
+                // One adaptive limit per resource: the first rule's (validation refuses none of
+                // them; a second would only duplicate the first's measurements).
+                if chain.adaptive.is_none() {
+                    let settings = rule.adaptive_settings();
+                    chain.adaptive = Some(match &old.adaptive {
+                        Some(kept) if *kept.config() == settings => Arc::clone(kept),
+                        _ => Arc::new(AdaptiveLimit::new(settings)),
+                    });
+                }
+                continue;
+            }
             if rule.metric == FlowMetric::Concurrency {
                 let limit = rule.threshold.floor() as u64;
                 if !matches!(chain.concurrency, Some((held, _)) if held <= limit) {
@@ -321,11 +338,11 @@ impl ResourceNode {
             };
             chain.breakers.push(breaker);
         }
-        if chain.concurrency.is_some() {
+        if chain.concurrency.is_some() || chain.adaptive.is_some() {
             self.counter.start(|| self.stats.inflight_total());
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
-        let has_breakers = !chain.breakers.is_empty();
+        let has_breakers = !chain.breakers.is_empty() || chain.adaptive.is_some();
         self.chain.replace(Arc::new(chain));
         self.has_breakers.store(has_breakers, Ordering::Release);
         self.checked.store(checked, Ordering::Release);

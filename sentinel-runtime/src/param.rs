@@ -28,6 +28,8 @@ pub(crate) struct Params {
     len: usize,
     /// The caller's origin, if the entry names one (for authority rules).
     origin: Option<std::sync::Arc<str>>,
+    /// The entry is inbound traffic (for system rules).
+    inbound: bool,
 }
 
 impl Params {
@@ -36,7 +38,19 @@ impl Params {
         hashes: [0; MAX_PARAMS],
         len: 0,
         origin: None,
+        inbound: false,
     };
+
+    /// Marks the entry as inbound traffic.
+    pub(crate) fn set_inbound(&mut self) {
+        self.inbound = true;
+    }
+
+    /// Whether the entry is inbound traffic.
+    #[inline(always)]
+    pub(crate) fn is_inbound(&self) -> bool {
+        self.inbound
+    }
 
     /// Names the caller's origin.
     pub(crate) fn set_origin(&mut self, origin: &str) {

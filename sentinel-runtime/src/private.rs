@@ -20,6 +20,8 @@ pub enum DefaultRule {
     Qps(f64),
     /// `concurrency = N`.
     Concurrency(u32),
+    /// `concurrency = "adaptive"`.
+    AdaptiveConcurrency,
     /// `qps = N` with shaping options (`window`, `strict`, `warm_up`, `max_wait`, `relate`).
     Flow(FlowSpec),
     /// `breaker(...)`.
@@ -230,6 +232,9 @@ impl StaticNode {
                 DefaultRule::Concurrency(c) => {
                     defaults.flow.push(FlowRule::concurrency(self.name, *c))
                 }
+                DefaultRule::AdaptiveConcurrency => defaults
+                    .flow
+                    .push(FlowRule::adaptive_concurrency(self.name)),
                 DefaultRule::Flow(spec) => defaults.flow.push(spec.rule(self.name)),
                 DefaultRule::Breaker(spec) => defaults.breakers.push(spec.rule(self.name)),
                 DefaultRule::Hotspot(spec) => defaults.hotspot.push(spec.rule(self.name)),
@@ -264,6 +269,22 @@ impl StaticNode {
             1,
             &Params::from_hashes(params),
         )
+    }
+
+    /// [`enter_with`](Self::enter_with) for an inbound entry (the attribute's `inbound = true`).
+    #[inline]
+    pub fn enter_inbound(&self, params: &[u64]) -> Result<Entry, BlockError> {
+        let mut params = Params::from_hashes(params);
+        params.set_inbound();
+        crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &params)
+    }
+
+    /// [`reserve_async_with`](Self::reserve_async_with) for an inbound entry.
+    #[inline]
+    pub fn reserve_async_inbound(&self, params: &[u64]) -> Result<Reservation, BlockError> {
+        let mut params = Params::from_hashes(params);
+        params.set_inbound();
+        crate::entry::reserve_with(self.node(), 1, true, &params)
     }
 
     /// [`reserve_async`](Self::reserve_async) with the entry's parameters, as [`param_hash`]es
@@ -449,4 +470,10 @@ impl<R> FallbackValue<R> for R {
     fn into_value(self) -> R {
         self
     }
+}
+
+/// Puts CPU-usage and load-per-core readings in place of the sampler's (`None`: the sampler's
+/// again), so that tests drive the system rules' adaptive check deterministically.
+pub fn set_system_load(cpu_usage: Option<f64>, load_per_core: Option<f64>) {
+    crate::slot::system::override_readings(cpu_usage, load_per_core);
 }

@@ -44,6 +44,31 @@ pub fn overflow() -> ResourceStats {
     registry::overflow().snapshot()
 }
 
+/// The statistics of the process's **inbound** traffic, every resource together: the entries
+/// marked [`inbound`](crate::EntryBuilder::inbound) (the tower layer's requests, the attribute's
+/// `inbound = true`), as the system rules ([`SystemRule`](crate::rules::SystemRule)) read them.
+///
+/// ```
+/// use sentinel_runtime::{metrics, EntryBuilder};
+/// let before = metrics::inbound().pass_total;
+/// drop(EntryBuilder::new("doc-inbound-stats").inbound().enter());
+/// assert!(metrics::inbound().pass_total > before);
+/// ```
+pub fn inbound() -> ResourceStats {
+    let stats = crate::slot::system::inbound();
+    ResourceStats::from_totals(stats.window(clock::now_nanos()), None).with_running(stats.totals())
+}
+
+/// What the system rules' CPU and load limits compare against: the process's CPU usage (0..=1
+/// of its effective cores, smoothed) and the 1-minute load average per core. Both are 0 while
+/// no system rule is loaded (the sampler runs only then) and where they cannot be read.
+pub fn system_load() -> (f64, f64) {
+    (
+        crate::slot::system::cpu_usage(),
+        crate::slot::system::load_per_core(),
+    )
+}
+
 /// Circuit-breaker transitions since start: `(resource, from, to, count)`, sorted.
 ///
 /// ```
@@ -59,7 +84,7 @@ pub fn circuit_breaker_transitions() -> Vec<(&'static str, CircuitState, Circuit
 }
 
 /// Rule loads since start: `(kind, loaded, count)`, sorted, where `kind` is `flow`,
-/// `circuit_breaker`, `hotspot`, `authority` (the `rules::load_*_rules` functions) or `rule_set`
+/// `circuit_breaker`, `hotspot`, `authority`, `system` (the `rules::load_*_rules` functions) or `rule_set`
 /// (a whole set: [`rules::load`](crate::rules::load), a rule file), and `loaded` is whether the
 /// rules were put in force (else they were refused).
 ///

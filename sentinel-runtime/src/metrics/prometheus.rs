@@ -10,10 +10,13 @@
 //! | `sentinel_error_total` | `resource` | calls finished with an error or a panic |
 //! | `sentinel_response_time_seconds_total` | `resource` | response times added up |
 //! | `sentinel_concurrency` | `resource` | calls inside now |
+//! | `sentinel_concurrency_limit` | `resource` | the current limit of an adaptive concurrency rule (resources with one) |
 //! | `sentinel_circuit_breaker_state` | `resource`, `state` | 1 for the current state (the most restrictive of the resource's breakers), else 0 |
 //! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
 //! | `sentinel_rule_loads_total` | `kind`, `result` | rule loads (`success` or `failure`) |
 //! | `sentinel_resource_overflow_total` | | calls of resources beyond the cap ([`overflow`](super::overflow)) |
+//! | `sentinel_inbound_pass_total`, `sentinel_inbound_block_total`, `sentinel_inbound_concurrency` | | the inbound traffic as system rules see it ([`inbound`](super::inbound)) |
+//! | `sentinel_system_cpu_usage`, `sentinel_system_load_per_core` | | what system rules compare against ([`system_load`](super::system_load); 0 while none is loaded) |
 //!
 //! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
 //! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names only:
@@ -73,6 +76,17 @@ fn family<L: EncodeLabelSet, M: EncodeMetric>(
         value.encode(metric.encode_family(&labels)?)?;
     }
     Ok(())
+}
+
+/// A metric family of one sample without labels.
+fn single(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    value: impl EncodeMetric,
+) -> fmt::Result {
+    value.encode(encoder.encode_descriptor(name, help, None, metric_type)?)
 }
 
 const STATES: [CircuitState; 3] = [
@@ -155,6 +169,16 @@ impl Collector for SentinelCollector {
         )?;
         family(
             e,
+            "sentinel_concurrency_limit",
+            "The current limit of the resource's adaptive concurrency rule.",
+            MetricType::Gauge,
+            resources.iter().filter_map(|(name, s)| {
+                let limit = i64::try_from(s.concurrency_limit?).unwrap_or(i64::MAX);
+                Some(([("resource", name.as_str())], ConstGauge::new(limit)))
+            }),
+        )?;
+        family(
+            e,
             "sentinel_circuit_breaker_state",
             "1 for the state the resource's circuit breakers are in (the most restrictive), else 0.",
             MetricType::Gauge,
@@ -202,14 +226,50 @@ impl Collector for SentinelCollector {
                 )
             }),
         )?;
-        let overflow = super::overflow().pass_total;
-        let metric = e.encode_descriptor(
+        single(
+            e,
             "sentinel_resource_overflow",
             "Calls of resources beyond the cap on resources (passed unchecked) since start.",
-            None,
             MetricType::Counter,
+            ConstCounter::new(super::overflow().pass_total),
         )?;
-        ConstCounter::new(overflow).encode(metric)
+        let inbound = super::inbound();
+        single(
+            e,
+            "sentinel_inbound_pass",
+            "Inbound calls admitted since start (every resource together).",
+            MetricType::Counter,
+            ConstCounter::new(inbound.pass_total),
+        )?;
+        single(
+            e,
+            "sentinel_inbound_block",
+            "Inbound calls rejected since start (every resource together).",
+            MetricType::Counter,
+            ConstCounter::new(inbound.block_total),
+        )?;
+        single(
+            e,
+            "sentinel_inbound_concurrency",
+            "Inbound calls inside now.",
+            MetricType::Gauge,
+            ConstGauge::new(inbound.concurrency),
+        )?;
+        let (cpu, load) = super::system_load();
+        single(
+            e,
+            "sentinel_system_cpu_usage",
+            "The process's CPU usage over its effective cores, 0..1, smoothed (0 while no system rule is loaded).",
+            MetricType::Gauge,
+            ConstGauge::new(cpu),
+        )?;
+        single(
+            e,
+            "sentinel_system_load_per_core",
+            "The 1-minute load average per effective core (0 while no system rule is loaded).",
+            MetricType::Gauge,
+            ConstGauge::new(load),
+        )
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+pub use super::adaptive::AdaptiveConcurrency;
 use crate::error::RuleError;
 
 /// The largest threshold a flow rule accepts (passes per window, or calls inside).
@@ -48,6 +49,9 @@ pub enum FlowMetric {
     Qps,
     /// Calls inside at once.
     Concurrency,
+    /// Calls inside at once, under a limit that follows the measured latency
+    /// ([`FlowRule::adaptive_concurrency`]).
+    AdaptiveConcurrency,
 }
 
 /// A flow rule: at most `threshold` passes per `window` (QPS), or at most `threshold` calls
@@ -169,6 +173,13 @@ pub struct FlowRule {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub relate: Option<String>,
+    /// The adaptive limit's settings ([`FlowMetric::AdaptiveConcurrency`] rules; their defaults
+    /// if none).
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub adaptive: Option<AdaptiveConcurrency>,
 }
 
 impl FlowRule {
@@ -184,6 +195,7 @@ impl FlowRule {
             warm_up: None,
             max_wait: None,
             relate: None,
+            adaptive: None,
         }
     }
 
@@ -193,6 +205,49 @@ impl FlowRule {
             metric: FlowMetric::Concurrency,
             ..FlowRule::qps(resource, f64::from(max))
         }
+    }
+
+    /// A concurrency limit on `resource` that finds itself: it moves with the measured latency
+    /// (Netflix concurrency-limits' Gradient2, with its reported flaws fixed: see
+    /// [`AdaptiveConcurrency`]), from 20 up to 200 calls inside by default. A call over the
+    /// current limit is blocked with [`BlockKind::Concurrency`](crate::BlockKind::Concurrency);
+    /// [`metrics::snapshot`](crate::metrics::snapshot) shows the limit
+    /// (`ResourceStats::concurrency_limit`). A call that fails
+    /// ([`Entry::set_error`](crate::Entry::set_error), a panic, the tower layer's 5xx) or takes
+    /// longer than the settings' `timeout` counts as a drop and lowers the limit; a cancelled
+    /// call (a future dropped half-way) counts as neither success nor failure.
+    ///
+    /// ```
+    /// use sentinel_runtime::rules::{self, AdaptiveConcurrency, FlowRule};
+    ///
+    /// let db = FlowRule::adaptive_concurrency("db");
+    /// let tuned = FlowRule::adaptive_concurrency("search").adaptive(AdaptiveConcurrency {
+    ///     max_limit: 500,
+    ///     ..AdaptiveConcurrency::default()
+    /// });
+    /// rules::load_flow_rules(vec![db, tuned])?;
+    /// # rules::load_flow_rules(vec![])?;
+    /// # Ok::<(), sentinel_runtime::RuleError>(())
+    /// ```
+    pub fn adaptive_concurrency(resource: impl Into<String>) -> FlowRule {
+        let settings = AdaptiveConcurrency::default();
+        FlowRule {
+            metric: FlowMetric::AdaptiveConcurrency,
+            adaptive: Some(settings),
+            ..FlowRule::qps(resource, f64::from(settings.initial_limit))
+        }
+    }
+
+    /// The adaptive limit's settings (for [`adaptive_concurrency`](Self::adaptive_concurrency)
+    /// rules).
+    pub fn adaptive(mut self, settings: AdaptiveConcurrency) -> FlowRule {
+        self.adaptive = Some(settings);
+        self
+    }
+
+    /// The adaptive settings in force for this rule: its own, else the defaults.
+    pub(crate) fn adaptive_settings(&self) -> AdaptiveConcurrency {
+        self.adaptive.unwrap_or_default()
     }
 
     /// Counts passes over `window` split into `sample_count` buckets; the threshold is then per
@@ -256,6 +311,19 @@ impl FlowRule {
             );
         }
         super::window::validate(&self.resource, self.window, self.sample_count)?;
+        match (self.metric, &self.adaptive) {
+            (FlowMetric::AdaptiveConcurrency, settings) => {
+                settings.unwrap_or_default().validate(&self.resource)?
+            }
+            (_, Some(_)) => {
+                return err(
+                    "adaptive",
+                    "applies to adaptive concurrency rules only (FlowRule::adaptive_concurrency)"
+                        .into(),
+                )
+            }
+            (_, None) => {}
+        }
         self.validate_behaviour()
     }
 

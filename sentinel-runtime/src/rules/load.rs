@@ -8,6 +8,7 @@ use super::authority::AuthorityRule;
 use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::flow::FlowRule;
 use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
+use super::system::SystemRule;
 use crate::error::RuleError;
 use crate::node::{Defaults, ResourceNode};
 use crate::registry;
@@ -26,6 +27,8 @@ struct Loaded {
     breakers: HashMap<String, Vec<CircuitBreakerRule>>,
     hotspot: HashMap<String, Vec<HotspotRule>>,
     authority: HashMap<String, Vec<AuthorityRule>>,
+    /// The system rules (process-wide: no resource).
+    system: Vec<SystemRule>,
 }
 
 impl Loaded {
@@ -183,11 +186,9 @@ fn breakers_by_resource(
 /// concurrent load of one kind sees either none or all of this set); on any error nothing
 /// changes and every failing rule is reported, by its position in its kind's list.
 pub(crate) fn replace_all(
-    flow: Vec<FlowRule>,
-    breakers: Vec<CircuitBreakerRule>,
-    hotspot: Vec<HotspotRule>,
+    set: super::RuleSet,
 ) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
-    let result = replace_all_counted(flow, breakers, hotspot);
+    let result = replace_all_counted(set);
     let _ = counted(
         "rule_set",
         match &result {
@@ -199,62 +200,38 @@ pub(crate) fn replace_all(
     result
 }
 
-fn replace_all_counted(
-    flow: Vec<FlowRule>,
-    breakers: Vec<CircuitBreakerRule>,
-    hotspot: Vec<HotspotRule>,
-) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
-    let mut errors = Vec::new();
-    for (i, rule) in flow.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            errors.push(("flow", i, e));
-        }
-    }
-    for (i, rule) in breakers.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            errors.push(("circuit_breaker", i, e));
-        }
-    }
-    for (i, rule) in hotspot.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            errors.push(("hotspot", i, e));
-        }
-    }
-    let hotspot = by_resource(hotspot, |r| &r.resource);
-    let mut crowded: Vec<&String> = hotspot
-        .iter()
-        .filter(|(_, r)| r.len() > MAX_HOTSPOT_RULES_PER_RESOURCE)
-        .map(|(name, _)| name)
-        .collect();
-    crowded.sort();
-    errors.extend(crowded.into_iter().map(|resource| {
-        let message = format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules");
-        ("hotspot", 0, RuleError::new(resource, "resource", message))
-    }));
-    let grouped = match breakers_by_resource(breakers) {
-        Ok(grouped) => grouped,
-        Err(too_many) => {
-            errors.extend(too_many.into_iter().map(|e| ("circuit_breaker", 0, e)));
-            HashMap::new()
-        }
-    };
+fn replace_all_counted(set: super::RuleSet) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
+    let errors = super::set::problems(&set);
     if !errors.is_empty() {
         return Err(errors);
     }
-    let flow = by_resource(flow, |r| &r.resource);
+    let grouped = breakers_by_resource(set.circuit_breaker).map_err(|too_many| {
+        too_many
+            .into_iter()
+            .map(|e| ("circuit_breaker", 0, e))
+            .collect::<Vec<_>>()
+    })?;
+    let flow = by_resource(set.flow, |r| &r.resource);
+    let hotspot = by_resource(set.hotspot, |r| &r.resource);
+    let authority = by_resource(set.authority, |r| &r.resource);
     let mut loaded = loaded();
     let old_flow = std::mem::replace(&mut loaded.flow, flow);
     let old_breakers = std::mem::replace(&mut loaded.breakers, grouped);
     let old_hotspot = std::mem::replace(&mut loaded.hotspot, hotspot);
+    let old_authority = std::mem::replace(&mut loaded.authority, authority);
     let names: std::collections::HashSet<String> = old_flow
         .into_keys()
         .chain(old_breakers.into_keys())
         .chain(old_hotspot.into_keys())
+        .chain(old_authority.into_keys())
         .chain(loaded.flow.keys().cloned())
         .chain(loaded.breakers.keys().cloned())
         .chain(loaded.hotspot.keys().cloned())
+        .chain(loaded.authority.keys().cloned())
         .collect();
     loaded.apply_to(&names);
+    put_system_in_force(&set.system);
+    loaded.system = set.system;
     Ok(())
 }
 
@@ -327,6 +304,52 @@ fn load_authority(rules: impl IntoIterator<Item = AuthorityRule>) -> Result<(), 
     }
     replace(|l| &mut l.authority, by_resource(rules, |r| &r.resource));
     Ok(())
+}
+
+/// Replaces the loaded system rules with `rules` (validated first, as [`load_flow_rules`]; an
+/// empty list removes every system rule). They check inbound entries only; several rules combine
+/// to the strictest value of each limit. While any is loaded, a background thread samples the
+/// CPU usage and load every 500 ms; it stops when none is. A reload keeps the `qps` limit's
+/// counts, and the calls already inside count against `concurrency`.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, SystemRule};
+///
+/// rules::load_system_rules(vec![SystemRule::new().qps(1000.0)])?;
+/// let err = rules::load_system_rules(vec![SystemRule::new().cpu_usage(80.0)]).unwrap_err();
+/// assert_eq!(err.field(), "cpu_usage"); // a fraction, 0..=1
+/// assert_eq!(rules::system_rules(), vec![SystemRule::new().qps(1000.0)]);
+/// # rules::load_system_rules(vec![])?;
+/// # Ok::<(), sentinel_runtime::RuleError>(())
+/// ```
+pub fn load_system_rules(rules: impl IntoIterator<Item = SystemRule>) -> Result<(), RuleError> {
+    counted("system", load_system(rules))
+}
+
+fn load_system(rules: impl IntoIterator<Item = SystemRule>) -> Result<(), RuleError> {
+    let rules: Vec<SystemRule> = rules.into_iter().collect();
+    for rule in &rules {
+        rule.validate()?;
+    }
+    let mut loaded = loaded();
+    put_system_in_force(&rules);
+    loaded.system = rules;
+    Ok(())
+}
+
+/// Puts validated system rules in force and starts or stops the CPU and load sampler.
+fn put_system_in_force(rules: &[SystemRule]) {
+    crate::slot::system::set_rules(rules, crate::clock::now_nanos());
+    if rules.is_empty() {
+        crate::system_load::stop();
+    } else {
+        crate::system_load::start();
+    }
+}
+
+/// The system rules loaded now.
+pub fn system_rules() -> Vec<SystemRule> {
+    loaded().system.clone()
 }
 
 /// The authority rules loaded now, by resource name.
@@ -453,7 +476,7 @@ fn counted<E: std::fmt::Display>(kind: &'static str, result: Result<(), E>) -> R
 }
 
 /// Rule loads since start: `(kind, loaded, count)`, kinds `flow`, `circuit_breaker`,
-/// `hotspot`, `authority` and `rule_set` (a whole set, from `rules::load` or a rule file).
+/// `hotspot`, `authority`, `system` and `rule_set` (a whole set, from `rules::load` or a rule file).
 pub(crate) fn load_counts() -> Vec<(&'static str, bool, u64)> {
     let loads = LOADS.lock().unwrap_or_else(PoisonError::into_inner);
     loads.iter().map(|(&(k, ok), &n)| (k, ok, n)).collect()

@@ -19,6 +19,7 @@
 //! A reload costs in proportion to the rules it loads and the resources they name; the rules it
 //! replaces are freed (once no call is reading them).
 
+pub(crate) mod adaptive;
 pub(crate) mod authority;
 pub(crate) mod breaker;
 #[cfg(feature = "rule-files")]
@@ -31,6 +32,7 @@ mod node;
 #[cfg(feature = "rule-files")]
 mod sentinel_format;
 mod set;
+pub(crate) mod system;
 #[cfg(feature = "rule-files")]
 mod watch;
 mod window;
@@ -38,6 +40,7 @@ mod window;
 /// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));
 /// a hotspot rule's `param_index` is below it.
 pub use crate::param::MAX_PARAMS;
+pub use adaptive::MAX_ADAPTIVE_LIMIT;
 pub use authority::{AuthorityRule, AuthorityStrategy};
 pub use breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
@@ -46,8 +49,8 @@ pub use breaker::{
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
 pub use flow::{
-    FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW, MAX_COLD_FACTOR,
-    MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
+    AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
+    MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
 };
 pub use hotspot::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
@@ -56,6 +59,8 @@ pub use hotspot::{
 pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
 pub(crate) use load::{defined_node, load_counts, node_by_name};
+pub use load::{load_system_rules, system_rules};
 pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
+pub use system::{SystemRule, MAX_SYSTEM_RT};
 #[cfg(feature = "rule-files")]
 pub use watch::{watch_file, RuleWatcher, WatchStatus};

@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::authority::AuthorityRule;
 use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::flow::FlowRule;
 use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
+use super::system::SystemRule;
 use crate::error::RuleError;
 
 /// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
@@ -54,16 +56,22 @@ pub struct RuleSet {
     /// Hotspot (per-parameter-value) rules (Sentinel's `ParamFlowRule`). In files: `hotspot`, or
     /// Sentinel's name `paramFlow`.
     pub hotspot: Vec<HotspotRule>,
-    // The kinds still to come go here, each a `Vec` with its file name (serde attributes on the
-    // field and in `files::RawFields`): `system`, `authority`.
-    // Each also needs a line in `is_empty`, `problems`, `load` and `current` below, a
-    // `files::RuleKind` (name, keys with the alias) and its reading in `files::read_rules`.
+    /// System rules (Sentinel's `SystemRule`). In files: `system`.
+    pub system: Vec<SystemRule>,
+    /// Authority rules (Sentinel's `AuthorityRule`). In files: `authority`.
+    pub authority: Vec<AuthorityRule>,
+    // A kind added later goes here, a `Vec` with its file name (serde attributes on the field
+    // and in `files::RawFields`), with a line in `is_empty`, `problems`, `load::replace_all` and
+    // `current` below, a `files::RuleKind` (name, keys with the alias) and its reading in
+    // `files::read_rules`.
 }
 
 /// The kind names used in errors, as [`crate::rules::load`]'s manager reports them.
 pub(crate) const FLOW: &str = "flow";
 pub(crate) const CIRCUIT_BREAKER: &str = "circuit_breaker";
 pub(crate) const HOTSPOT: &str = "hotspot";
+pub(crate) const SYSTEM: &str = "system";
+pub(crate) const AUTHORITY: &str = "authority";
 
 impl RuleSet {
     /// An empty set: loading it clears every loaded rule (resources return to their defaults).
@@ -73,13 +81,17 @@ impl RuleSet {
 
     /// Whether the set has no rule of any kind.
     pub fn is_empty(&self) -> bool {
-        self.flow.is_empty() && self.circuit_breaker.is_empty() && self.hotspot.is_empty()
+        self.flow.is_empty()
+            && self.circuit_breaker.is_empty()
+            && self.hotspot.is_empty()
+            && self.system.is_empty()
+            && self.authority.is_empty()
     }
 
     /// Checks every rule of every kind (as [`load`] does first), listing every problem by kind,
     /// position and field.
     pub fn validate(&self) -> Result<(), RuleSetError> {
-        let problems = problems(&self.flow, &self.circuit_breaker, &self.hotspot);
+        let problems = problems(self);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -96,19 +108,15 @@ impl RuleSet {
 /// Every invalid rule, by kind and position in its kind's list: each rule's first bad field,
 /// then, for a resource with more than [`MAX_BREAKERS_PER_RESOURCE`] circuit breakers (or
 /// [`MAX_HOTSPOT_RULES_PER_RESOURCE`] hotspot rules), the first rule beyond the limit.
-pub(crate) fn problems(
-    flow: &[FlowRule],
-    breakers: &[CircuitBreakerRule],
-    hotspot: &[HotspotRule],
-) -> Vec<(&'static str, usize, RuleError)> {
+pub(crate) fn problems(set: &RuleSet) -> Vec<(&'static str, usize, RuleError)> {
     let mut problems = Vec::new();
-    for (i, rule) in flow.iter().enumerate() {
+    for (i, rule) in set.flow.iter().enumerate() {
         if let Err(e) = rule.validate() {
             problems.push((FLOW, i, e));
         }
     }
     let mut per_resource: HashMap<&str, usize> = HashMap::new();
-    for (i, rule) in breakers.iter().enumerate() {
+    for (i, rule) in set.circuit_breaker.iter().enumerate() {
         if let Err(e) = rule.validate() {
             problems.push((CIRCUIT_BREAKER, i, e));
             continue;
@@ -128,7 +136,7 @@ pub(crate) fn problems(
         }
     }
     let mut per_resource: HashMap<&str, usize> = HashMap::new();
-    for (i, rule) in hotspot.iter().enumerate() {
+    for (i, rule) in set.hotspot.iter().enumerate() {
         if let Err(e) = rule.validate() {
             problems.push((HOTSPOT, i, e));
             continue;
@@ -147,6 +155,16 @@ pub(crate) fn problems(
             ));
         }
     }
+    for (i, rule) in set.system.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((SYSTEM, i, e));
+        }
+    }
+    for (i, rule) in set.authority.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((AUTHORITY, i, e));
+        }
+    }
     problems
 }
 
@@ -159,7 +177,7 @@ pub(crate) fn problems(
 /// either none or all of this set.
 pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
     set.validate()?;
-    super::load::replace_all(set.flow, set.circuit_breaker, set.hotspot).map_err(|problems| {
+    super::load::replace_all(set).map_err(|problems| {
         // Unreachable after `validate`, which makes the same checks; kept for safety.
         RuleSetError::new(
             problems
@@ -173,13 +191,17 @@ pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
 /// The rules loaded now, every kind (not the resources' defaults): what the last [`load`] (or
 /// per-kind load) put in force. Each kind is read on its own, in the order of
 /// [`flow_rules`](crate::rules::flow_rules),
-/// [`circuit_breaker_rules`](crate::rules::circuit_breaker_rules) and
-/// [`hotspot_rules`](crate::rules::hotspot_rules).
+/// [`circuit_breaker_rules`](crate::rules::circuit_breaker_rules),
+/// [`hotspot_rules`](crate::rules::hotspot_rules),
+/// [`system_rules`](crate::rules::system_rules) and
+/// [`authority_rules`](crate::rules::authority_rules).
 pub fn current() -> RuleSet {
     RuleSet {
         flow: super::load::flow_rules(),
         circuit_breaker: super::load::circuit_breaker_rules(),
         hotspot: super::load::hotspot_rules(),
+        system: super::load::system_rules(),
+        authority: super::load::authority_rules(),
     }
 }
 
@@ -214,8 +236,8 @@ pub struct RuleSetError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuleSetErrorEntry {
-    /// The rule's kind (`"flow"`, `"circuit_breaker"`, `"hotspot"`), if the problem is one
-    /// rule's.
+    /// The rule's kind (`"flow"`, `"circuit_breaker"`, `"hotspot"`, `"system"`,
+    /// `"authority"`), if the problem is one rule's.
     pub kind: Option<&'static str>,
     /// The rule's position in its kind's list (from 0), if the problem is one rule's.
     pub index: Option<usize>,
@@ -362,7 +384,12 @@ mod tests {
             .collect();
         breakers.insert(2, CircuitBreakerRule::error_count("no-recovery", 1));
         let flow = vec![FlowRule::qps("a", 1.0), FlowRule::qps("b", -1.0)];
-        let found: Vec<(&str, usize, &str, String)> = problems(&flow, &breakers, &[])
+        let set = RuleSet {
+            flow,
+            circuit_breaker: breakers,
+            ..RuleSet::default()
+        };
+        let found: Vec<(&str, usize, &str, String)> = problems(&set)
             .into_iter()
             .map(|(k, i, e)| (k, i, e.field(), e.resource().to_owned()))
             .collect();

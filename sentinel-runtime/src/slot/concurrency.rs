@@ -70,7 +70,6 @@ impl ConcurrencyCounter {
     }
 
     /// Calls inside, as counted.
-    #[cfg(test)]
     pub(crate) fn current(&self) -> u64 {
         self.inside.load(Acquire) + self.seed.load(Acquire)
     }

@@ -20,6 +20,7 @@
 //! [`CheckSlot::cancel`] is contained (it is reported by the panic hook, printed to stderr by
 //! default) so that the remaining reservations are still given back.
 
+pub(crate) mod adaptive;
 pub(crate) mod breaker;
 mod concurrency;
 mod gate;
@@ -28,6 +29,7 @@ pub(crate) mod param_table;
 mod qps;
 pub(crate) mod qps_ring;
 mod related;
+pub(crate) mod system;
 mod threshold;
 mod throttle;
 mod warm_up;
@@ -36,11 +38,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
+pub(crate) use adaptive::{AdaptiveLimit, Outcome};
 pub(crate) use breaker::{CircuitBreaker, Probe};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use gate::{Gate, GateShape};
 pub(crate) use hotspot::{HotPass, HotspotGate, HotspotShape};
 pub(crate) use related::Resolve;
+pub(crate) use system::SystemPass;
 
 use crate::error::BlockError;
 use crate::param::Params;
@@ -87,6 +91,8 @@ pub(crate) struct Chain {
     pub(crate) authority: Vec<AuthorityRule>,
     /// The smallest concurrency rule's limit (and its threshold as given), if any.
     pub(crate) concurrency: Option<(u64, f64)>,
+    /// The adaptive concurrency limit, if an adaptive rule is in force.
+    pub(crate) adaptive: Option<Arc<AdaptiveLimit>>,
     /// The QPS checks, in order.
     pub(crate) gates: Vec<Arc<Gate>>,
     /// The hotspot (per-parameter-value) checks, after the flow checks.
@@ -100,6 +106,7 @@ impl Chain {
     pub(crate) fn is_empty(&self) -> bool {
         self.authority.is_empty()
             && self.concurrency.is_none()
+            && self.adaptive.is_none()
             && self.gates.is_empty()
             && self.hotspots.is_empty()
             && self.breakers.is_empty()
@@ -122,7 +129,17 @@ pub(crate) struct Admission {
     /// What each hotspot gate (by index in the chain) admitted: empty (no allocation) on a
     /// resource without hotspot rules.
     pub(crate) hot: Vec<(usize, HotPass)>,
+    /// [`INBOUND_CALL`], with [`INBOUND_COUNTED`] if the call took a place in the system rules'
+    /// count of inbound calls inside (0: not inbound).
+    pub(crate) inbound: u64,
+    /// What the system check reserved.
+    pub(crate) system: SystemPass,
 }
+
+/// [`Admission::inbound`]: the call is inbound traffic.
+pub(crate) const INBOUND_CALL: u64 = 1;
+/// [`Admission::inbound`]: the call took a place in the inbound concurrency count.
+pub(crate) const INBOUND_COUNTED: u64 = 2;
 
 impl Admission {
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
@@ -255,6 +272,8 @@ struct Reserved<'a> {
     probe: ProbeTicket,
     /// What the hotspot gates admitted (by index in the chain).
     hot: Vec<(usize, HotPass)>,
+    /// What the system check reserved.
+    system: SystemPass,
     params: &'a Params,
     /// The first `custom` registered slots admitted the call.
     custom: usize,
@@ -293,6 +312,9 @@ impl Reserved<'_> {
             }
         }
         self.custom = 0;
+        if self.system != SystemPass::default() {
+            system::cancel(std::mem::take(&mut self.system), self.count);
+        }
         release_probe(self.chain, self.probe);
         self.probe = ProbeTicket::NONE;
         for (i, pass) in self.hot.drain(..).rev() {
@@ -335,6 +357,7 @@ pub(crate) fn check(
         at: now,
         probe: ProbeTicket::NONE,
         hot: Vec::new(),
+        system: SystemPass::default(),
         params,
         custom: 0,
         custom_slots: &[],
@@ -343,6 +366,10 @@ pub(crate) fn check(
     };
     if !chain.authority.is_empty() {
         check_authority(node.name, chain, params)?;
+    }
+    let mut inbound = 0;
+    if params.is_inbound() {
+        inbound = check_system(node.name, &mut reserved)?;
     }
     let mut turn = match check_flow(node.name, &mut reserved) {
         Ok(turn) => turn,
@@ -375,6 +402,10 @@ pub(crate) fn check(
     if !reserved.hot.is_empty() {
         out.hot = std::mem::take(&mut reserved.hot);
     }
+    if inbound != 0 {
+        out.inbound = inbound;
+        out.system = std::mem::take(&mut reserved.system);
+    }
     Ok(())
 }
 
@@ -400,6 +431,22 @@ fn check_authority(
     }
 }
 
+/// The system check of an inbound call, when system rules are in force: the call's
+/// [`Admission::inbound`] flags. (Its reservation is given back by `r` on a later block.)
+#[inline]
+fn check_system(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
+    if !system::is_active() {
+        return Ok(INBOUND_CALL);
+    }
+    r.system = system::try_enter(resource, r.at, r.count)?;
+    r.at = r.at.max(r.system.gated_at);
+    Ok(if r.system.counted {
+        INBOUND_CALL | INBOUND_COUNTED
+    } else {
+        INBOUND_CALL
+    })
+}
+
 /// The hotspot checks: the latest waiting turn among them (0: none).
 fn check_hotspots(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
     let mut turn = 0;
@@ -419,10 +466,14 @@ fn check_hotspots(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, B
 #[inline]
 fn check_flow(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
     if r.counter.is_tracking() {
-        let limit = r.chain.concurrency.map(|(limit, _)| limit);
+        let fixed = r.chain.concurrency.map(|(limit, _)| limit);
+        let adaptive = r.chain.adaptive.as_ref().map(|a| a.limit());
+        let limit = match (fixed, adaptive) {
+            (Some(f), Some(a)) => Some(f.min(a)),
+            (f, a) => f.or(a),
+        };
         if !r.counter.try_acquire(limit) {
-            let given = r.chain.concurrency.map_or(0.0, |(_, given)| given);
-            return Err(BlockError::concurrency(resource, given));
+            return Err(concurrency_block(resource, r.chain, fixed, adaptive));
         }
         r.counted = true;
     }
@@ -456,6 +507,24 @@ fn check_flow(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, Block
         || BlockError::flow(resource, 0.0, 1_000),
         |g| g.block_error(resource),
     ))
+}
+
+/// The block of a call over the concurrency limit: the fixed rule's, or the adaptive one's if
+/// that is the lower.
+#[cold]
+fn concurrency_block(
+    resource: &'static str,
+    chain: &Chain,
+    fixed: Option<u64>,
+    adaptive: Option<u64>,
+) -> BlockError {
+    match (fixed, adaptive) {
+        (Some(f), Some(a)) if a < f => {
+            BlockError::concurrency(resource, a as f64).because("adaptive limit")
+        }
+        (None, Some(a)) => BlockError::concurrency(resource, a as f64).because("adaptive limit"),
+        _ => BlockError::concurrency(resource, chain.concurrency.map_or(0.0, |(_, given)| given)),
+    }
 }
 
 /// The circuit breakers; at most one makes the call its probe.
@@ -508,6 +577,7 @@ pub(crate) fn cancel(
         at: admission.at,
         probe: admission.probe,
         hot: std::mem::take(&mut admission.hot),
+        system: admission.system,
         params: &Params::NONE,
         custom: slots.len(),
         custom_slots: slots,
@@ -549,6 +619,7 @@ fn check_with_custom(
         at: now,
         probe: ProbeTicket::NONE,
         hot: Vec::new(),
+        system: SystemPass::default(),
         params,
         custom: 0,
         custom_slots: &custom[..flow_at],
@@ -558,6 +629,11 @@ fn check_with_custom(
     if !chain.authority.is_empty() {
         check_authority(node.name, chain, params)?;
     }
+    let inbound = if params.is_inbound() {
+        check_system(node.name, &mut before)?
+    } else {
+        0
+    };
     for (_, slot) in &custom[..flow_at] {
         slot.check(&early)?;
         before.custom += 1;
@@ -598,6 +674,8 @@ fn check_with_custom(
         probe: after.probe,
         counted: u64::from(after.counted),
         hot: std::mem::take(&mut after.hot),
+        inbound,
+        system: before.system,
     })
 }
 
@@ -615,6 +693,8 @@ fn shallow<'a>(r: &Reserved<'a>) -> Reserved<'a> {
         at: r.at,
         probe: r.probe,
         hot: Vec::new(),
+        // The system check's reservation stays with the first holder (checked before the copy).
+        system: SystemPass::default(),
         params: r.params,
         custom: 0,
         custom_slots: &[],

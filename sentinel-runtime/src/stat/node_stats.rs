@@ -398,6 +398,28 @@ impl NodeStats {
         std::array::from_fn(|i| self.blocked_by_rule[i].load(Ordering::Acquire))
     }
 
+    /// The most calls completed in one 100 ms bucket of the second-level window ending at
+    /// `now` (every shard's share of a bucket summed first).
+    pub(crate) fn max_bucket_completes(&self, now: u64) -> u64 {
+        // Within one window every bucket index holds a distinct period, the same in every shard.
+        let mut by_bucket = [0u64; SECOND_BUCKETS as usize];
+        self.each_shard(|s| {
+            let shard = s.second.consistent(|| {
+                let mut shard = [0u64; SECOND_BUCKETS as usize];
+                s.second
+                    .each_within(now, u64::from(SECOND_BUCKETS), |period, b| {
+                        shard[(period % u64::from(SECOND_BUCKETS)) as usize] =
+                            b.count(MetricEvent::Complete);
+                    });
+                shard
+            });
+            for (total, n) in by_bucket.iter_mut().zip(shard) {
+                *total = total.saturating_add(n);
+            }
+        });
+        by_bucket.into_iter().max().unwrap_or(0)
+    }
+
     /// Calls entered and not yet exited, over every shard.
     pub(crate) fn inflight_total(&self) -> i64 {
         let mut inside = 0;

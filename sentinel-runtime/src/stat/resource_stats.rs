@@ -22,8 +22,7 @@ pub struct BlockTotals {
     pub circuit_breaker: u64,
     /// By hotspot (hot-parameter) rules ([`BlockKind::HotParam`]).
     pub hotspot: u64,
-    /// By system rules (none yet: a system kind of [`BlockKind`] is counted here once it
-    /// exists).
+    /// By system rules ([`BlockKind::System`]).
     pub system: u64,
     /// By authority (origin) rules ([`BlockKind::Authority`]).
     pub authority: u64,
@@ -67,6 +66,7 @@ impl BlockTotals {
     pub(crate) fn index_of(kind: BlockKind) -> usize {
         #[allow(unreachable_patterns)] // kinds added later count as custom until mapped here
         match kind {
+            BlockKind::System => 4,
             BlockKind::Flow => 0,
             BlockKind::Concurrency => 1,
             BlockKind::CircuitBreaker => 2,
@@ -128,6 +128,10 @@ pub struct ResourceStats {
     pub rt_total: Duration,
     /// [`block_total`](Self::block_total) by the kind of rule that blocked the calls.
     pub block_total_by_rule: BlockTotals,
+    /// The current limit of the resource's adaptive concurrency rule
+    /// ([`FlowRule::adaptive_concurrency`](crate::rules::FlowRule::adaptive_concurrency)); `None`
+    /// without one.
+    pub concurrency_limit: Option<u64>,
 }
 
 impl ResourceStats {
@@ -147,6 +151,7 @@ impl ResourceStats {
             error_total: 0,
             rt_total: Duration::ZERO,
             block_total_by_rule: BlockTotals::default(),
+            concurrency_limit: None,
         }
     }
 

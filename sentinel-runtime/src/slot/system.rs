@@ -1,0 +1,239 @@
+//! The system check: the process-wide limits of the system rules, on inbound entries only, and
+//! the inbound traffic's statistics they read (Sentinel's `ENTRY_NODE`).
+//!
+//! * **QPS** is admitted exactly, by a QPS gate of its own (one CAS per call, as a flow rule's).
+//! * **Concurrency** is counted exactly, by a counter of inbound calls inside that every checked
+//!   inbound entry takes and its exit gives back (from the first time a concurrency limit is
+//!   loaded; the calls already inside then count too).
+//! * **Average RT** is read from the inbound statistics over the last second.
+//! * **CPU usage and load** are checked adaptively (BBR): over the limit, a call is blocked only
+//!   while the inbound calls inside exceed the largest completions per second of the last second
+//!   times the smallest response time; that check stays on for 1 s after its first block (as
+//!   go-kratos/aegis does), so a burst that has already overloaded the CPU is drained before the
+//!   next sample says so.
+//!
+//! With no system rule loaded, an inbound entry pays only its statistics (a per-thread add, like
+//! any resource's) and one relaxed load of [`is_active`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Arc, LazyLock};
+
+use super::concurrency::ConcurrencyCounter;
+use super::gate::Gate;
+use crate::error::BlockError;
+use crate::rules::flow::FlowRule;
+use crate::rules::system::{SystemRule, SYSTEM_RESOURCE};
+use crate::stat::NodeStats;
+use crate::sync::Published;
+
+/// How long the adaptive (BBR) check stays on after its first block, in nanoseconds.
+const DROP_HOLD_NANOS: u64 = 1_000_000_000;
+
+/// The limits in force, and the QPS gate of the `qps` limit.
+#[derive(Debug, Default)]
+struct Limits {
+    rule: SystemRule,
+    /// Smallest `avg_rt`, in microseconds.
+    avg_rt_us: Option<u64>,
+    qps: Option<Arc<Gate>>,
+}
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static LIMITS: LazyLock<Published<Limits>> =
+    LazyLock::new(|| Published::new(Arc::new(Limits::default())));
+static INBOUND: LazyLock<NodeStats> = LazyLock::new(NodeStats::new);
+static INSIDE: LazyLock<ConcurrencyCounter> = LazyLock::new(ConcurrencyCounter::default);
+/// When the adaptive check first blocked in the current episode (0: not blocking).
+static FIRST_DROP: AtomicU64 = AtomicU64::new(0);
+/// Readings put in place of the sampler's (f64 bits; NaN: none), for tests.
+static CPU_OVERRIDE: AtomicU64 = AtomicU64::new(NO_READING);
+static LOAD_OVERRIDE: AtomicU64 = AtomicU64::new(NO_READING);
+const NO_READING: u64 = 0x7ff8_0000_0000_0000; // f64::NAN
+
+/// Whether any system rule is in force.
+#[inline(always)]
+pub(crate) fn is_active() -> bool {
+    ACTIVE.load(Relaxed)
+}
+
+/// The inbound traffic's statistics.
+#[inline]
+pub(crate) fn inbound() -> &'static NodeStats {
+    &INBOUND
+}
+
+/// Puts `rules` (validated) in force, combined to the strictest value of each field; none makes
+/// the system check inactive. A `qps` limit keeps its gate's counts across reloads.
+pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
+    let rule = crate::rules::system::combine(rules);
+    let old = LIMITS.load_full();
+    let qps = rule.qps.map(|qps| match &old.qps {
+        Some(gate) => {
+            gate.set_threshold(qps);
+            Arc::clone(gate)
+        }
+        None => {
+            let recent = |since: u64, f: &mut dyn FnMut(u64, u64, u64)| {
+                INBOUND.recent_passes(now, since, &mut *f)
+            };
+            let flow = FlowRule::qps(SYSTEM_RESOURCE, qps);
+            Arc::new(Gate::new(&flow, now, |_| None, &recent))
+        }
+    });
+    if rule.concurrency.is_some() {
+        INSIDE.start(|| INBOUND.inflight_total());
+    }
+    let avg_rt_us = rule.avg_rt.map(|rt| rt.as_micros() as u64);
+    let active = !rules.is_empty();
+    FIRST_DROP.store(0, Relaxed);
+    LIMITS.replace(Arc::new(Limits {
+        rule,
+        avg_rt_us,
+        qps,
+    }));
+    ACTIVE.store(active, Release);
+}
+
+/// What the system check reserved for an admitted call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SystemPass {
+    /// The QPS gate counted the call at this time (0: no gate).
+    pub(crate) gated_at: u64,
+    /// The gate that counted it (its address: a cancel reaches only that gate).
+    gate: usize,
+    /// The call took a place in the inbound concurrency count.
+    pub(crate) counted: bool,
+}
+
+/// Checks an inbound call of `count` at `now` against the limits in force.
+pub(crate) fn try_enter(
+    resource: &'static str,
+    now: u64,
+    count: u32,
+) -> Result<SystemPass, BlockError> {
+    LIMITS.read(|limits| {
+        let rule = &limits.rule;
+        let mut pass = SystemPass::default();
+        if let Some(gate) = &limits.qps {
+            let counted = gate
+                .try_enter(resource, now, count)
+                .map_err(|_| BlockError::system(resource, "qps", rule.qps.unwrap_or(0.0)))?;
+            pass.gated_at = counted.at.max(1);
+            pass.gate = Arc::as_ptr(gate) as usize;
+        }
+        if INSIDE.is_tracking() {
+            if !INSIDE.try_acquire(rule.concurrency) {
+                give_back(&limits.qps, pass, count);
+                let limit = rule.concurrency.unwrap_or(0) as f64;
+                return Err(BlockError::system(resource, "concurrency", limit));
+            }
+            pass.counted = true;
+        }
+        if let Err(block) = check_readings(resource, rule, limits.avg_rt_us, now) {
+            give_back(&limits.qps, pass, count);
+            return Err(block);
+        }
+        Ok(pass)
+    })
+}
+
+/// The limits read from statistics and readings (nothing reserved).
+fn check_readings(
+    resource: &'static str,
+    rule: &SystemRule,
+    avg_rt_us: Option<u64>,
+    now: u64,
+) -> Result<(), BlockError> {
+    if let Some(limit_us) = avg_rt_us {
+        let window = INBOUND.window(now);
+        if window.complete > 0 && window.rt_sum_us / window.complete > limit_us {
+            let limit_ms = limit_us as f64 / 1_000.0;
+            return Err(BlockError::system(resource, "avg_rt", limit_ms));
+        }
+    }
+    let cpu_over = rule.cpu_usage.filter(|&limit| cpu_usage() > limit);
+    let load_over = rule.load_per_core.filter(|&limit| load_per_core() > limit);
+    let held = FIRST_DROP.load(Relaxed);
+    if cpu_over.is_none() && load_over.is_none() && held == 0 {
+        return Ok(());
+    }
+    if cpu_over.is_none() && load_over.is_none() && now.saturating_sub(held) > DROP_HOLD_NANOS {
+        // The episode is over: the readings are back under the limits.
+        let _ = FIRST_DROP.compare_exchange(held, 0, Relaxed, Relaxed);
+        return Ok(());
+    }
+    if !over_capacity(now) {
+        return Ok(());
+    }
+    if held == 0 {
+        let _ = FIRST_DROP.compare_exchange(0, now.max(1), Relaxed, Relaxed);
+    }
+    Err(match (cpu_over, load_over) {
+        (Some(limit), _) => BlockError::system(resource, "cpu_usage", limit),
+        (None, Some(limit)) => BlockError::system(resource, "load_per_core", limit),
+        (None, None) => {
+            let limit = rule.cpu_usage.or(rule.load_per_core).unwrap_or(0.0);
+            BlockError::system(resource, "adaptive", limit)
+        }
+    })
+}
+
+/// Sentinel's BBR test: more inbound calls inside than the process has shown it finishes, the
+/// largest completions per second of the last second times the smallest response time.
+fn over_capacity(now: u64) -> bool {
+    let inside = INBOUND.inflight_total();
+    if inside <= 1 {
+        return false;
+    }
+    let per_second = INBOUND.max_bucket_completes(now) as f64 * 10.0;
+    let min_rt_s = INBOUND.window(now).min_rt_us.unwrap_or(0) as f64 / 1e6;
+    inside as f64 > per_second * min_rt_s
+}
+
+/// Undoes what [`try_enter`] reserved, for a call a later check blocked.
+pub(crate) fn cancel(pass: SystemPass, count: u32) {
+    LIMITS.read(|limits| give_back(&limits.qps, pass, count));
+}
+
+fn give_back(gate: &Option<Arc<Gate>>, pass: SystemPass, count: u32) {
+    if let Some(gate) = gate {
+        if pass.gated_at != 0 && Arc::as_ptr(gate) as usize == pass.gate {
+            gate.cancel(pass.gated_at, count);
+        }
+    }
+    if pass.counted {
+        INSIDE.release();
+    }
+}
+
+/// An inbound call exits: `counted` if it took a place in the concurrency count.
+#[inline]
+pub(crate) fn exit(counted: bool) {
+    if counted {
+        INSIDE.release();
+    } else if INSIDE.is_tracking() {
+        INSIDE.release_untracked();
+    }
+}
+
+/// The process's CPU usage (0..=1), as the sampler last smoothed it.
+pub(crate) fn cpu_usage() -> f64 {
+    match f64::from_bits(CPU_OVERRIDE.load(Relaxed)) {
+        reading if reading.is_nan() => crate::system_load::cpu_usage(),
+        reading => reading,
+    }
+}
+
+/// The 1-minute load average per effective core, as the sampler last read it.
+pub(crate) fn load_per_core() -> f64 {
+    match f64::from_bits(LOAD_OVERRIDE.load(Relaxed)) {
+        reading if reading.is_nan() => crate::system_load::load_per_core(),
+        reading => reading,
+    }
+}
+
+/// Puts readings in place of the sampler's (`None`: the sampler's again), for tests.
+pub(crate) fn override_readings(cpu: Option<f64>, load: Option<f64>) {
+    CPU_OVERRIDE.store(cpu.map_or(NO_READING, f64::to_bits), Relaxed);
+    LOAD_OVERRIDE.store(load.map_or(NO_READING, f64::to_bits), Relaxed);
+}
