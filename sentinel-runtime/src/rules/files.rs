@@ -441,12 +441,14 @@ use std::time::Duration;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::authority::AuthorityRule;
 use super::breaker::CircuitBreakerRule;
 use super::flow::{FlowMetric, FlowRule};
 use super::hotspot::{HotspotMetric, HotspotRule};
 use super::node::{Node, NodeError};
 use super::sentinel_format;
 use super::set::{self, RuleSet, RuleSetError, RuleSetErrorEntry};
+use super::system::SystemRule;
 
 // ----- what the rule types' serde attributes refer to ------------------------------------------
 
@@ -776,6 +778,8 @@ enum RuleKind {
     Flow,
     CircuitBreaker,
     Hotspot,
+    System,
+    Authority,
 }
 
 impl RuleKind {
@@ -784,6 +788,8 @@ impl RuleKind {
             RuleKind::Flow => set::FLOW,
             RuleKind::CircuitBreaker => set::CIRCUIT_BREAKER,
             RuleKind::Hotspot => set::HOTSPOT,
+            RuleKind::System => set::SYSTEM,
+            RuleKind::Authority => set::AUTHORITY,
         }
     }
 
@@ -792,6 +798,8 @@ impl RuleKind {
             RuleKind::Flow => &["flow"],
             RuleKind::CircuitBreaker => &["circuit_breaker", "degrade"],
             RuleKind::Hotspot => &["hotspot", "paramFlow"],
+            RuleKind::System => &["system"],
+            RuleKind::Authority => &["authority"],
         }
     }
 
@@ -799,6 +807,8 @@ impl RuleKind {
         match name {
             set::FLOW => RuleKind::Flow,
             set::HOTSPOT => RuleKind::Hotspot,
+            set::SYSTEM => RuleKind::System,
+            set::AUTHORITY => RuleKind::Authority,
             _ => RuleKind::CircuitBreaker,
         }
     }
@@ -828,12 +838,19 @@ struct RawFields {
     circuit_breaker: Option<Vec<Node>>,
     #[serde(default, alias = "paramFlow", deserialize_with = "rule_list")]
     hotspot: Option<Vec<Node>>,
-    // The kinds still to come: `system`, `authority`.
+    #[serde(default, deserialize_with = "rule_list")]
+    system: Option<Vec<Node>>,
+    #[serde(default, deserialize_with = "rule_list")]
+    authority: Option<Vec<Node>>,
 }
 
 impl RawFields {
     fn lists_no_kind(&self) -> bool {
-        self.flow.is_none() && self.circuit_breaker.is_none() && self.hotspot.is_none()
+        self.flow.is_none()
+            && self.circuit_breaker.is_none()
+            && self.hotspot.is_none()
+            && self.system.is_none()
+            && self.authority.is_none()
     }
 }
 
@@ -854,7 +871,10 @@ impl<'de> Deserialize<'de> for RawDoc {
         impl<'de> Visitor<'de> for DocVisitor {
             type Value = RawDoc;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a map of rule kinds (`flow`, `circuit_breaker`, `hotspot`)")
+                f.write_str(
+                    "a map of rule kinds (`flow`, `circuit_breaker`, `hotspot`, `system`, \
+                     `authority`)",
+                )
             }
             fn visit_unit<E: de::Error>(self) -> Result<RawDoc, E> {
                 Ok(RawDoc::Empty)
@@ -1029,12 +1049,48 @@ fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
             Err(problem) => problems.push(*problem),
         }
     }
-    for (kind, j, e) in set::problems(&set.flow, &set.circuit_breaker, &set.hotspot) {
+    let mut system_at = Vec::new();
+    for (i, node) in fields.system.unwrap_or_default().into_iter().enumerate() {
+        match read_rule(
+            RuleKind::System,
+            i,
+            node,
+            sentinel_format::sentinel_system_key,
+            SystemRule::deserialize,
+            sentinel_format::system_rule,
+        ) {
+            Ok((rule, naming)) => {
+                set.system.push(rule);
+                system_at.push((i, naming));
+            }
+            Err(problem) => problems.push(*problem),
+        }
+    }
+    let mut authority_at = Vec::new();
+    for (i, node) in fields.authority.unwrap_or_default().into_iter().enumerate() {
+        match read_rule(
+            RuleKind::Authority,
+            i,
+            node,
+            sentinel_format::sentinel_authority_key,
+            authority_rule,
+            sentinel_format::authority_rule,
+        ) {
+            Ok((rule, naming)) => {
+                set.authority.push(rule);
+                authority_at.push((i, naming));
+            }
+            Err(problem) => problems.push(*problem),
+        }
+    }
+    for (kind, j, e) in set::problems(&set) {
         let kind = RuleKind::of(kind);
         let (index, naming) = match kind {
             RuleKind::Flow => flow_at[j],
             RuleKind::CircuitBreaker => breaker_at[j],
             RuleKind::Hotspot => hotspot_at[j],
+            RuleKind::System => system_at[j],
+            RuleKind::Authority => authority_at[j],
         };
         let field = match (kind, naming) {
             (RuleKind::Flow, Naming::Sentinel) => sentinel_format::flow_field(e.field()),
@@ -1053,6 +1109,9 @@ fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
             },
             (RuleKind::Hotspot, Naming::Sentinel) => sentinel_format::param_flow_field(e.field()),
             (RuleKind::Hotspot, Naming::Ours) => e.field(),
+            (RuleKind::System, Naming::Sentinel) => sentinel_format::system_field(e.field()),
+            (RuleKind::Authority, Naming::Sentinel) => sentinel_format::authority_field(e.field()),
+            (RuleKind::System | RuleKind::Authority, Naming::Ours) => e.field(),
         };
         let mut entry = RuleSetErrorEntry::from_rule_error(kind.name(), index, &e);
         entry.field = Some(field.to_owned());
@@ -1060,6 +1119,15 @@ fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
     }
     problems.sort_by_key(|p| (p.kind.name(), p.index));
     (set, problems)
+}
+
+/// Reads an authority rule with our names; origins are trimmed, as the constructors do.
+fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
+    let mut rule = AuthorityRule::deserialize(node)?;
+    for origin in &mut rule.origins {
+        *origin = origin.trim().to_owned();
+    }
+    Ok(rule)
 }
 
 // ----- text to rule set, with lines --------------------------------------------------------------

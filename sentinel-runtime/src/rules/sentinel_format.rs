@@ -1,5 +1,6 @@
-//! Sentinel Java's JSON names for flow, degrade and param-flow rules, read into [`FlowRule`],
-//! [`CircuitBreakerRule`] and [`HotspotRule`] (see [`super::files`] for the mapping).
+//! Sentinel Java's JSON names for flow, degrade, param-flow, system and authority rules, read into
+//! [`FlowRule`], [`CircuitBreakerRule`], [`HotspotRule`], [`SystemRule`] and [`AuthorityRule`]
+//! (see [`super::files`] for the mapping).
 //!
 //! A rule is read with Sentinel's names when it has any field only Sentinel uses
 //! ([`sentinel_flow_key`], [`sentinel_degrade_key`]); it then takes Sentinel's names only (a field
@@ -10,10 +11,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::authority::{AuthorityRule, AuthorityStrategy};
 use super::breaker::{BreakerStrategy, CircuitBreakerRule};
 use super::flow::{FlowMetric, FlowRule};
 use super::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 use super::node::{Node, NodeError};
+use super::system::SystemRule;
 
 /// Fields only Sentinel's flow rules have: one of them makes a `flow` rule Sentinel's.
 const FLOW_FIELDS: &[&str] = &[
@@ -57,6 +60,19 @@ const PARAM_FLOW_FIELDS: &[&str] = &[
     "clusterConfig",
 ];
 
+/// Fields only Sentinel's system rules have (`qps` is ours too, with the same meaning).
+const SYSTEM_FIELDS: &[&str] = &[
+    "highestSystemLoad",
+    "highestCpuUsage",
+    "avgRt",
+    "maxThread",
+    "resource",
+    "limitApp",
+];
+
+/// Fields only Sentinel's authority rules have (`strategy` is ours too, as a word).
+const AUTHORITY_FIELDS: &[&str] = &["limitApp"];
+
 /// The `classType`s of a param-flow item read as strings (Sentinel's `String.class.getName()`,
 /// and the short names people write).
 const STRING_CLASS_TYPES: &[&str] = &["java.lang.String", "String", "string"];
@@ -84,6 +100,35 @@ pub(crate) fn sentinel_degrade_key(node: &Node) -> Option<&'static str> {
 /// uses Sentinel's names.
 pub(crate) fn sentinel_param_flow_key(node: &Node) -> Option<&'static str> {
     first_of(node, PARAM_FLOW_FIELDS)
+}
+
+/// The first field only Sentinel's system rules have, if the rule has one.
+pub(crate) fn sentinel_system_key(node: &Node) -> Option<&'static str> {
+    first_of(node, SYSTEM_FIELDS)
+}
+
+/// The first field only Sentinel's authority rules have, if the rule has one.
+pub(crate) fn sentinel_authority_key(node: &Node) -> Option<&'static str> {
+    first_of(node, AUTHORITY_FIELDS)
+}
+
+/// A system rule's field as Sentinel names it.
+pub(crate) fn system_field(field: &str) -> &str {
+    match field {
+        "cpu_usage" => "highestCpuUsage",
+        "load_per_core" => "highestSystemLoad",
+        "avg_rt" => "avgRt",
+        "concurrency" => "maxThread",
+        other => other,
+    }
+}
+
+/// An authority rule's field as Sentinel names it.
+pub(crate) fn authority_field(field: &str) -> &str {
+    match field {
+        "origins" | "allow_missing" => "limitApp",
+        other => other,
+    }
 }
 
 fn first_of(node: &Node, fields: &[&'static str]) -> Option<&'static str> {
@@ -791,4 +836,96 @@ mod tests {
             assert_eq!(field(degrade(json)), expected, "{json}");
         }
     }
+}
+
+/// Sentinel's system rule: every limit is a number, negative (Sentinel writes -1) for unset.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelSystemRule {
+    highest_system_load: Option<f64>,
+    highest_cpu_usage: Option<f64>,
+    avg_rt: Option<f64>,
+    max_thread: Option<f64>,
+    qps: Option<f64>,
+    /// Sentinel's rules all have these; a system rule uses neither.
+    resource: Option<Node>,
+    limit_app: Option<String>,
+}
+
+/// A limit Sentinel leaves unset with a negative value.
+fn set_limit(value: Option<f64>) -> Option<f64> {
+    value.filter(|v| !(*v < 0.0))
+}
+
+/// Reads a system rule written with Sentinel's names. `highestSystemLoad` is the whole
+/// machine's load: it is divided by the host's cores into our `load_per_core`.
+pub(crate) fn system_rule(node: Node) -> Result<SystemRule, NodeError> {
+    let r = SentinelSystemRule::deserialize(node)?;
+    check_limit_app(r.limit_app.as_deref())?;
+    let _ = r.resource;
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let mut rule = SystemRule::new();
+    rule.load_per_core = set_limit(r.highest_system_load).map(|load| load / cores);
+    rule.cpu_usage = set_limit(r.highest_cpu_usage);
+    rule.avg_rt = match set_limit(r.avg_rt) {
+        Some(ms) if ms.is_finite() && ms <= 3_600_000.0 => {
+            Some(Duration::from_micros((ms * 1_000.0).round() as u64))
+        }
+        Some(ms) => {
+            return Err(refuse(
+                "avgRt",
+                format!("must be at most an hour, got {ms}"),
+            ))
+        }
+        None => None,
+    };
+    rule.concurrency = match set_limit(r.max_thread) {
+        Some(n) => Some(whole("maxThread", n, u32::MAX.into())? as u64),
+        None => None,
+    };
+    rule.qps = set_limit(r.qps);
+    Ok(rule)
+}
+
+/// Sentinel's authority rule: `limitApp` lists origins separated by commas; `strategy` 0 is a
+/// white list (the default), 1 a black list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelAuthorityRule {
+    resource: String,
+    limit_app: String,
+    strategy: Option<Node>,
+}
+
+/// Reads an authority rule written with Sentinel's names. The origins are split on commas and
+/// trimmed (Sentinel does neither per rule, so `"a, b"` never matched `b`). As everywhere here,
+/// a call without an origin is denied by a white list (Sentinel passes it).
+pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
+    let r = SentinelAuthorityRule::deserialize(node)?;
+    let origins: Vec<&str> = r
+        .limit_app
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .collect();
+    let strategy = match &r.strategy {
+        None => AuthorityStrategy::Allow,
+        Some(Node::U64(0) | Node::I64(0)) => AuthorityStrategy::Allow,
+        Some(Node::U64(1) | Node::I64(1)) => AuthorityStrategy::Deny,
+        Some(Node::F64(v)) if *v == 0.0 => AuthorityStrategy::Allow,
+        Some(Node::F64(v)) if *v == 1.0 => AuthorityStrategy::Deny,
+        Some(Node::Str(s)) if s.eq_ignore_ascii_case("white") => AuthorityStrategy::Allow,
+        Some(Node::Str(s)) if s.eq_ignore_ascii_case("black") => AuthorityStrategy::Deny,
+        Some(_) => {
+            return Err(refuse(
+                "strategy",
+                "must be 0 or \"White\" (only the listed origins pass) or 1 or \"Black\" (the \
+                 listed origins are denied)",
+            ))
+        }
+    };
+    Ok(match strategy {
+        AuthorityStrategy::Deny => AuthorityRule::deny(r.resource, origins),
+        _ => AuthorityRule::allow(r.resource, origins),
+    })
 }
