@@ -10,7 +10,7 @@ use axum::routing::get;
 use axum::Router;
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::metrics;
-use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, HotspotRule};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, HotspotRule, SystemRule};
 use sentinel_runtime::tower::SentinelLayer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -94,6 +94,39 @@ fn reset_rules() {
     rules::load_flow_rules(vec![]).unwrap();
     rules::load_hotspot_rules(vec![]).unwrap();
     rules::load_circuit_breaker_rules(vec![]).unwrap();
+    rules::load_system_rules(vec![]).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_rule_answers_503_for_requests_which_are_inbound() {
+    let clock = MockClock::install();
+    reset_rules();
+    clock.advance(Duration::from_secs(1));
+    let app = Router::new()
+        .route("/a", get(|| async { "a" }))
+        .route("/b", get(|| async { "b" }))
+        .layer(SentinelLayer::new());
+    let addr = serve(app).await;
+    let before = metrics::inbound().pass_total;
+    assert_eq!(fetch(addr, "/a").await.status, 200);
+    assert_eq!(
+        metrics::inbound().pass_total - before,
+        1,
+        "requests are inbound"
+    );
+    // 3 inbound passes a second over every route together.
+    rules::load_system_rules(vec![SystemRule::new().qps(3.0)]).unwrap();
+    clock.advance(Duration::from_secs(1));
+    let mut statuses = Vec::new();
+    for path in ["/a", "/b", "/a", "/b", "/a"] {
+        statuses.push(fetch(addr, path).await.status);
+    }
+    assert_eq!(statuses, vec![200, 200, 200, 503, 503]);
+    let blocked = fetch(addr, "/b").await;
+    assert_eq!(blocked.header("retry-after"), Some("1"));
+    let b = metrics::snapshot("GET:/b").unwrap();
+    assert_eq!(b.block_total_by_rule.system, 2);
+    reset_rules();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -227,3 +227,45 @@ async fn authority_rules_answer_403_by_the_origin_header_and_grpc_permission_den
     rules::load_authority_rules(vec![]).unwrap();
     reset_rules();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_request_awaits_its_turn_without_blocking_the_executor() {
+    let clock = MockClock::install();
+    reset_rules();
+    clock.advance(Duration::from_secs(1));
+    let name = "GET:<unmatched>";
+    rules::load_flow_rules(vec![
+        FlowRule::qps(name, 1.0).throttle(Duration::from_secs(10))
+    ])
+    .unwrap();
+    let inner = service_fn(|req: Request<Body>| async move {
+        Ok::<_, Infallible>(Response::new(Body::from(req.uri().path().to_owned())))
+    });
+    let svc = SentinelLayer::new().layer(inner);
+    let get = |path: &str| Request::get(path).body(Body::default()).unwrap();
+    let passes = || metrics::snapshot(name).map_or(0, |s| s.pass_total);
+    let before = passes();
+    let first = svc.clone().oneshot(get("/slow")).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    // The second request's turn is a second away: it waits on a timer...
+    let second = tokio::spawn(svc.clone().oneshot(get("/slow")));
+    tokio::task::yield_now().await;
+    assert!(!second.is_finished(), "waiting for its turn");
+    // ...while this current-thread executor serves another request (a service with no rule).
+    let other = SentinelLayer::new()
+        .resource(|_| "tower-throttle-other".to_owned())
+        .layer(inner);
+    let reply = other.oneshot(get("/other")).await.unwrap();
+    assert_eq!(reply.status(), StatusCode::OK);
+    assert!(!second.is_finished(), "still waiting");
+    let second = second.await.unwrap().unwrap();
+    assert_eq!(second.status(), StatusCode::OK);
+    let body = second.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], b"/slow");
+    assert_eq!(passes() - before, 2);
+    assert!(
+        clock.elapsed() >= Duration::from_secs(2),
+        "the wait moved the mock clock"
+    );
+    reset_rules();
+}

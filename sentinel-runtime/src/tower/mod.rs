@@ -69,7 +69,8 @@ use http_body::{Body, Frame, SizeHint};
 pub use tower_layer::Layer;
 pub use tower_service::Service;
 
-use crate::{BlockError, BlockKind, Entry, EntryBuilder};
+use crate::param::Params;
+use crate::{BlockError, BlockKind, Entry};
 
 #[cfg(test)]
 mod tests;
@@ -267,22 +268,92 @@ impl<S: fmt::Debug> fmt::Debug for SentinelService<S> {
     }
 }
 
-/// The response future of [`SentinelService`].
-pub struct ResponseFuture<B, E> {
-    inner: BoxFuture<Result<Response<SentinelBody<B>>, E>>,
+pin_project_lite::pin_project! {
+    /// The response future of [`SentinelService`]: the rejection of a blocked request, or the
+    /// inner service's future with the request's entry.
+    pub struct ResponseFuture<F, B, E> {
+        #[pin]
+        state: State<F, B, E>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F, B, E> {
+        /// Blocked: the rejection, taken once (boxed: the future stays small on the path
+        /// that admits, where it is moved into place).
+        Rejected { response: Option<Box<Response<SentinelBody<B>>>> },
+        /// Admitted: the inner service's future, and the entry until it completes.
+        Calling {
+            #[pin]
+            future: F,
+            entry: Option<Entry>,
+            is_error: Option<Arc<IsErrorFn>>,
+        },
+        /// Waiting for a throttling turn first (rare: boxed).
+        Throttled { future: BoxFuture<Result<Response<SentinelBody<B>>, E>> },
+    }
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl<B, E> Future for ResponseFuture<B, E> {
+impl<F, B, E> Future for ResponseFuture<F, B, E>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
     type Output = Result<Response<SentinelBody<B>>, E>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.inner.as_mut().poll(cx)
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Rejected { response } => match response.take() {
+                Some(response) => Poll::Ready(Ok(*response)),
+                // Polled again after completion: stay pending, as a fused future may.
+                None => Poll::Pending,
+            },
+            StateProj::Calling {
+                future,
+                entry,
+                is_error,
+            } => {
+                let result = std::task::ready!(future.poll(cx));
+                let Some(entry) = entry.take() else {
+                    return Poll::Pending;
+                };
+                Poll::Ready(finish(result, entry, is_error.take()))
+            }
+            StateProj::Throttled { future } => future.as_mut().poll(cx),
+        }
     }
 }
 
-impl<B, E> fmt::Debug for ResponseFuture<B, E> {
+/// The inner service's result, with the entry: held by the body, or exited as an error.
+fn finish<B, E>(
+    result: Result<Response<B>, E>,
+    entry: Entry,
+    is_error: Option<Arc<IsErrorFn>>,
+) -> Result<Response<SentinelBody<B>>, E> {
+    match result {
+        Ok(response) => {
+            let status = response.status();
+            if classify(is_error.as_deref(), status, response.headers()) {
+                entry.set_error();
+            }
+            let guard = Guard {
+                entry,
+                status,
+                is_error,
+            };
+            Ok(response.map(|body| SentinelBody::inner(body, guard)))
+        }
+        Err(error) => {
+            entry.set_error();
+            drop(entry);
+            Err(error)
+        }
+    }
+}
+
+impl<F, B, E> fmt::Debug for ResponseFuture<F, B, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }
@@ -298,72 +369,167 @@ where
 {
     type Response = Response<SentinelBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<ResBody, S::Error>;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        let config = &*self.config;
+        // The request is split into parts only for the user's functions, which take `&Parts`
+        // (splitting and joining moves the whole request twice).
+        let (req, admitted) = if config.needs_parts() {
+            let (parts, body) = req.into_parts();
+            let admitted = admit(config, View::of_parts(&parts), Some(&parts));
+            (Request::from_parts(parts, body), admitted)
+        } else {
+            let admitted = admit(config, View::of_request(&req), None);
+            (req, admitted)
+        };
+        let reservation = match admitted {
+            Ok(reservation) => reservation,
+            Err(block) => {
+                let response = match &config.on_block {
+                    Some(f) => f(&block, &req.into_parts().0),
+                    None => rejection(&block, is_grpc(req.headers())),
+                };
+                let response = Some(Box::new(response.map(SentinelBody::rejected)));
+                return ResponseFuture {
+                    state: State::Rejected { response },
+                };
+            }
+        };
         // The service that was polled ready handles this request; a fresh clone stays behind.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let config = self.config.clone();
-        let (parts, body) = req.into_parts();
-        let grpc = is_grpc(&parts.headers);
-        let name = match &config.resource {
-            Some(f) => f(&parts),
-            None => default_resource(&parts, grpc),
-        };
-        let mut builder = EntryBuilder::new(&name);
-        for source in &config.params {
-            let value = match source {
-                ParamSource::Fn(f) => f(&parts),
-                ParamSource::ClientIp { trusted_proxies } => {
-                    client_ip(&parts, *trusted_proxies).map(|ip| ip.to_string())
-                }
+        let is_error = config.is_error.clone();
+        if reservation.turn() != 0 {
+            let future = Box::pin(async move {
+                crate::entry::wait_turn(&reservation).await;
+                let entry = reservation.into_entry();
+                finish(inner.call(req).await, entry, is_error)
+            });
+            return ResponseFuture {
+                state: State::Throttled { future },
             };
-            builder = builder.param(&value);
         }
-        if let Some(origin) = config.origin.as_ref().and_then(|f| f(&parts)) {
-            builder = builder.origin(&origin);
-        }
-        let enter = builder.enter_async();
+        let entry = Some(reservation.into_entry());
         ResponseFuture {
-            inner: Box::pin(async move {
-                let entry = match enter.await {
-                    Ok(entry) => entry,
-                    Err(block) => {
-                        let response = match &config.on_block {
-                            Some(f) => f(&block, &parts),
-                            None => rejection(&block, grpc),
-                        };
-                        return Ok(response.map(|text| SentinelBody::rejected(text)));
-                    }
-                };
-                let req = Request::from_parts(parts, body);
-                match inner.call(req).await {
-                    Ok(response) => {
-                        let status = response.status();
-                        if classify(config.is_error.as_deref(), status, response.headers()) {
-                            entry.set_error();
-                        }
-                        let guard = Guard {
-                            entry,
-                            status,
-                            is_error: config.is_error.clone(),
-                        };
-                        Ok(response.map(|body| SentinelBody::inner(body, guard)))
-                    }
-                    Err(error) => {
-                        entry.set_error();
-                        drop(entry);
-                        Err(error)
-                    }
-                }
-            }),
+            state: State::Calling {
+                future: inner.call(req),
+                entry,
+                is_error,
+            },
         }
     }
+}
+
+/// What the layer reads of a request.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    method: &'a http::Method,
+    uri: &'a http::Uri,
+    headers: &'a HeaderMap,
+    extensions: &'a http::Extensions,
+}
+
+impl<'a> View<'a> {
+    fn of_parts(parts: &'a Parts) -> View<'a> {
+        View {
+            method: &parts.method,
+            uri: &parts.uri,
+            headers: &parts.headers,
+            extensions: &parts.extensions,
+        }
+    }
+
+    fn of_request<B>(req: &'a Request<B>) -> View<'a> {
+        View {
+            method: req.method(),
+            uri: req.uri(),
+            headers: req.headers(),
+            extensions: req.extensions(),
+        }
+    }
+}
+
+impl Config {
+    /// Whether a user's function reads the request's parts.
+    fn needs_parts(&self) -> bool {
+        self.resource.is_some()
+            || self.origin.is_some()
+            || self.params.iter().any(|p| matches!(p, ParamSource::Fn(_)))
+    }
+}
+
+/// Runs the checks of a request's resource (inbound, with its parameters and origin). Never
+/// waits: a throttled request's turn is in the reservation. `parts` is given when
+/// [`Config::needs_parts`].
+fn admit(
+    config: &Config,
+    view: View<'_>,
+    parts: Option<&Parts>,
+) -> Result<crate::entry::Reservation, BlockError> {
+    let mut params = Params::NONE;
+    params.set_inbound();
+    for source in &config.params {
+        // Hashed as `EntryBuilder::param(&value)` hashes an `Option<String>`.
+        let hash = match (source, parts) {
+            (ParamSource::Fn(f), Some(parts)) => crate::param::hash(&f(parts)),
+            (ParamSource::Fn(_), None) => crate::param::hash(&None::<String>),
+            (ParamSource::ClientIp { trusted_proxies }, _) => {
+                match client_ip(view, *trusted_proxies) {
+                    Some(ip) => hash_ip(ip),
+                    None => crate::param::hash(&None::<String>),
+                }
+            }
+        };
+        params.push(hash);
+    }
+    if let Some(origin) = config.origin.as_ref().zip(parts).and_then(|(f, p)| f(p)) {
+        params.set_origin(&origin);
+    }
+    let node = match (&config.resource, parts) {
+        (Some(f), Some(parts)) => node_by_name(&f(parts)),
+        _ => default_node(view),
+    };
+    crate::entry::reserve_with(node, 1, false, &params)
+}
+
+/// The hash of `Some(ip.to_string())`, without allocating: the address is written on the stack
+/// (an IPv6 address is at most 45 characters).
+fn hash_ip(ip: IpAddr) -> u64 {
+    use std::fmt::Write as _;
+    struct Stack {
+        buf: [u8; 64],
+        len: usize,
+    }
+    impl fmt::Write for Stack {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let end = self.len + s.len();
+            let slot = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+            slot.copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+    let mut text = Stack {
+        buf: [0; 64],
+        len: 0,
+    };
+    match write!(text, "{ip}")
+        .ok()
+        .and_then(|()| std::str::from_utf8(&text.buf[..text.len]).ok())
+    {
+        Some(s) => crate::param::hash(&Some(s)),
+        None => crate::param::hash(&Some(ip.to_string())),
+    }
+}
+
+/// The node of a resource named by the layer's `resource` function.
+fn node_by_name(resource: &str) -> &'static crate::ResourceNode {
+    crate::rules::node_by_name(crate::sync::thread_slot(), resource)
 }
 
 /// The entry of a request whose response is being sent.
@@ -472,36 +638,108 @@ fn is_grpc(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
 }
 
-fn default_resource(parts: &Parts, grpc: bool) -> String {
-    if let Some(route) = parts.extensions.get::<MatchedPath>() {
-        format!("{}:{}", parts.method, route.as_str())
-    } else if grpc {
-        format!("POST:{}", parts.uri.path())
-    } else {
-        format!("{}:<unmatched>", parts.method)
+/// Routes recently seen by this thread, by the address of axum's matched-path string (one per
+/// route, shared by its requests) and the method: a hit costs no formatting, hashing or
+/// registry probe. Every hit is verified against the node's name, so a stale slot (a route
+/// string freed and its address reused) is only a miss.
+const ROUTE_SLOTS: usize = 16;
+
+thread_local! {
+    static ROUTES: std::cell::Cell<[(usize, Option<&'static crate::ResourceNode>); ROUTE_SLOTS]> =
+        const { std::cell::Cell::new([(0, None); ROUTE_SLOTS]) };
+}
+
+/// The node of a request's default resource name (see the module docs).
+fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
+    let Some(route) = view.extensions.get::<MatchedPath>() else {
+        return with_default_resource(view, is_grpc(view.headers), node_by_name);
+    };
+    let (method, route) = (view.method.as_str(), route.as_str());
+    // The route's address and the method's length and first letter (GET and PUT differ).
+    let tag = method.len() << 8 | usize::from(method.as_bytes().first().copied().unwrap_or(0));
+    let key = (route.as_ptr() as usize) << 16 | tag;
+    let slot = ((route.as_ptr() as usize >> 4) ^ tag) % ROUTE_SLOTS;
+    let cached = ROUTES.try_with(|routes| {
+        let routes: &std::cell::Cell<[_]> = routes;
+        routes.as_slice_of_cells()[slot].get()
+    });
+    if let Ok((k, Some(node))) = cached {
+        if k == key && names_route(node.name(), method, route) {
+            return node;
+        }
     }
+    let node = with_default_resource(view, false, node_by_name);
+    if names_route(node.name(), method, route) {
+        // Not the overflow node (beyond the cap on resources): a later lookup may differ.
+        let _ = ROUTES.try_with(|routes| {
+            let routes: &std::cell::Cell<[_]> = routes;
+            routes.as_slice_of_cells()[slot].set((key, Some(node)));
+        });
+    }
+    node
+}
+
+/// Whether `name` is `"{method}:{route}"`.
+fn names_route(name: &str, method: &str, route: &str) -> bool {
+    name.len() == method.len() + 1 + route.len()
+        && name.starts_with(method)
+        && name.as_bytes()[method.len()] == b':'
+        && name.ends_with(route)
+}
+
+/// Calls `f` with the default resource name of a request, built in a per-thread buffer (no
+/// allocation per request once the buffer has grown).
+fn with_default_resource<R>(view: View<'_>, grpc: bool, f: impl FnOnce(&str) -> R) -> R {
+    use std::cell::Cell;
+    thread_local! {
+        static NAME: Cell<String> = const { Cell::new(String::new()) };
+    }
+    // Taken out while in use (a nested call finds an empty buffer and grows its own).
+    let mut name = NAME.try_with(Cell::take).unwrap_or_default();
+    name.clear();
+    if let Some(route) = view.extensions.get::<MatchedPath>() {
+        name.push_str(view.method.as_str());
+        name.push(':');
+        name.push_str(route.as_str());
+    } else if grpc {
+        name.push_str("POST:");
+        name.push_str(view.uri.path());
+    } else {
+        name.push_str(view.method.as_str());
+        name.push_str(":<unmatched>");
+    }
+    let result = f(&name);
+    let _ = NAME.try_with(|cell| cell.set(name));
+    result
+}
+
+/// The default resource name of a request.
+#[cfg(test)]
+fn default_resource(parts: &Parts, grpc: bool) -> String {
+    with_default_resource(View::of_parts(parts), grpc, str::to_owned)
 }
 
 /// The client's address: see [`SentinelLayer::client_ip`].
-fn client_ip(parts: &Parts, trusted_proxies: usize) -> Option<IpAddr> {
+fn client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
     if trusted_proxies > 0 {
-        let entries: Vec<&str> = parts
+        // The `trusted_proxies`th entry from the right, over every header in order.
+        let from_right = view
             .headers
             .get_all("x-forwarded-for")
             .iter()
+            .rev()
             .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
+            .flat_map(|v| v.rsplit(','))
             .map(str::trim)
-            .collect();
-        if let Some(i) = entries.len().checked_sub(trusted_proxies) {
-            return parse_addr(entries[i]);
+            .nth(trusted_proxies - 1);
+        if let Some(entry) = from_right {
+            return parse_addr(entry);
         }
     }
-    parts
-        .extensions
+    view.extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())
-        .or_else(|| parts.extensions.get::<SocketAddr>().map(SocketAddr::ip))
+        .or_else(|| view.extensions.get::<SocketAddr>().map(SocketAddr::ip))
 }
 
 /// An `X-Forwarded-For` entry: an IP address, possibly with a port.
@@ -518,8 +756,18 @@ fn classify(custom: Option<&IsErrorFn>, status: StatusCode, headers: &HeaderMap)
     if status.is_server_error() {
         return true;
     }
+    // `grpc-status` in headers (a trailers-only gRPC response) or in trailers (no
+    // content-type). A standard header's lookup is cheap; a custom name's is not, so plain HTTP
+    // responses skip it.
+    if headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| !v.as_bytes().starts_with(b"application/grpc"))
+    {
+        return false;
+    }
+    static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
     matches!(
-        headers.get("grpc-status").map(HeaderValue::as_bytes),
+        headers.get(&GRPC_STATUS).map(HeaderValue::as_bytes),
         Some(b"4" | b"13" | b"14")
     )
 }
@@ -531,8 +779,8 @@ fn answer(kind: BlockKind) -> (StatusCode, u8) {
             (StatusCode::TOO_MANY_REQUESTS, 8)
         }
         BlockKind::Authority => (StatusCode::FORBIDDEN, 7),
-        // Circuit breakers, and the kinds still to come (system rules): "overloaded, come back".
-        _ => (StatusCode::SERVICE_UNAVAILABLE, 14),
+        // "Overloaded, come back later".
+        BlockKind::CircuitBreaker | BlockKind::System => (StatusCode::SERVICE_UNAVAILABLE, 14),
     }
 }
 
@@ -548,22 +796,28 @@ fn retry_after_secs(block: &BlockError) -> u64 {
 fn rejection(block: &BlockError, grpc: bool) -> Response<String> {
     let (status, grpc_status) = answer(block.kind());
     let message = block.to_string();
-    let mut builder = Response::builder();
     if grpc {
-        builder = builder
-            .status(StatusCode::OK)
-            .header(CONTENT_TYPE, "application/grpc")
-            .header("grpc-status", grpc_status.to_string())
-            .header("grpc-message", percent_encode(&message));
-        return builder.body(String::new()).expect("valid gRPC rejection");
+        let mut response = Response::new(String::new());
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        headers.insert("grpc-status", HeaderValue::from(u16::from(grpc_status)));
+        // Percent-encoded: printable ASCII only, always a valid header value.
+        if let Ok(value) = HeaderValue::from_str(&percent_encode(&message)) {
+            headers.insert("grpc-message", value);
+        }
+        return response;
     }
-    builder = builder
-        .status(status)
-        .header(CONTENT_TYPE, "text/plain; charset=utf-8");
+    let mut response = Response::new(message);
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     if status != StatusCode::FORBIDDEN {
-        builder = builder.header(RETRY_AFTER, retry_after_secs(block).to_string());
+        headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(block)));
     }
-    builder.body(message).expect("valid rejection")
+    response
 }
 
 /// gRPC's percent-encoding of `grpc-message`: printable ASCII except `%` stays.

@@ -12,15 +12,55 @@ fn client_ip_takes_the_nth_from_the_right_never_the_leftmost() {
             .header("x-forwarded-for", "2.2.2.2:8080")
             .extension(ConnectInfo("10.0.0.9:4000".parse::<SocketAddr>().unwrap()))
     });
-    assert_eq!(client_ip(&p, 0), Some("10.0.0.9".parse().unwrap()));
-    assert_eq!(client_ip(&p, 1), Some("2.2.2.2".parse().unwrap()));
-    assert_eq!(client_ip(&p, 2), Some("1.1.1.1".parse().unwrap()));
-    assert_eq!(client_ip(&p, 3), Some("6.6.6.6".parse().unwrap()));
+    assert_eq!(
+        client_ip(View::of_parts(&p), 0),
+        Some("10.0.0.9".parse().unwrap())
+    );
+    assert_eq!(
+        client_ip(View::of_parts(&p), 1),
+        Some("2.2.2.2".parse().unwrap())
+    );
+    assert_eq!(
+        client_ip(View::of_parts(&p), 2),
+        Some("1.1.1.1".parse().unwrap())
+    );
+    assert_eq!(
+        client_ip(View::of_parts(&p), 3),
+        Some("6.6.6.6".parse().unwrap())
+    );
     // fewer entries than trusted proxies: the peer, not the (forgeable) leftmost
-    assert_eq!(client_ip(&p, 4), Some("10.0.0.9".parse().unwrap()));
+    assert_eq!(
+        client_ip(View::of_parts(&p), 4),
+        Some("10.0.0.9".parse().unwrap())
+    );
     let plain = parts(|b| b.extension("127.0.0.1:1".parse::<SocketAddr>().unwrap()));
-    assert_eq!(client_ip(&plain, 0), Some("127.0.0.1".parse().unwrap()));
-    assert_eq!(client_ip(&parts(|b| b), 1), None);
+    assert_eq!(
+        client_ip(View::of_parts(&plain), 0),
+        Some("127.0.0.1".parse().unwrap())
+    );
+    assert_eq!(client_ip(View::of_parts(&parts(|b| b)), 1), None);
+}
+
+#[test]
+fn a_client_ip_hashes_as_its_text_does() {
+    for ip in [
+        "10.0.0.9",
+        "2001:db8::1",
+        "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
+    ] {
+        let ip: IpAddr = ip.parse().unwrap();
+        assert_eq!(hash_ip(ip), crate::param::hash(&Some(ip.to_string())));
+    }
+}
+
+#[test]
+fn routes_are_recognised_by_their_names_only() {
+    assert!(names_route("GET:/users/{id}", "GET", "/users/{id}"));
+    assert!(!names_route("PUT:/users/{id}", "GET", "/users/{id}"));
+    assert!(!names_route("GET:/users", "GET", "/users/{id}"));
+    assert!(!names_route("GET/users/{id}", "GET", "/users/{id}"));
+    assert!(!names_route("GETX/users/{id}", "GET", "/users/{id}"));
+    assert!(!names_route("<overflow>", "GET", "/x"));
 }
 
 #[test]
