@@ -8,8 +8,8 @@
 //! # The format
 //!
 //! A file is a map of rule kinds, each a list of rules: `flow`, `circuit_breaker` (or
-//! Sentinel's name `degrade`) and `hotspot` (or Sentinel's name `paramFlow`). A kind left out loads as empty, so **loading a file replaces
-//! every kind**; an unknown kind is refused. An empty file (or one of only comments) is refused;
+//! Sentinel's name `degrade`), `hotspot` (or Sentinel's name `paramFlow`), `system` and
+//! `authority`. A kind left out loads as empty, so **loading a file replaces every kind**; an unknown kind is refused. An empty file (or one of only comments) is refused;
 //! an explicitly empty set clears every rule: `{}` (JSON, YAML) or `flow = []` (TOML, which has
 //! no way to write an empty map). A kind with no value (`flow:` in YAML) is refused too: a file
 //! cut short must not clear rules.
@@ -33,6 +33,13 @@
 //! | `max_wait` | duration: pace calls instead of rejecting, queueing each at most this | none |
 //! | `relate` | another resource whose passes per second are counted instead | none |
 //!
+//! A flow rule with `metric: adaptive_concurrency` is an adaptive concurrency limit
+//! ([`FlowRule::adaptive_concurrency`]): its `threshold` is not used (write the initial limit,
+//! e.g. `20`), and its settings are an optional map `adaptive` with the fields of
+//! [`AdaptiveConcurrency`](super::AdaptiveConcurrency) (`initial_limit`, `min_limit`,
+//! `max_limit`, `smoothing`, `queue_size`, `long_window`, `rtt_tolerance`, `sample_window` (a
+//! duration), `min_samples`, `timeout` (a duration)), each defaulting to Gradient2's.
+//!
 //! ## Circuit-breaker rules ([`CircuitBreakerRule`])
 //!
 //! | field | value | default |
@@ -44,6 +51,40 @@
 //! | `window` | duration: the statistics window | `1s` |
 //! | `sample_count` | buckets in the window | `10` |
 //! | `probes` | calls admitted half-open | `1` |
+//!
+//! ## System rules ([`SystemRule`](super::SystemRule))
+//!
+//! Process-wide limits on inbound entries; each field is optional, at least one is required.
+//!
+//! | field | value |
+//! |---|---|
+//! | `cpu_usage` | `0..=1` of the process's cores |
+//! | `load_per_core` | the 1-minute load average per core, positive |
+//! | `avg_rt` | duration, at most `1m`: the inbound calls' average response time |
+//! | `concurrency` | inbound calls inside at once |
+//! | `qps` | inbound passes per second |
+//!
+//! ## Authority rules ([`AuthorityRule`](super::AuthorityRule))
+//!
+//! | field | value | default |
+//! |---|---|---|
+//! | `resource` | the resource's name | required |
+//! | `strategy` | `allow` (only the listed origins pass) or `deny` | required |
+//! | `origins` | a list of origins (trimmed) | required |
+//! | `allow_missing` | `true`: a call without an origin passes an allow-list | `false` |
+//!
+//! ```
+//! # use sentinel_runtime::rules::{AuthorityRule, RuleSet, SystemRule};
+//! let set = RuleSet::from_yaml(r#"
+//! system:
+//!   - { cpu_usage: 0.8, concurrency: 500 }
+//! authority:
+//!   - { resource: admin, strategy: allow, origins: [ops, billing] }
+//! "#)?;
+//! assert_eq!(set.system, vec![SystemRule::new().cpu_usage(0.8).concurrency(500)]);
+//! assert_eq!(set.authority, vec![AuthorityRule::allow("admin", ["ops", "billing"])]);
+//! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
+//! ```
 //!
 //! ## Hotspot rules ([`HotspotRule`])
 //!
@@ -328,6 +369,29 @@
 //! | `minRequestAmount` (default 5) | `min_requests` |
 //! | `statIntervalMs` (default 1000) | `window` (one bucket) |
 //! | `passCount`: deprecated in Sentinel, accepted and ignored | |
+//!
+//! System rules (`system`), from Sentinel's `SystemRule.json`; Sentinel writes `-1` for a limit
+//! it leaves unset, and any negative value reads as unset:
+//!
+//! | Sentinel | here |
+//! |---|---|
+//! | `highestCpuUsage` (0..1) | `cpu_usage` |
+//! | `highestSystemLoad`: the whole machine's load | `load_per_core`: divided by the host's cores when read |
+//! | `avgRt` (ms) | `avg_rt` |
+//! | `maxThread` | `concurrency` |
+//! | `qps` | `qps` |
+//! | `resource`, `limitApp` (`"default"` only): accepted, unused | |
+//!
+//! Authority rules (`authority`), from Sentinel's `AuthorityRule.json`:
+//!
+//! | Sentinel | here |
+//! |---|---|
+//! | `resource` | `resource` |
+//! | `limitApp`: origins separated by commas | `origins`, split and trimmed (Sentinel's `"a, b"` never matched `b`) |
+//! | `strategy`: `0` or `"White"` (default), `1` or `"Black"` | `allow`, `deny` |
+//!
+//! A call without an origin is denied by an allow-list here, also for rules read with Sentinel's
+//! names (Sentinel lets it through, which bypasses the list).
 //! | `limitApp`: only `"default"` | |
 //!
 //! Param-flow rules (`paramFlow` or `hotspot`), Sentinel's `ParamFlowRule`:

@@ -230,11 +230,11 @@ impl FlowRule {
     /// # Ok::<(), sentinel_runtime::RuleError>(())
     /// ```
     pub fn adaptive_concurrency(resource: impl Into<String>) -> FlowRule {
-        let settings = AdaptiveConcurrency::default();
+        // The settings stay `None` (the defaults) until `adaptive` gives some, as in files.
+        let initial = AdaptiveConcurrency::default().initial_limit;
         FlowRule {
             metric: FlowMetric::AdaptiveConcurrency,
-            adaptive: Some(settings),
-            ..FlowRule::qps(resource, f64::from(settings.initial_limit))
+            ..FlowRule::qps(resource, f64::from(initial))
         }
     }
 
