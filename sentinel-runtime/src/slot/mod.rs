@@ -5,11 +5,11 @@
 //! counted as a pass), and the call is counted as a block. An admitted call is counted as a pass;
 //! its [`Entry`](crate::Entry)'s drop records the exit.
 //!
-//! Built in, in this order (Sentinel's): the authority rules first, then the flow checks
-//! (concurrency, then QPS) at [`FLOW_SLOT_ORDER`], the hotspot checks
-//! at [`HOTSPOT_SLOT_ORDER`] and the circuit breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`]. A user adds a check with
-//! [`register_check_slot`]; with none registered the chain costs nothing beyond the built-in
-//! checks.
+//! Built in, in this order (Sentinel's): the authority rules at [`AUTHORITY_SLOT_ORDER`], the
+//! system rules (inbound entries only) at [`SYSTEM_SLOT_ORDER`], the flow checks (concurrency,
+//! then QPS) at [`FLOW_SLOT_ORDER`], the hotspot checks at [`HOTSPOT_SLOT_ORDER`] and the circuit
+//! breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`]. A user adds a check with [`register_check_slot`];
+//! with none registered the chain costs nothing beyond the built-in checks.
 //!
 //! # Panics in user code
 //!
@@ -51,6 +51,10 @@ use crate::param::Params;
 use crate::rules::authority::AuthorityRule;
 use crate::stat::{NodeStats, ResourceStats};
 
+/// Order of the built-in authority (origin) checks, as in Sentinel.
+pub const AUTHORITY_SLOT_ORDER: i32 = -6_000;
+/// Order of the built-in system checks (inbound entries), as in Sentinel.
+pub const SYSTEM_SLOT_ORDER: i32 = -5_000;
 /// Order of the built-in flow checks (concurrency and QPS), as in Sentinel.
 pub const FLOW_SLOT_ORDER: i32 = -2_000;
 /// Order of the built-in hotspot (per-parameter-value) checks: after the flow checks, before
@@ -244,8 +248,9 @@ static CUSTOM: RwLock<Vec<Registered>> = RwLock::new(Vec::new());
 static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
 
 /// Adds a check to every resource's chain, run in ascending `order` (the built-in checks are at
-/// [`FLOW_SLOT_ORDER`] and [`CIRCUIT_BREAKER_SLOT_ORDER`]; a custom slot with the same order as a
-/// built-in one runs after it).
+/// [`AUTHORITY_SLOT_ORDER`], [`SYSTEM_SLOT_ORDER`], [`FLOW_SLOT_ORDER`], [`HOTSPOT_SLOT_ORDER`]
+/// and [`CIRCUIT_BREAKER_SLOT_ORDER`]; a custom slot with the same order as a built-in one runs
+/// after it).
 pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     let mut custom = CUSTOM.write().unwrap_or_else(PoisonError::into_inner);
     let at = custom.partition_point(|(o, _)| *o <= order);
@@ -599,6 +604,8 @@ fn check_with_custom(
     params: &Params,
 ) -> Result<Admission, BlockError> {
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
+    let authority_at = custom.partition_point(|(o, _)| *o < AUTHORITY_SLOT_ORDER);
+    let system_at = custom.partition_point(|(o, _)| *o < SYSTEM_SLOT_ORDER);
     let flow_at = custom.partition_point(|(o, _)| *o < FLOW_SLOT_ORDER);
     let hot_at = custom.partition_point(|(o, _)| *o < HOTSPOT_SLOT_ORDER);
     let breaker_at = custom.partition_point(|(o, _)| *o < CIRCUIT_BREAKER_SLOT_ORDER);
@@ -626,15 +633,25 @@ fn check_with_custom(
         ctx: Some(&early),
         armed: true,
     };
+    // `before.custom` counts the admitted prefix of `custom[..flow_at]`, run in three groups
+    // around the authority and system checks.
+    for (_, slot) in &custom[..authority_at] {
+        slot.check(&early)?;
+        before.custom += 1;
+    }
     if !chain.authority.is_empty() {
         check_authority(node.name, chain, params)?;
+    }
+    for (_, slot) in &custom[authority_at..system_at] {
+        slot.check(&early)?;
+        before.custom += 1;
     }
     let inbound = if params.is_inbound() {
         check_system(node.name, &mut before)?
     } else {
         0
     };
-    for (_, slot) in &custom[..flow_at] {
+    for (_, slot) in &custom[system_at..flow_at] {
         slot.check(&early)?;
         before.custom += 1;
     }

@@ -237,3 +237,26 @@ pub(crate) fn override_readings(cpu: Option<f64>, load: Option<f64>) {
     CPU_OVERRIDE.store(cpu.map_or(NO_READING, f64::to_bits), Relaxed);
     LOAD_OVERRIDE.store(load.map_or(NO_READING, f64::to_bits), Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::{self, SystemRule};
+
+    /// The only test of this crate's unit tests that starts the sampler (it is process-wide).
+    #[test]
+    fn the_sampler_runs_only_while_a_system_rule_is_loaded() {
+        assert!(!crate::system_load::is_running());
+        crate::system_load::start();
+        crate::system_load::start(); // idempotent: one thread
+        crate::system_load::stop();
+        crate::system_load::stop();
+        assert!(!crate::system_load::is_running());
+        rules::load_system_rules(vec![SystemRule::new().cpu_usage(0.9)]).unwrap();
+        assert!(crate::system_load::is_running());
+        rules::load_system_rules(vec![SystemRule::new().qps(100.0)]).unwrap();
+        assert!(crate::system_load::is_running(), "still a rule");
+        rules::load_system_rules(vec![]).unwrap();
+        assert!(!crate::system_load::is_running());
+        assert!(!super::is_active());
+    }
+}

@@ -9,6 +9,8 @@ mod sampler;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+#[cfg(test)]
+pub(crate) use sampler::is_running;
 pub(crate) use sampler::{start, stop};
 
 /// The smoothed CPU usage (f64 bits; 0.0 before the first sample).

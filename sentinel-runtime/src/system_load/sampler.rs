@@ -122,18 +122,4 @@ mod tests {
         }
         assert!(v > 0.9, "{v}");
     }
-
-    #[test]
-    fn start_and_stop_run_and_join_one_thread() {
-        start();
-        start(); // idempotent
-        assert!(is_running());
-        stop();
-        assert!(!is_running());
-        stop(); // idempotent
-        start();
-        assert!(is_running());
-        stop();
-        assert!(!is_running());
-    }
 }
