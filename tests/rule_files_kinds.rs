@@ -253,7 +253,10 @@ flow:
 #[test]
 fn the_readme_rule_file_reads() {
     let readme = include_str!("../README.md");
-    let start = readme.find("```yaml\n").expect("a YAML block in the README") + 8;
+    let start = readme
+        .find("```yaml\n")
+        .expect("a YAML block in the README")
+        + 8;
     let end = start + readme[start..].find("```").expect("the block's end");
     let set = RuleSet::from_yaml(&readme[start..end]).unwrap();
     assert!(!set.flow.is_empty() && !set.system.is_empty() && !set.authority.is_empty());

@@ -52,7 +52,7 @@
 //! | `sample_count` | buckets in the window | `10` |
 //! | `probes` | calls admitted half-open | `1` |
 //!
-//! ## System rules ([`SystemRule`](super::SystemRule))
+//! ## System rules ([`SystemRule`])
 //!
 //! Process-wide limits on inbound entries; each field is optional, at least one is required.
 //!
@@ -64,7 +64,7 @@
 //! | `concurrency` | inbound calls inside at once |
 //! | `qps` | inbound passes per second |
 //!
-//! ## Authority rules ([`AuthorityRule`](super::AuthorityRule))
+//! ## Authority rules ([`AuthorityRule`])
 //!
 //! | field | value | default |
 //! |---|---|---|

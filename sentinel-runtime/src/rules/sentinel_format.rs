@@ -854,7 +854,7 @@ struct SentinelSystemRule {
 
 /// A limit Sentinel leaves unset with a negative value.
 fn set_limit(value: Option<f64>) -> Option<f64> {
-    value.filter(|v| !(*v < 0.0))
+    value.filter(|v| v.is_nan() || *v >= 0.0)
 }
 
 /// Reads a system rule written with Sentinel's names. `highestSystemLoad` is the whole
