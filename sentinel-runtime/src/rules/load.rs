@@ -182,13 +182,93 @@ fn breakers_by_resource(
     }
 }
 
+/// The kind names used in errors.
+pub(crate) const FLOW: &str = "flow";
+pub(crate) const CIRCUIT_BREAKER: &str = "circuit_breaker";
+pub(crate) const HOTSPOT: &str = "hotspot";
+pub(crate) const SYSTEM: &str = "system";
+pub(crate) const AUTHORITY: &str = "authority";
+
+/// Every invalid rule, by kind and position in its kind's list: each rule's first bad field,
+/// then, for a resource with more than [`MAX_BREAKERS_PER_RESOURCE`] circuit breakers (or
+/// [`MAX_HOTSPOT_RULES_PER_RESOURCE`] hotspot rules), the first rule beyond the limit.
+pub(crate) fn problems(
+    flow: &[FlowRule],
+    breakers: &[CircuitBreakerRule],
+    hotspot: &[HotspotRule],
+    system: &[SystemRule],
+    authority: &[AuthorityRule],
+) -> Vec<(&'static str, usize, RuleError)> {
+    let mut problems = Vec::new();
+    for (i, rule) in flow.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((FLOW, i, e));
+        }
+    }
+    let mut per_resource: HashMap<&str, usize> = HashMap::new();
+    for (i, rule) in breakers.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((CIRCUIT_BREAKER, i, e));
+            continue;
+        }
+        let count = per_resource.entry(rule.resource.as_str()).or_default();
+        *count += 1;
+        if *count == MAX_BREAKERS_PER_RESOURCE + 1 {
+            problems.push((
+                CIRCUIT_BREAKER,
+                i,
+                RuleError::new(
+                    &rule.resource,
+                    "resource",
+                    format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
+                ),
+            ));
+        }
+    }
+    let mut per_resource: HashMap<&str, usize> = HashMap::new();
+    for (i, rule) in hotspot.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((HOTSPOT, i, e));
+            continue;
+        }
+        let count = per_resource.entry(rule.resource.as_str()).or_default();
+        *count += 1;
+        if *count == MAX_HOTSPOT_RULES_PER_RESOURCE + 1 {
+            problems.push((
+                HOTSPOT,
+                i,
+                RuleError::new(
+                    &rule.resource,
+                    "resource",
+                    format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules"),
+                ),
+            ));
+        }
+    }
+    for (i, rule) in system.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((SYSTEM, i, e));
+        }
+    }
+    for (i, rule) in authority.iter().enumerate() {
+        if let Err(e) = rule.validate() {
+            problems.push((AUTHORITY, i, e));
+        }
+    }
+    problems
+}
+
 /// Validates every rule of every kind, then replaces every kind at once (under one lock, so a
 /// concurrent load of one kind sees either none or all of this set); on any error nothing
 /// changes and every failing rule is reported, by its position in its kind's list.
 pub(crate) fn replace_all(
-    set: super::RuleSet,
+    flow: Vec<FlowRule>,
+    breakers: Vec<CircuitBreakerRule>,
+    hotspot: Vec<HotspotRule>,
+    system: Vec<SystemRule>,
+    authority: Vec<AuthorityRule>,
 ) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
-    let result = replace_all_counted(set);
+    let result = replace_all_counted(flow, breakers, hotspot, system, authority);
     let _ = counted(
         "rule_set",
         match &result {
@@ -200,20 +280,26 @@ pub(crate) fn replace_all(
     result
 }
 
-fn replace_all_counted(set: super::RuleSet) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
-    let errors = super::set::problems(&set);
+fn replace_all_counted(
+    flow: Vec<FlowRule>,
+    breakers: Vec<CircuitBreakerRule>,
+    hotspot: Vec<HotspotRule>,
+    system: Vec<SystemRule>,
+    authority: Vec<AuthorityRule>,
+) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
+    let errors = problems(&flow, &breakers, &hotspot, &system, &authority);
     if !errors.is_empty() {
         return Err(errors);
     }
-    let grouped = breakers_by_resource(set.circuit_breaker).map_err(|too_many| {
+    let grouped = breakers_by_resource(breakers).map_err(|too_many| {
         too_many
             .into_iter()
             .map(|e| ("circuit_breaker", 0, e))
             .collect::<Vec<_>>()
     })?;
-    let flow = by_resource(set.flow, |r| &r.resource);
-    let hotspot = by_resource(set.hotspot, |r| &r.resource);
-    let authority = by_resource(set.authority, |r| &r.resource);
+    let flow = by_resource(flow, |r| &r.resource);
+    let hotspot = by_resource(hotspot, |r| &r.resource);
+    let authority = by_resource(authority, |r| &r.resource);
     let mut loaded = loaded();
     let old_flow = std::mem::replace(&mut loaded.flow, flow);
     let old_breakers = std::mem::replace(&mut loaded.breakers, grouped);
@@ -230,8 +316,8 @@ fn replace_all_counted(set: super::RuleSet) -> Result<(), Vec<(&'static str, usi
         .chain(loaded.authority.keys().cloned())
         .collect();
     loaded.apply_to(&names);
-    put_system_in_force(&set.system);
-    loaded.system = set.system;
+    put_system_in_force(&system);
+    loaded.system = system;
     Ok(())
 }
 

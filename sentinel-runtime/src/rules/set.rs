@@ -1,14 +1,13 @@
 //! [`RuleSet`]: every kind of rule in one value, loaded all at once by [`load`]; [`current`]
 //! reads the rules in force back; [`RuleSetError`] lists every problem of a refused set.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::authority::AuthorityRule;
-use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use super::breaker::CircuitBreakerRule;
 use super::flow::FlowRule;
-use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
+use super::hotspot::HotspotRule;
 use super::system::SystemRule;
 use crate::error::RuleError;
 
@@ -66,12 +65,8 @@ pub struct RuleSet {
     // `files::read_rules`.
 }
 
-/// The kind names used in errors, as [`crate::rules::load`]'s manager reports them.
-pub(crate) const FLOW: &str = "flow";
-pub(crate) const CIRCUIT_BREAKER: &str = "circuit_breaker";
-pub(crate) const HOTSPOT: &str = "hotspot";
-pub(crate) const SYSTEM: &str = "system";
-pub(crate) const AUTHORITY: &str = "authority";
+/// The kind names used in errors, as the rule manager reports them.
+pub(crate) use super::load::{AUTHORITY, CIRCUIT_BREAKER, FLOW, HOTSPOT, SYSTEM};
 
 impl RuleSet {
     /// An empty set: loading it clears every loaded rule (resources return to their defaults).
@@ -105,67 +100,16 @@ impl RuleSet {
     }
 }
 
-/// Every invalid rule, by kind and position in its kind's list: each rule's first bad field,
-/// then, for a resource with more than [`MAX_BREAKERS_PER_RESOURCE`] circuit breakers (or
-/// [`MAX_HOTSPOT_RULES_PER_RESOURCE`] hotspot rules), the first rule beyond the limit.
+/// Every invalid rule of `set`, by kind and position in its kind's list (see
+/// [`load::problems`](super::load::problems)).
 pub(crate) fn problems(set: &RuleSet) -> Vec<(&'static str, usize, RuleError)> {
-    let mut problems = Vec::new();
-    for (i, rule) in set.flow.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((FLOW, i, e));
-        }
-    }
-    let mut per_resource: HashMap<&str, usize> = HashMap::new();
-    for (i, rule) in set.circuit_breaker.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((CIRCUIT_BREAKER, i, e));
-            continue;
-        }
-        let count = per_resource.entry(rule.resource.as_str()).or_default();
-        *count += 1;
-        if *count == MAX_BREAKERS_PER_RESOURCE + 1 {
-            problems.push((
-                CIRCUIT_BREAKER,
-                i,
-                RuleError::new(
-                    &rule.resource,
-                    "resource",
-                    format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
-                ),
-            ));
-        }
-    }
-    let mut per_resource: HashMap<&str, usize> = HashMap::new();
-    for (i, rule) in set.hotspot.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((HOTSPOT, i, e));
-            continue;
-        }
-        let count = per_resource.entry(rule.resource.as_str()).or_default();
-        *count += 1;
-        if *count == MAX_HOTSPOT_RULES_PER_RESOURCE + 1 {
-            problems.push((
-                HOTSPOT,
-                i,
-                RuleError::new(
-                    &rule.resource,
-                    "resource",
-                    format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules"),
-                ),
-            ));
-        }
-    }
-    for (i, rule) in set.system.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((SYSTEM, i, e));
-        }
-    }
-    for (i, rule) in set.authority.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((AUTHORITY, i, e));
-        }
-    }
-    problems
+    super::load::problems(
+        &set.flow,
+        &set.circuit_breaker,
+        &set.hotspot,
+        &set.system,
+        &set.authority,
+    )
 }
 
 /// Validates every rule of every kind, then replaces **every kind at once**: the loaded rules of
@@ -177,7 +121,14 @@ pub(crate) fn problems(set: &RuleSet) -> Vec<(&'static str, usize, RuleError)> {
 /// either none or all of this set.
 pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
     set.validate()?;
-    super::load::replace_all(set).map_err(|problems| {
+    super::load::replace_all(
+        set.flow,
+        set.circuit_breaker,
+        set.hotspot,
+        set.system,
+        set.authority,
+    )
+    .map_err(|problems| {
         // Unreachable after `validate`, which makes the same checks; kept for safety.
         RuleSetError::new(
             problems
@@ -374,6 +325,7 @@ impl std::error::Error for RuleSetError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::MAX_BREAKERS_PER_RESOURCE;
     use std::time::Duration;
 
     #[test]
