@@ -14,8 +14,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sentinel_runtime::rules::{
-    self, CircuitBreakerRule, FlowRule, HotspotRule, RuleSet, RuleSetError, RuleWatcher,
-    WatchStatus,
+    self, AuthorityRule, CircuitBreakerRule, FlowRule, HotspotRule, RuleSet, RuleSetError,
+    RuleWatcher, SystemRule, WatchStatus,
 };
 
 static RULES: Mutex<()> = Mutex::new(());
@@ -972,6 +972,442 @@ fn loading_a_set_carries_hotspot_rules_and_exceptions_match_string_params() {
     rules::load(RuleSet::new()).unwrap();
     assert_eq!(rules::current(), RuleSet::new());
     assert!(rules::hotspot_rules().is_empty());
+}
+
+// ----- system and authority rules ------------------------------------------------------------
+
+/// The rule set the three files of `system_and_authority_rules_load_from_every_format` hold.
+/// Authority rules by resource name, as `rules::current()` returns them.
+fn kinds_expected() -> RuleSet {
+    let mut set = RuleSet::new();
+    set.flow = vec![FlowRule::qps("kinds-orders", 100.0)];
+    set.system = vec![
+        SystemRule::new().cpu_usage(0.8).avg_rt(ms(250)),
+        SystemRule::new().concurrency(500).qps(2000.0),
+        SystemRule::new().load_per_core(1.5),
+    ];
+    set.authority = vec![
+        AuthorityRule::allow("kinds-admin", ["ops", "billing"]),
+        AuthorityRule::deny("kinds-search", ["crawler"]),
+        AuthorityRule::allow("kinds-status", ["ops"]).allow_missing_origin(true),
+    ];
+    set
+}
+
+const KINDS_JSON: &str = r#"{
+  // Both new kinds, with our names.
+  "flow": [{ "resource": "kinds-orders", "threshold": 100 }],
+  "system": [
+    { "cpu_usage": 0.8, "avg_rt": "250ms" },
+    { "concurrency": 500, "qps": 2000 },
+    /* a whole machine would be load_per_core times its cores */
+    { "load_per_core": 1.5 }
+  ],
+  "authority": [
+    { "resource": "kinds-admin", "strategy": "allow", "origins": ["ops", " billing "] },
+    { "resource": "kinds-search", "strategy": "deny", "origins": ["crawler"] },
+    { "resource": "kinds-status", "strategy": "allow", "origins": ["ops"], "allow_missing": true }
+  ]
+}"#;
+
+const KINDS_YAML: &str = r#"
+# Both new kinds, with our names.
+flow:
+  - { resource: kinds-orders, threshold: 100 }
+system:
+  - cpu_usage: 0.8
+    avg_rt: 250          # integer milliseconds
+  - { concurrency: 500, qps: 2000 }
+  - load_per_core: 1.5
+authority:
+  - resource: kinds-admin
+    strategy: allow
+    origins: [ops, " billing "]
+  - { resource: kinds-search, strategy: deny, origins: [crawler] }
+  - { resource: kinds-status, strategy: allow, origins: [ops], allow_missing: true }
+"#;
+
+const KINDS_TOML: &str = r#"
+# Both new kinds, with our names.
+[[flow]]
+resource = "kinds-orders"
+threshold = 100
+
+[[system]]
+cpu_usage = 0.8
+avg_rt = "250ms"
+
+[[system]]
+concurrency = 500
+qps = 2000
+
+[[system]]
+load_per_core = 1.5
+
+[[authority]]
+resource = "kinds-admin"
+strategy = "allow"
+origins = ["ops", " billing "]
+
+[[authority]]
+resource = "kinds-search"
+strategy = "deny"
+origins = ["crawler"]
+
+[[authority]]
+resource = "kinds-status"
+strategy = "allow"
+origins = ["ops"]
+allow_missing = true
+"#;
+
+#[test]
+fn system_and_authority_rules_load_from_every_format() {
+    use sentinel_runtime::{BlockKind, EntryBuilder};
+    let _serial = serial();
+    let _clock = sentinel_runtime::clock::MockClock::install();
+    let dir = TempDir::new("kinds-formats");
+    let expected = kinds_expected();
+    for (name, text) in [
+        ("rules.json", KINDS_JSON),
+        ("rules.yaml", KINDS_YAML),
+        ("rules.toml", KINDS_TOML),
+    ] {
+        let path = dir.join(name);
+        fs::write(&path, text).unwrap();
+        assert_eq!(RuleSet::from_path(&path), Ok(expected.clone()), "{name}");
+        rules::load(RuleSet::new()).unwrap();
+        rules::load_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(rules::current(), expected, "{name}");
+        assert_eq!(rules::system_rules(), expected.system, "{name}");
+        assert_eq!(rules::authority_rules(), expected.authority, "{name}");
+
+        // The origin written " billing " is trimmed: a call from `billing` passes.
+        let admin = |origin: &str| EntryBuilder::new("kinds-admin").origin(origin).enter();
+        assert!(admin("billing").is_ok(), "{name}");
+        assert!(admin("ops").is_ok(), "{name}");
+        assert_eq!(
+            admin("guest").unwrap_err().kind(),
+            BlockKind::Authority,
+            "{name}"
+        );
+        assert_eq!(
+            EntryBuilder::new("kinds-admin").enter().unwrap_err().kind(),
+            BlockKind::Authority,
+            "{name}: a missing origin is denied by an allow-list"
+        );
+        assert!(
+            EntryBuilder::new("kinds-status").enter().is_ok(),
+            "{name}: allow_missing"
+        );
+        assert_eq!(
+            EntryBuilder::new("kinds-search")
+                .origin("crawler")
+                .enter()
+                .unwrap_err()
+                .kind(),
+            BlockKind::Authority,
+            "{name}"
+        );
+
+        // And written back in every format, read the same.
+        assert_eq!(
+            RuleSet::from_json(&expected.to_json().unwrap()),
+            Ok(expected.clone())
+        );
+        assert_eq!(
+            RuleSet::from_yaml(&expected.to_yaml().unwrap()),
+            Ok(expected.clone())
+        );
+        assert_eq!(
+            RuleSet::from_toml(&expected.to_toml().unwrap()),
+            Ok(expected.clone())
+        );
+    }
+    rules::load(RuleSet::new()).unwrap();
+    rules::load_system_rules(vec![]).unwrap();
+    assert_eq!(rules::current(), RuleSet::new());
+}
+
+/// Sentinel's `SystemRule.json` and `AuthorityRule.json` arrays, as Sentinel writes them, under
+/// a licence header.
+const SENTINEL_KINDS: &str = r#"/*
+ * Copyright 1999-2018 Alibaba Group Holding Ltd.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ */
+{
+  "system": [
+    { "highestSystemLoad": -1, "highestCpuUsage": 0.9, "qps": -1, "avgRt": 100, "maxThread": 10 },
+    { "resource": null, "limitApp": "default", "highestSystemLoad": 8.0,
+      "highestCpuUsage": -1.0, "qps": 300, "avgRt": -1, "maxThread": -1 },
+    { "highestSystemLoad": -1, "highestCpuUsage": -1, "qps": 0, "avgRt": -1, "maxThread": -1 }
+  ],
+  "authority": [
+    { "resource": "sentinel-admin", "limitApp": "a, b", "strategy": 0 },
+    { "resource": "sentinel-report", "limitApp": "c" },
+    { "resource": "sentinel-search", "limitApp": "crawler,bot", "strategy": "Black" },
+    { "resource": "sentinel-search-2", "limitApp": " spider ", "strategy": "white" }
+  ]
+}
+"#;
+
+#[test]
+fn sentinel_system_and_authority_rules_are_read_as_they_are() {
+    use sentinel_runtime::{BlockKind, EntryBuilder};
+    let set = RuleSet::from_json(SENTINEL_KINDS).expect("Sentinel's rules read");
+    // Sentinel's highestSystemLoad is the whole machine's; ours is per core.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    assert_eq!(
+        set.system,
+        vec![
+            SystemRule::new()
+                .cpu_usage(0.9)
+                .avg_rt(ms(100))
+                .concurrency(10),
+            SystemRule::new().load_per_core(8.0 / cores).qps(300.0),
+            SystemRule::new().qps(0.0),
+        ],
+        "-1 (any negative value) is unset"
+    );
+    assert_eq!(
+        set.authority,
+        vec![
+            AuthorityRule::allow("sentinel-admin", ["a", "b"]),
+            AuthorityRule::allow("sentinel-report", ["c"]),
+            AuthorityRule::deny("sentinel-search", ["crawler", "bot"]),
+            AuthorityRule::allow("sentinel-search-2", ["spider"]),
+        ]
+    );
+    assert!(
+        set.authority.iter().all(|r| !r.allow_missing),
+        "Sentinel's names keep our semantics: no allow_missing"
+    );
+
+    // Loaded from a file: `"a, b"` with strategy 0 lets `b` through, and nobody else.
+    let _serial = serial();
+    let clock = sentinel_runtime::clock::MockClock::install();
+    clock.advance(secs(1));
+    let dir = TempDir::new("sentinel-kinds");
+    let path = dir.join("rules.json");
+    fs::write(&path, SENTINEL_KINDS).unwrap();
+    rules::load_file(&path).unwrap();
+    assert_eq!(rules::system_rules(), set.system);
+    let admin = |origin: Option<&str>| {
+        let builder = EntryBuilder::new("sentinel-admin");
+        match origin {
+            Some(origin) => builder.origin(origin).enter(),
+            None => builder.enter(),
+        }
+    };
+    assert!(admin(Some("a")).is_ok());
+    assert!(admin(Some("b")).is_ok(), "`b` of \"a, b\" matches");
+    assert_eq!(admin(Some("c")).unwrap_err().kind(), BlockKind::Authority);
+    assert_eq!(
+        admin(None).unwrap_err().kind(),
+        BlockKind::Authority,
+        "a call without an origin is denied (Sentinel would pass it)"
+    );
+    let search = |origin: &str| EntryBuilder::new("sentinel-search").origin(origin).enter();
+    assert_eq!(search("bot").unwrap_err().kind(), BlockKind::Authority);
+    assert!(search("user").is_ok());
+    // The `qps: 0` system rule blocks inbound entries only.
+    assert_eq!(
+        EntryBuilder::new("sentinel-inbound")
+            .inbound()
+            .enter()
+            .unwrap_err()
+            .kind(),
+        BlockKind::System
+    );
+    assert!(EntryBuilder::new("sentinel-inbound").enter().is_ok());
+
+    rules::load(RuleSet::new()).unwrap();
+    rules::load_system_rules(vec![]).unwrap();
+    assert_eq!(rules::current(), RuleSet::new());
+}
+
+#[test]
+fn unknown_system_and_authority_fields_are_refused_by_name() {
+    // (file, the field named)
+    let cases = [
+        (
+            r#"{"system": [{ "cpu_usage": 0.5, "memory": 0.9 }]}"#,
+            "memory",
+        ),
+        (
+            r#"{"system": [{ "highestCpuUsage": 0.5, "clusterMode": false }]}"#,
+            "clusterMode",
+        ),
+        // Sentinel's names and ours in one rule: ours is refused by name.
+        (
+            r#"{"system": [{ "highestCpuUsage": 0.5, "concurrency": 5 }]}"#,
+            "concurrency",
+        ),
+        (
+            r#"{"authority": [{ "resource": "u", "strategy": "allow", "origins": ["a"],
+                "clusterMode": false }]}"#,
+            "clusterMode",
+        ),
+        (
+            r#"{"authority": [{ "resource": "u", "limitApp": "a", "clusterMode": false }]}"#,
+            "clusterMode",
+        ),
+        (
+            r#"{"authority": [{ "resource": "u", "limitApp": "a", "origins": ["a"] }]}"#,
+            "origins",
+        ),
+        (
+            r#"{"authority": [{ "resource": "u", "strategy": "allow", "origin": ["a"] }]}"#,
+            "origin",
+        ),
+    ];
+    for (json, name) in cases {
+        let err = RuleSet::from_json(json).unwrap_err();
+        let entry = only_entry(&err);
+        assert_eq!(entry.field.as_deref(), Some(name), "{json}: {err}");
+        assert!(err.to_string().contains(&format!("`{name}`")), "{err}");
+        assert_eq!(entry.line, Some(1), "{json}: {err}");
+    }
+    // An unknown kind is refused too.
+    let err = RuleSet::from_yaml("systems:\n  - qps: 1\n").unwrap_err();
+    assert!(err.to_string().contains("systems"), "{err}");
+}
+
+/// Each entry of `err` as `line kind index resource field`, in Rust's debug form.
+fn line_kind_index_resource_field(err: &RuleSetError) -> Vec<String> {
+    err.entries()
+        .iter()
+        .map(|e| {
+            format!(
+                "{:?} {:?} {:?} {:?} {:?}",
+                e.line, e.kind, e.index, e.resource, e.field
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_bad_system_or_authority_rule_is_reported_with_line_and_field() {
+    let yaml = "\
+system:
+  - qps: 10
+  - cpu_usage: 80          # line 3: a percentage, not a fraction
+    concurrency: 5
+authority:
+  - resource: bad-origins  # line 6
+    strategy: allow
+    origins: []
+  - resource: bad-strategy # line 9
+    strategy: white
+    origins: [a]
+";
+    let err = RuleSet::from_yaml(yaml).unwrap_err();
+    let found = line_kind_index_resource_field(&err);
+    assert_eq!(
+        found,
+        [
+            r#"Some(3) Some("system") Some(1) None Some("cpu_usage")"#,
+            r#"Some(6) Some("authority") Some(0) Some("bad-origins") Some("origins")"#,
+            r#"Some(9) Some("authority") Some(1) Some("bad-strategy") Some("strategy")"#,
+        ],
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("line 3, column 5: system[1]: field `cpu_usage` must be a fraction"),
+        "{err}"
+    );
+
+    // Sentinel's names in the error for a rule written with them; JSON and TOML lines.
+    let json = r#"/* licence */
+{
+  "system": [
+    { "highestCpuUsage": 0.5 },
+    { "highestSystemLoad": -1, "highestCpuUsage": 80, "qps": -1 }
+  ],
+  "authority": [
+    { "resource": "sentinel-bad", "limitApp": " , ", "strategy": 0 }
+  ]
+}"#;
+    let err = RuleSet::from_json(json).unwrap_err();
+    assert_eq!(
+        line_kind_index_resource_field(&err),
+        [
+            r#"Some(5) Some("system") Some(1) None Some("highestCpuUsage")"#,
+            r#"Some(8) Some("authority") Some(0) Some("sentinel-bad") Some("limitApp")"#,
+        ],
+        "{err}"
+    );
+    let err = RuleSet::from_json(
+        r#"{"system": [{ "highestSystemLoad": -1, "highestCpuUsage": -1, "avgRt": -1,
+            "maxThread": -1, "qps": -1 }]}"#,
+    )
+    .unwrap_err();
+    assert!(
+        only_entry(&err).message.contains("no limit"),
+        "a rule of only unset limits: {err}"
+    );
+    let toml = "[[system]]\nqps = 1\n\n[[system]]\navg_rt = \"2m\"\n";
+    let err = RuleSet::from_toml(toml).unwrap_err();
+    let entry = only_entry(&err);
+    assert_eq!(
+        (entry.line, entry.index, entry.field.as_deref()),
+        (Some(4), Some(1), Some("avg_rt"))
+    );
+
+    // Loading such a file changes nothing.
+    let _serial = serial();
+    let _clock = sentinel_runtime::clock::MockClock::install();
+    let dir = TempDir::new("bad-kinds");
+    let path = dir.join("rules.yaml");
+    fs::write(&path, yaml).unwrap();
+    let err = rules::load_file(&path).unwrap_err();
+    assert_eq!(err.path(), Some(path.as_path()));
+    assert_eq!(err.entries().len(), 3);
+    assert_eq!(rules::current(), RuleSet::new());
+    assert!(rules::system_rules().is_empty());
+}
+
+#[test]
+fn a_file_system_rule_blocks_inbound_entries_until_a_file_without_one_clears_it() {
+    use sentinel_runtime::{BlockKind, EntryBuilder};
+    let _serial = serial();
+    let clock = sentinel_runtime::clock::MockClock::install();
+    clock.advance(secs(1));
+    let dir = TempDir::new("system-in-force");
+    let path = dir.join("rules.yaml");
+    fs::write(
+        &path,
+        "flow:\n  - { resource: files-sys-flow, threshold: 100 }\nsystem:\n  - qps: 0\n",
+    )
+    .unwrap();
+    rules::load_file(&path).unwrap();
+    assert_eq!(rules::system_rules(), vec![SystemRule::new().qps(0.0)]);
+    let inbound = EntryBuilder::new("x").inbound().enter();
+    assert_eq!(inbound.unwrap_err().kind(), BlockKind::System);
+    assert!(
+        EntryBuilder::new("x").enter().is_ok(),
+        "outbound entries are never blocked by system rules"
+    );
+
+    // The same file without system rules: loading it clears them.
+    fs::write(
+        &path,
+        "flow:\n  - { resource: files-sys-flow, threshold: 100 }\n",
+    )
+    .unwrap();
+    rules::load_file(&path).unwrap();
+    assert!(rules::system_rules().is_empty());
+    assert_eq!(
+        rules::current().flow,
+        vec![FlowRule::qps("files-sys-flow", 100.0)]
+    );
+    assert!(EntryBuilder::new("x").inbound().enter().is_ok());
+
+    rules::load(RuleSet::new()).unwrap();
+    rules::load_system_rules(vec![]).unwrap();
 }
 
 // ----- the watcher ---------------------------------------------------------------------------------

@@ -9,15 +9,16 @@
 //!
 //! A file is a map of rule kinds, each a list of rules: `flow`, `circuit_breaker` (or
 //! Sentinel's name `degrade`), `hotspot` (or Sentinel's name `paramFlow`), `system` and
-//! `authority`. A kind left out loads as empty, so **loading a file replaces every kind**; an unknown kind is refused. An empty file (or one of only comments) is refused;
-//! an explicitly empty set clears every rule: `{}` (JSON, YAML) or `flow = []` (TOML, which has
-//! no way to write an empty map). A kind with no value (`flow:` in YAML) is refused too: a file
-//! cut short must not clear rules.
+//! `authority`. A kind left out loads as empty, so **loading a file replaces every kind** (a
+//! file without `system` clears the process-wide system rules); an unknown kind is refused. An
+//! empty file (or one of only comments) is refused; an explicitly empty set clears every rule:
+//! `{}` (JSON, YAML) or `flow = []` (TOML, which has no way to write an empty map). A kind with
+//! no value (`flow:` in YAML) is refused too: a file cut short must not clear rules.
 //!
 //! Every rule is read and checked on its own: a file with bad rules is refused with **every**
-//! bad rule listed (kind, position, resource, field and the line where the rule starts); a
-//! syntax error is refused with its own line and column. Unknown fields are refused by name,
-//! never ignored, and so is a field given twice.
+//! bad rule listed (kind, position, resource (system rules have none), the field as the file
+//! spells it, and the line where the rule starts); a syntax error is refused with its own line
+//! and column. Unknown fields are refused by name, never ignored, and so is a field given twice.
 //!
 //! ## Flow rules ([`FlowRule`])
 //!
@@ -58,7 +59,7 @@
 //!
 //! | field | value |
 //! |---|---|
-//! | `cpu_usage` | `0..=1` of the process's cores |
+//! | `cpu_usage` | `0..=1` of the process's cores (a fraction: `80` is refused) |
 //! | `load_per_core` | the 1-minute load average per core, positive |
 //! | `avg_rt` | duration, at most `1m`: the inbound calls' average response time |
 //! | `concurrency` | inbound calls inside at once |
@@ -148,7 +149,7 @@
 //! ## Example: YAML
 //!
 //! ```
-//! # use sentinel_runtime::rules::{CircuitBreakerRule, FlowRule, RuleSet};
+//! # use sentinel_runtime::rules::{AuthorityRule, CircuitBreakerRule, FlowRule, RuleSet, SystemRule};
 //! # use std::time::Duration;
 //! let yaml = r#"
 //! ## Rules for the shop.
@@ -185,6 +186,23 @@
 //!   - resource: ledger
 //!     strategy: { type: error_count, threshold: 5 }
 //!     recovery: 1m
+//! system:                      # process-wide, on inbound entries
+//!   - cpu_usage: 0.8           # of the process's cores, 0..=1
+//!     avg_rt: 200ms
+//!   - concurrency: 500
+//!     qps: 2000
+//!   - load_per_core: 1.5
+//! authority:
+//!   - resource: admin
+//!     strategy: allow          # only these origins; a call without one is denied
+//!     origins: [ops, billing]
+//!   - resource: status
+//!     strategy: allow
+//!     origins: [ops]
+//!     allow_missing: true      # ... unless this says otherwise
+//!   - resource: search
+//!     strategy: deny
+//!     origins: [crawler]
 //! "#;
 //! let set = RuleSet::from_yaml(yaml)?;
 //!
@@ -206,6 +224,16 @@
 //!     CircuitBreakerRule::slow_request_ratio("inventory", ms(200), 0.6).recovery(secs(30)),
 //!     CircuitBreakerRule::error_count("ledger", 5).recovery(secs(60)),
 //! ]);
+//! assert_eq!(set.system, vec![
+//!     SystemRule::new().cpu_usage(0.8).avg_rt(ms(200)),
+//!     SystemRule::new().concurrency(500).qps(2000.0),
+//!     SystemRule::new().load_per_core(1.5),
+//! ]);
+//! assert_eq!(set.authority, vec![
+//!     AuthorityRule::allow("admin", ["ops", "billing"]),
+//!     AuthorityRule::allow("status", ["ops"]).allow_missing_origin(true),
+//!     AuthorityRule::deny("search", ["crawler"]),
+//! ]);
 //! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
 //! ```
 //!
@@ -214,7 +242,7 @@
 //! JSON rule files may have `/* */` and `//` comments.
 //!
 //! ```
-//! # use sentinel_runtime::rules::{CircuitBreakerRule, FlowRule, RuleSet};
+//! # use sentinel_runtime::rules::{AuthorityRule, CircuitBreakerRule, FlowRule, RuleSet, SystemRule};
 //! # use std::time::Duration;
 //! let json = r#"{
 //!   // Rules for the shop.
@@ -238,6 +266,16 @@
 //!       "recovery": "30s"
 //!     },
 //!     { "resource": "ledger", "strategy": { "type": "error_count", "threshold": 5 }, "recovery": 60000 }
+//!   ],
+//!   "system": [
+//!     { "cpu_usage": 0.8, "avg_rt": "200ms" },
+//!     { "concurrency": 500, "qps": 2000 },
+//!     { "load_per_core": 1.5 }
+//!   ],
+//!   "authority": [
+//!     { "resource": "admin", "strategy": "allow", "origins": ["ops", "billing"] },
+//!     { "resource": "status", "strategy": "allow", "origins": ["ops"], "allow_missing": true },
+//!     { "resource": "search", "strategy": "deny", "origins": ["crawler"] }
 //!   ]
 //! }"#;
 //! let set = RuleSet::from_json(json)?;
@@ -252,13 +290,25 @@
 //! # ]);
 //! assert_eq!(set.circuit_breaker[2], CircuitBreakerRule::error_count("ledger", 5).recovery(secs(60)));
 //! # assert_eq!(set.circuit_breaker.len(), 3);
+//! assert_eq!(set.system[0], SystemRule::new().cpu_usage(0.8).avg_rt(ms(200)));
+//! # assert_eq!(set.system, vec![
+//! #     SystemRule::new().cpu_usage(0.8).avg_rt(ms(200)),
+//! #     SystemRule::new().concurrency(500).qps(2000.0),
+//! #     SystemRule::new().load_per_core(1.5),
+//! # ]);
+//! assert_eq!(set.authority[0], AuthorityRule::allow("admin", ["ops", "billing"]));
+//! # assert_eq!(set.authority, vec![
+//! #     AuthorityRule::allow("admin", ["ops", "billing"]),
+//! #     AuthorityRule::allow("status", ["ops"]).allow_missing_origin(true),
+//! #     AuthorityRule::deny("search", ["crawler"]),
+//! # ]);
 //! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
 //! ```
 //!
 //! ## Example: TOML
 //!
 //! ```
-//! # use sentinel_runtime::rules::{CircuitBreakerRule, FlowRule, RuleSet};
+//! # use sentinel_runtime::rules::{AuthorityRule, CircuitBreakerRule, FlowRule, RuleSet, SystemRule};
 //! # use std::time::Duration;
 //! let toml = r#"
 //! ## Rules for the shop.
@@ -310,6 +360,33 @@
 //! resource = "ledger"
 //! strategy = { type = "error_count", threshold = 5 }
 //! recovery = "1m"
+//!
+//! [[system]]
+//! cpu_usage = 0.8
+//! avg_rt = "200ms"
+//!
+//! [[system]]
+//! concurrency = 500
+//! qps = 2000
+//!
+//! [[system]]
+//! load_per_core = 1.5
+//!
+//! [[authority]]
+//! resource = "admin"
+//! strategy = "allow"
+//! origins = ["ops", "billing"]
+//!
+//! [[authority]]
+//! resource = "status"
+//! strategy = "allow"
+//! origins = ["ops"]
+//! allow_missing = true
+//!
+//! [[authority]]
+//! resource = "search"
+//! strategy = "deny"
+//! origins = ["crawler"]
 //! "#;
 //! let set = RuleSet::from_toml(toml)?;
 //! # let (ms, secs) = (Duration::from_millis, Duration::from_secs);
@@ -331,17 +408,32 @@
 //! #     CircuitBreakerRule::slow_request_ratio("inventory", ms(200), 0.6).recovery(secs(30)),
 //! #     CircuitBreakerRule::error_count("ledger", 5).recovery(secs(60)),
 //! # ]);
+//! assert_eq!(set.system[1], SystemRule::new().concurrency(500).qps(2000.0));
+//! # assert_eq!(set.system, vec![
+//! #     SystemRule::new().cpu_usage(0.8).avg_rt(ms(200)),
+//! #     SystemRule::new().concurrency(500).qps(2000.0),
+//! #     SystemRule::new().load_per_core(1.5),
+//! # ]);
+//! assert_eq!(set.authority[1], AuthorityRule::allow("status", ["ops"]).allow_missing_origin(true));
+//! # assert_eq!(set.authority, vec![
+//! #     AuthorityRule::allow("admin", ["ops", "billing"]),
+//! #     AuthorityRule::allow("status", ["ops"]).allow_missing_origin(true),
+//! #     AuthorityRule::deny("search", ["crawler"]),
+//! # ]);
 //! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
 //! ```
 //!
 //! # Sentinel Java's names
 //!
 //! Rules written for Sentinel can be brought as they are: put Sentinel's `FlowRule.json` array
-//! under `flow` and its `DegradeRule.json` array under `degrade` (a file whose top level is an
-//! array is refused, since it does not say its kind). A rule is read with Sentinel's names when
-//! it has any field only Sentinel uses (`count`, `grade`, `controlBehavior`, `timeWindow`, ...);
-//! it then uses Sentinel's names only (one of ours in it is refused by name). Both namings may
-//! be mixed in one file, rule by rule.
+//! under `flow`, its `DegradeRule.json` array under `degrade`, `ParamFlowRule.json` under
+//! `paramFlow`, `SystemRule.json` under `system` and `AuthorityRule.json` under `authority` (a
+//! file whose top level is an array is refused, since it does not say its kind). A rule is read
+//! with Sentinel's names when it has any field only Sentinel uses (`count`, `grade`,
+//! `controlBehavior`, `timeWindow`, `paramIdx`, ...; for system rules `highestSystemLoad`,
+//! `highestCpuUsage`, `avgRt`, `maxThread`, `resource` or `limitApp`; for authority rules
+//! `limitApp`); it then uses Sentinel's names only (one of ours in it is refused by name). Both
+//! namings may be mixed in one file, rule by rule.
 //!
 //! Flow rules (`flow`):
 //!
@@ -370,29 +462,60 @@
 //! | `statIntervalMs` (default 1000) | `window` (one bucket) |
 //! | `passCount`: deprecated in Sentinel, accepted and ignored | |
 //!
-//! System rules (`system`), from Sentinel's `SystemRule.json`; Sentinel writes `-1` for a limit
-//! it leaves unset, and any negative value reads as unset:
+//! System rules (`system`), from Sentinel's `SystemRule.json`. Sentinel writes `-1` for a limit
+//! it leaves unset: **any negative value reads as unset** (the field stays `None`).
 //!
 //! | Sentinel | here |
 //! |---|---|
-//! | `highestCpuUsage` (0..1) | `cpu_usage` |
-//! | `highestSystemLoad`: the whole machine's load | `load_per_core`: divided by the host's cores when read |
+//! | `highestCpuUsage` (0..1, kept as it is) | `cpu_usage` |
+//! | `highestSystemLoad`: the whole machine's 1-minute load | `load_per_core`: divided by the cores when read (below) |
 //! | `avgRt` (ms) | `avg_rt` |
 //! | `maxThread` | `concurrency` |
 //! | `qps` | `qps` |
-//! | `resource`, `limitApp` (`"default"` only): accepted, unused | |
+//! | `resource`, `limitApp` (`"default"` only): accepted, unused (a system rule is process-wide) | |
+//!
+//! Sentinel's `highestSystemLoad` is the whole machine's load, ours is per core: it is divided
+//! by [`std::thread::available_parallelism()`] (1 if unknown) of the process reading the file,
+//! so `"highestSystemLoad": 8.0` read on 4 cores is `load_per_core: 2.0`. The file is read where
+//! it is loaded: a file moved to a host with other cores gives another per-core limit, as
+//! Sentinel's whole-machine limit meant.
 //!
 //! Authority rules (`authority`), from Sentinel's `AuthorityRule.json`:
 //!
 //! | Sentinel | here |
 //! |---|---|
-//! | `resource` | `resource` |
-//! | `limitApp`: origins separated by commas | `origins`, split and trimmed (Sentinel's `"a, b"` never matched `b`) |
-//! | `strategy`: `0` or `"White"` (default), `1` or `"Black"` | `allow`, `deny` |
+//! | `resource` | `resource` (required) |
+//! | `limitApp`: origins separated by commas (required) | `origins`, split on commas and trimmed (`"a, b"` lists `a` and `b`) |
+//! | `strategy`: `0` or `"White"` (default), `1` or `"Black"` (any case) | `allow`, `deny` |
 //!
-//! A call without an origin is denied by an allow-list here, also for rules read with Sentinel's
-//! names (Sentinel lets it through, which bypasses the list).
-//! | `limitApp`: only `"default"` | |
+//! **A rule read with Sentinel's names keeps our semantics**: a call without an origin is
+//! denied by an allow-list (`allow_missing` stays `false`), where Sentinel lets it through,
+//! which bypasses the list. Sentinel has no field for `allow_missing`; write the rule with our
+//! names to set it.
+//!
+//! ```
+//! # use sentinel_runtime::rules::{AuthorityRule, RuleSet, SystemRule};
+//! # use std::time::Duration;
+//! let set = RuleSet::from_json(r#"{
+//!   "system": [
+//!     { "highestSystemLoad": 8.0, "highestCpuUsage": 0.9, "avgRt": -1, "maxThread": 500,
+//!       "qps": -1 }
+//!   ],
+//!   "authority": [
+//!     { "resource": "admin", "limitApp": "ops, billing", "strategy": 0 },
+//!     { "resource": "search", "limitApp": "crawler", "strategy": "Black" }
+//!   ]
+//! }"#)?;
+//! let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+//! assert_eq!(set.system, vec![
+//!     SystemRule::new().load_per_core(8.0 / cores).cpu_usage(0.9).concurrency(500),
+//! ]);
+//! assert_eq!(set.authority, vec![
+//!     AuthorityRule::allow("admin", ["ops", "billing"]),
+//!     AuthorityRule::deny("search", ["crawler"]),
+//! ]);
+//! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
+//! ```
 //!
 //! Param-flow rules (`paramFlow` or `hotspot`), Sentinel's `ParamFlowRule`:
 //!
@@ -884,7 +1007,9 @@ const EMPTY: &str = "the file has no rules (it is empty or only comments): an em
 
 const TOP_LEVEL_LIST: &str = "the top level is a list, which does not say its kind: a rule file \
                               is a map of kinds, so put Sentinel's FlowRule.json list under \
-                              `flow` and its DegradeRule.json list under `degrade`";
+                              `flow`, its DegradeRule.json list under `degrade`, \
+                              ParamFlowRule.json under `paramFlow`, SystemRule.json under \
+                              `system` and AuthorityRule.json under `authority`";
 
 /// A parsed document: the kinds it lists, each as unread rules.
 enum RawDoc {
@@ -1030,7 +1155,11 @@ fn read_rule<R>(
     ours: fn(Node) -> Result<R, NodeError>,
     sentinel: fn(Node) -> Result<R, NodeError>,
 ) -> Result<(R, Naming), Box<Problem>> {
-    let resource = resource_of(&node);
+    // A system rule is process-wide: it names no resource (Sentinel's unused `resource` aside).
+    let resource = match kind {
+        RuleKind::System => None,
+        _ => resource_of(&node),
+    };
     let (result, naming) = match is_sentinel(&node) {
         Some(key) => {
             let result = sentinel(node).map_err(|mut e| {
@@ -1179,6 +1308,9 @@ fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
         };
         let mut entry = RuleSetErrorEntry::from_rule_error(kind.name(), index, &e);
         entry.field = Some(field.to_owned());
+        if kind == RuleKind::System {
+            entry.resource = None;
+        }
         problems.push(Problem { kind, index, entry });
     }
     problems.sort_by_key(|p| (p.kind.name(), p.index));
@@ -1709,6 +1841,19 @@ circuit_breaker:
                 .recovery(Duration::from_secs(1))
                 .probes(2)
                 .min_requests(3),
+        ];
+        set.system = vec![
+            SystemRule::new()
+                .cpu_usage(0.75)
+                .avg_rt(Duration::from_micros(1_500)),
+            SystemRule::new()
+                .load_per_core(2.5)
+                .concurrency(40)
+                .qps(0.0),
+        ];
+        set.authority = vec![
+            AuthorityRule::allow("a", ["x", "y"]).allow_missing_origin(true),
+            AuthorityRule::deny("b", ["z"]),
         ];
         assert_eq!(RuleSet::from_json(&set.to_json().unwrap()), Ok(set.clone()));
         assert_eq!(RuleSet::from_yaml(&set.to_yaml().unwrap()), Ok(set.clone()));

@@ -3,9 +3,22 @@
 //! (see [`super::files`] for the mapping).
 //!
 //! A rule is read with Sentinel's names when it has any field only Sentinel uses
-//! ([`sentinel_flow_key`], [`sentinel_degrade_key`]); it then takes Sentinel's names only (a field
-//! of ours in it is refused by name). Every field Sentinel has that we do not support, and every
-//! value we do not support (chain strategy, origins, cluster mode), is refused by name.
+//! ([`sentinel_flow_key`], [`sentinel_degrade_key`], [`sentinel_param_flow_key`],
+//! [`sentinel_system_key`], [`sentinel_authority_key`]); it then takes Sentinel's names only (a
+//! field of ours in it is refused by name). Every field Sentinel has that we do not support, and
+//! every value we do not support (chain strategy, origins on flow rules, cluster mode), is
+//! refused by name.
+//!
+//! Two of Sentinel's meanings differ from ours and are converted or kept on purpose:
+//!
+//! * **System rules**: Sentinel writes `-1` for a limit it leaves unset, and every negative
+//!   value reads as unset. Sentinel's `highestSystemLoad` is the whole machine's load, our
+//!   `load_per_core` is per core: it is divided by [`std::thread::available_parallelism()`] (1
+//!   if unknown) when the rule is read. `highestCpuUsage` is 0..1 in both.
+//! * **Authority rules**: `limitApp` is split on commas and each origin trimmed (`"a, b"` lists
+//!   `a` and `b`); `strategy` 0 or `"White"` is an allow-list, 1 or `"Black"` a deny-list. The
+//!   rule keeps **our** semantics: a call without an origin is denied by an allow-list (Sentinel
+//!   lets it through); `allow_missing` is never set from Sentinel's names.
 
 use std::time::Duration;
 
@@ -630,6 +643,98 @@ fn unused_slow_ratio(value: Option<f64>) -> Result<(), NodeError> {
     )
 }
 
+/// Sentinel's system rule: every limit is a number, negative (Sentinel writes -1) for unset.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelSystemRule {
+    highest_system_load: Option<f64>,
+    highest_cpu_usage: Option<f64>,
+    avg_rt: Option<f64>,
+    max_thread: Option<f64>,
+    qps: Option<f64>,
+    /// Sentinel's rules all have these; a system rule uses neither.
+    resource: Option<Node>,
+    limit_app: Option<String>,
+}
+
+/// A limit Sentinel leaves unset with a negative value.
+fn set_limit(value: Option<f64>) -> Option<f64> {
+    value.filter(|v| v.is_nan() || *v >= 0.0)
+}
+
+/// Reads a system rule written with Sentinel's names. `highestSystemLoad` is the whole
+/// machine's load: it is divided by the host's cores into our `load_per_core`.
+pub(crate) fn system_rule(node: Node) -> Result<SystemRule, NodeError> {
+    let r = SentinelSystemRule::deserialize(node)?;
+    check_limit_app(r.limit_app.as_deref())?;
+    let _ = r.resource;
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let mut rule = SystemRule::new();
+    rule.load_per_core = set_limit(r.highest_system_load).map(|load| load / cores);
+    rule.cpu_usage = set_limit(r.highest_cpu_usage);
+    rule.avg_rt = match set_limit(r.avg_rt) {
+        Some(ms) if ms.is_finite() && ms <= 3_600_000.0 => {
+            Some(Duration::from_micros((ms * 1_000.0).round() as u64))
+        }
+        Some(ms) => {
+            return Err(refuse(
+                "avgRt",
+                format!("must be at most an hour, got {ms}"),
+            ))
+        }
+        None => None,
+    };
+    rule.concurrency = match set_limit(r.max_thread) {
+        Some(n) => Some(whole("maxThread", n, u32::MAX.into())? as u64),
+        None => None,
+    };
+    rule.qps = set_limit(r.qps);
+    Ok(rule)
+}
+
+/// Sentinel's authority rule: `limitApp` lists origins separated by commas; `strategy` 0 is a
+/// white list (the default), 1 a black list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelAuthorityRule {
+    resource: String,
+    limit_app: String,
+    strategy: Option<Node>,
+}
+
+/// Reads an authority rule written with Sentinel's names. The origins are split on commas and
+/// trimmed (Sentinel does neither per rule, so `"a, b"` never matched `b`). As everywhere here,
+/// a call without an origin is denied by a white list (Sentinel passes it).
+pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
+    let r = SentinelAuthorityRule::deserialize(node)?;
+    let origins: Vec<&str> = r
+        .limit_app
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .collect();
+    let strategy = match &r.strategy {
+        None => AuthorityStrategy::Allow,
+        Some(Node::U64(0) | Node::I64(0)) => AuthorityStrategy::Allow,
+        Some(Node::U64(1) | Node::I64(1)) => AuthorityStrategy::Deny,
+        Some(Node::F64(v)) if *v == 0.0 => AuthorityStrategy::Allow,
+        Some(Node::F64(v)) if *v == 1.0 => AuthorityStrategy::Deny,
+        Some(Node::Str(s)) if s.eq_ignore_ascii_case("white") => AuthorityStrategy::Allow,
+        Some(Node::Str(s)) if s.eq_ignore_ascii_case("black") => AuthorityStrategy::Deny,
+        Some(_) => {
+            return Err(refuse(
+                "strategy",
+                "must be 0 or \"White\" (only the listed origins pass) or 1 or \"Black\" (the \
+                 listed origins are denied)",
+            ))
+        }
+    };
+    Ok(match strategy {
+        AuthorityStrategy::Deny => AuthorityRule::deny(r.resource, origins),
+        _ => AuthorityRule::allow(r.resource, origins),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -836,96 +941,118 @@ mod tests {
             assert_eq!(field(degrade(json)), expected, "{json}");
         }
     }
-}
 
-/// Sentinel's system rule: every limit is a number, negative (Sentinel writes -1) for unset.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct SentinelSystemRule {
-    highest_system_load: Option<f64>,
-    highest_cpu_usage: Option<f64>,
-    avg_rt: Option<f64>,
-    max_thread: Option<f64>,
-    qps: Option<f64>,
-    /// Sentinel's rules all have these; a system rule uses neither.
-    resource: Option<Node>,
-    limit_app: Option<String>,
-}
+    fn system(json: &str) -> Result<SystemRule, (Option<String>, String)> {
+        system_rule(node(json)).map_err(|e| (e.field(), e.message().to_owned()))
+    }
 
-/// A limit Sentinel leaves unset with a negative value.
-fn set_limit(value: Option<f64>) -> Option<f64> {
-    value.filter(|v| v.is_nan() || *v >= 0.0)
-}
+    fn authority(json: &str) -> Result<AuthorityRule, (Option<String>, String)> {
+        authority_rule(node(json)).map_err(|e| (e.field(), e.message().to_owned()))
+    }
 
-/// Reads a system rule written with Sentinel's names. `highestSystemLoad` is the whole
-/// machine's load: it is divided by the host's cores into our `load_per_core`.
-pub(crate) fn system_rule(node: Node) -> Result<SystemRule, NodeError> {
-    let r = SentinelSystemRule::deserialize(node)?;
-    check_limit_app(r.limit_app.as_deref())?;
-    let _ = r.resource;
-    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
-    let mut rule = SystemRule::new();
-    rule.load_per_core = set_limit(r.highest_system_load).map(|load| load / cores);
-    rule.cpu_usage = set_limit(r.highest_cpu_usage);
-    rule.avg_rt = match set_limit(r.avg_rt) {
-        Some(ms) if ms.is_finite() && ms <= 3_600_000.0 => {
-            Some(Duration::from_micros((ms * 1_000.0).round() as u64))
+    #[test]
+    fn system_rules_read_negative_limits_as_unset_and_load_per_core() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        assert_eq!(
+            system(
+                r#"{"highestSystemLoad": -1, "highestCpuUsage": -1, "avgRt": -1,
+                    "maxThread": -1, "qps": -1}"#
+            ),
+            Ok(SystemRule::new()),
+            "every limit unset (validation then refuses the rule)"
+        );
+        assert_eq!(
+            system(r#"{"highestSystemLoad": -2.5, "highestCpuUsage": 0.75, "qps": 100.5}"#),
+            Ok(SystemRule::new().cpu_usage(0.75).qps(100.5))
+        );
+        assert_eq!(
+            system(
+                r#"{"resource": null, "limitApp": "default", "highestSystemLoad": 6.0,
+                    "avgRt": 150, "maxThread": 40.0}"#
+            ),
+            Ok(SystemRule::new()
+                .load_per_core(6.0 / cores)
+                .avg_rt(Duration::from_millis(150))
+                .concurrency(40))
+        );
+    }
+
+    #[test]
+    fn unsupported_system_fields_and_values_are_refused_by_name() {
+        let cases = [
+            (
+                r#"{"highestCpuUsage": 0.5, "clusterMode": false}"#,
+                "clusterMode",
+            ),
+            (r#"{"highestCpuUsage": 0.5, "cpu_usage": 0.5}"#, "cpu_usage"),
+            (r#"{"maxThread": 1.5}"#, "maxThread"),
+            (r#"{"avgRt": 1e12}"#, "avgRt"),
+            (r#"{"qps": 1, "limitApp": "appA"}"#, "limitApp"),
+            (r#"{"highestCpuUsage": "high"}"#, "highestCpuUsage"),
+        ];
+        for (json, expected) in cases {
+            assert_eq!(field(system(json)), expected, "{json}");
         }
-        Some(ms) => {
-            return Err(refuse(
-                "avgRt",
-                format!("must be at most an hour, got {ms}"),
-            ))
+        // Our fields map to Sentinel's names in validation errors.
+        assert_eq!(system_field("cpu_usage"), "highestCpuUsage");
+        assert_eq!(system_field("load_per_core"), "highestSystemLoad");
+        assert_eq!(system_field("avg_rt"), "avgRt");
+        assert_eq!(system_field("concurrency"), "maxThread");
+        assert_eq!(system_field("qps"), "qps");
+    }
+
+    #[test]
+    fn authority_rules_split_and_trim_limit_app_and_map_the_strategy() {
+        for (strategy, deny) in [
+            ("", false),
+            (r#", "strategy": 0"#, false),
+            (r#", "strategy": 0.0"#, false),
+            (r#", "strategy": "White""#, false),
+            (r#", "strategy": "white""#, false),
+            (r#", "strategy": 1"#, true),
+            (r#", "strategy": "Black""#, true),
+            (r#", "strategy": "BLACK""#, true),
+        ] {
+            let json = format!(r#"{{"resource": "r", "limitApp": "a, b ,,c"{strategy}}}"#);
+            let expected = if deny {
+                AuthorityRule::deny("r", ["a", "b", "c"])
+            } else {
+                AuthorityRule::allow("r", ["a", "b", "c"])
+            };
+            assert_eq!(authority(&json), Ok(expected), "{json}");
         }
-        None => None,
-    };
-    rule.concurrency = match set_limit(r.max_thread) {
-        Some(n) => Some(whole("maxThread", n, u32::MAX.into())? as u64),
-        None => None,
-    };
-    rule.qps = set_limit(r.qps);
-    Ok(rule)
-}
+        let rule = authority(r#"{"resource": "r", "limitApp": "a"}"#).unwrap();
+        assert!(
+            !rule.allow_missing,
+            "Sentinel's names keep our semantics: a missing origin is denied"
+        );
+    }
 
-/// Sentinel's authority rule: `limitApp` lists origins separated by commas; `strategy` 0 is a
-/// white list (the default), 1 a black list.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct SentinelAuthorityRule {
-    resource: String,
-    limit_app: String,
-    strategy: Option<Node>,
-}
-
-/// Reads an authority rule written with Sentinel's names. The origins are split on commas and
-/// trimmed (Sentinel does neither per rule, so `"a, b"` never matched `b`). As everywhere here,
-/// a call without an origin is denied by a white list (Sentinel passes it).
-pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
-    let r = SentinelAuthorityRule::deserialize(node)?;
-    let origins: Vec<&str> = r
-        .limit_app
-        .split(',')
-        .map(str::trim)
-        .filter(|o| !o.is_empty())
-        .collect();
-    let strategy = match &r.strategy {
-        None => AuthorityStrategy::Allow,
-        Some(Node::U64(0) | Node::I64(0)) => AuthorityStrategy::Allow,
-        Some(Node::U64(1) | Node::I64(1)) => AuthorityStrategy::Deny,
-        Some(Node::F64(v)) if *v == 0.0 => AuthorityStrategy::Allow,
-        Some(Node::F64(v)) if *v == 1.0 => AuthorityStrategy::Deny,
-        Some(Node::Str(s)) if s.eq_ignore_ascii_case("white") => AuthorityStrategy::Allow,
-        Some(Node::Str(s)) if s.eq_ignore_ascii_case("black") => AuthorityStrategy::Deny,
-        Some(_) => {
-            return Err(refuse(
+    #[test]
+    fn unsupported_authority_fields_and_values_are_refused_by_name() {
+        let cases = [
+            (
+                r#"{"resource": "r", "limitApp": "a", "strategy": 2}"#,
                 "strategy",
-                "must be 0 or \"White\" (only the listed origins pass) or 1 or \"Black\" (the \
-                 listed origins are denied)",
-            ))
+            ),
+            (
+                r#"{"resource": "r", "limitApp": "a", "strategy": "Grey"}"#,
+                "strategy",
+            ),
+            (
+                r#"{"resource": "r", "limitApp": "a", "clusterMode": false}"#,
+                "clusterMode",
+            ),
+            (
+                r#"{"resource": "r", "limitApp": "a", "origins": ["a"]}"#,
+                "origins",
+            ),
+            (r#"{"resource": "r", "limitApp": ["a"]}"#, "limitApp"),
+        ];
+        for (json, expected) in cases {
+            assert_eq!(field(authority(json)), expected, "{json}");
         }
-    };
-    Ok(match strategy {
-        AuthorityStrategy::Deny => AuthorityRule::deny(r.resource, origins),
-        _ => AuthorityRule::allow(r.resource, origins),
-    })
+        assert_eq!(authority_field("origins"), "limitApp");
+        assert_eq!(authority_field("resource"), "resource");
+    }
 }

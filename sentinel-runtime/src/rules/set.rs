@@ -65,7 +65,8 @@ pub struct RuleSet {
     // `files::read_rules`.
 }
 
-/// The kind names used in errors, as the rule manager reports them.
+/// The kind names used in errors, as the rule manager reports them (for rule files).
+#[cfg(feature = "rule-files")]
 pub(crate) use super::load::{AUTHORITY, CIRCUIT_BREAKER, FLOW, HOTSPOT, SYSTEM};
 
 impl RuleSet {
@@ -325,6 +326,7 @@ impl std::error::Error for RuleSetError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::load::{CIRCUIT_BREAKER, FLOW};
     use crate::rules::MAX_BREAKERS_PER_RESOURCE;
     use std::time::Duration;
 
