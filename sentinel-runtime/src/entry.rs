@@ -34,7 +34,11 @@ use crate::sync::thread_slot;
 /// # Ok::<(), sentinel_runtime::BlockError>(())
 /// ```
 pub fn entry(resource: &str) -> Result<Entry, BlockError> {
-    EntryBuilder::new(resource).enter()
+    // Not through `EntryBuilder`: with no parameters known at compile time, the checks that
+    // only parameters, origins or inbound entries need are left out of this path.
+    let slot = thread_slot();
+    let node = rules::node_by_name(slot, resource);
+    enter_in(slot, node, 1, &Params::NONE)
 }
 
 /// Options for entering a resource: `EntryBuilder::new("r").acquire(5).enter()`.
