@@ -24,7 +24,8 @@ pub enum BlockKind {
     HotParam,
     /// A system rule: the process as a whole is over a limit ([`crate::rules::SystemRule`];
     /// inbound entries only). [`BlockError::reason`] names the limit (`qps`, `concurrency`,
-    /// `avg_rt`, `cpu_usage`, `load_per_core`).
+    /// `avg_rt`, `cpu_usage`, `load_per_core`, or `adaptive` while the adaptive check holds on for
+    /// a second after the CPU or load came back under its limit).
     System,
 }
 

@@ -5,7 +5,8 @@
 //! * **Concurrency** is counted exactly, by a counter of inbound calls inside that every checked
 //!   inbound entry takes and its exit gives back (from the first time a concurrency limit is
 //!   loaded; the calls already inside then count too).
-//! * **Average RT** is read from the inbound statistics over the last second.
+//! * **Average RT** is read from the inbound statistics over the last second (recomputed at
+//!   most once per 10 ms, as is the BBR capacity below).
 //! * **CPU usage and load** are checked adaptively (BBR): over the limit, a call is blocked only
 //!   while the inbound calls inside exceed the largest completions per second of the last second
 //!   times the smallest response time; that check stays on for 1 s after its first block (as
@@ -86,6 +87,7 @@ pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
     let avg_rt_us = rule.avg_rt.map(|rt| rt.as_micros() as u64);
     let active = !rules.is_empty();
     FIRST_DROP.store(0, Relaxed);
+    DERIVED_PERIOD.store(0, Relaxed);
     LIMITS.replace(Arc::new(Limits {
         rule,
         avg_rt_us,
@@ -145,8 +147,8 @@ fn check_readings(
     now: u64,
 ) -> Result<(), BlockError> {
     if let Some(limit_us) = avg_rt_us {
-        let window = INBOUND.window(now);
-        if window.complete > 0 && window.rt_sum_us / window.complete > limit_us {
+        let (avg_us, _) = derived(now);
+        if avg_us.is_some_and(|avg| avg > limit_us) {
             let limit_ms = limit_us as f64 / 1_000.0;
             return Err(BlockError::system(resource, "avg_rt", limit_ms));
         }
@@ -185,9 +187,41 @@ fn over_capacity(now: u64) -> bool {
     if inside <= 1 {
         return false;
     }
-    let per_second = INBOUND.max_bucket_completes(now) as f64 * 10.0;
-    let min_rt_s = INBOUND.window(now).min_rt_us.unwrap_or(0) as f64 / 1e6;
-    inside as f64 > per_second * min_rt_s
+    let (_, capacity) = derived(now);
+    inside as f64 > capacity
+}
+
+/// How often the figures read from the inbound window are recomputed: summing every thread's
+/// shard of the window on every inbound call would cost more than the rest of the check.
+const REFRESH_NANOS: u64 = 10_000_000;
+
+/// The figures of the inbound window, as of the 10 ms period `period - 1` (0: none yet).
+static DERIVED_PERIOD: AtomicU64 = AtomicU64::new(0);
+/// The average response time in microseconds (`u64::MAX`: no call finished).
+static DERIVED_AVG_RT_US: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The calls the process has shown it can hold: max completions per second x min RT (f64).
+static DERIVED_CAPACITY: AtomicU64 = AtomicU64::new(0);
+
+/// The inbound calls' average response time over the last second (`None` if none finished) and
+/// the BBR capacity, recomputed at most once per 10 ms (concurrent recomputations store the same
+/// kind of figures; a reader may pair one recomputation's average with another's capacity).
+fn derived(now: u64) -> (Option<u64>, f64) {
+    let period = now / REFRESH_NANOS + 1;
+    if DERIVED_PERIOD.load(Acquire) != period {
+        let window = INBOUND.window(now);
+        let avg = match window.complete {
+            0 => u64::MAX,
+            n => window.rt_sum_us / n,
+        };
+        let per_second = INBOUND.max_bucket_completes(now) as f64 * 10.0;
+        let min_rt_s = window.min_rt_us.unwrap_or(0) as f64 / 1e6;
+        DERIVED_AVG_RT_US.store(avg, Relaxed);
+        DERIVED_CAPACITY.store((per_second * min_rt_s).to_bits(), Relaxed);
+        DERIVED_PERIOD.store(period, Release);
+    }
+    let avg = DERIVED_AVG_RT_US.load(Relaxed);
+    let capacity = f64::from_bits(DERIVED_CAPACITY.load(Relaxed));
+    ((avg != u64::MAX).then_some(avg), capacity)
 }
 
 /// Undoes what [`try_enter`] reserved, for a call a later check blocked.
