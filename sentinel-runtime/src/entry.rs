@@ -33,11 +33,12 @@ use crate::sync::thread_slot;
 /// drop(entry);
 /// # Ok::<(), sentinel_runtime::BlockError>(())
 /// ```
+#[inline]
 pub fn entry(resource: &str) -> Result<Entry, BlockError> {
     // Not through `EntryBuilder`: with no parameters known at compile time, the checks that
     // only parameters, origins or inbound entries need are left out of this path.
     let slot = thread_slot();
-    let node = rules::node_by_name(slot, resource);
+    let node = rules::node_by_name(resource);
     enter_in(slot, node, 1, &Params::NONE)
 }
 
@@ -126,7 +127,7 @@ impl<'a> EntryBuilder<'a> {
     /// [`enter_async`](Self::enter_async), which awaits its turn without blocking the executor.
     pub fn enter(self) -> Result<Entry, BlockError> {
         let slot = thread_slot();
-        let node = rules::node_by_name(slot, self.resource);
+        let node = rules::node_by_name(self.resource);
         enter_in(slot, node, self.count, &self.params)
     }
 
@@ -149,7 +150,7 @@ impl<'a> EntryBuilder<'a> {
     pub fn enter_async(
         self,
     ) -> impl std::future::Future<Output = Result<Entry, BlockError>> + Send + 'static {
-        let node = rules::node_by_name(thread_slot(), self.resource);
+        let node = rules::node_by_name(self.resource);
         let (count, params) = (self.count, self.params);
         async move {
             let reservation = reserve_with(node, count, false, &params)?;

@@ -70,7 +70,7 @@
 //! # Layers
 //!
 //! Bottom up, each using only those below it: [`clock`], the errors, `sync` (thread slots,
-//! hazard-pointer publication); [`stat`] ([`stat::LeapArray`], per-thread statistics shards);
+//! hazard-pointer publication, the lock-free name table); [`stat`] ([`stat::LeapArray`], per-thread statistics shards);
 //! [`rules`] as plain validated data; the [`slot`] checks (which see a resource's name and
 //! statistics, never its node); [`ResourceNode`] (statistics plus the checks in force); the
 //! [`registry`] of nodes by name; the rule loader; [`Entry`] and the entry functions; [`metrics`].

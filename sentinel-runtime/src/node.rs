@@ -67,6 +67,12 @@ struct BlockEvents {
     reported: [std::sync::atomic::AtomicU64; BlockTotals::RULES.len()],
 }
 
+impl crate::sync::Named for ResourceNode {
+    fn name(&self) -> &str {
+        self.name
+    }
+}
+
 impl ResourceNode {
     /// A new node with no rules; it lives for the rest of the program.
     pub(crate) fn leak(name: &str) -> &'static ResourceNode {

@@ -5,11 +5,10 @@
 //!
 //! # Lookups take no lock
 //!
-//! The table is an immutable open-addressing array behind a published pointer: a lookup
-//! reads the pointer (a hazard-pointer read: no lock, no write to memory other threads read),
-//! hashes the name with a keyed hash, and probes. Nodes are never removed, so a name found stays
-//! valid. Creating a node copies the table under a lock and publishes the copy: creation is rare
-//! (bounded by the cap) and costs in proportion to the table.
+//! Nodes live in a [`NameTable`]: a lookup hashes the name with a keyed hash and probes an
+//! insert-only open-addressing table with atomic loads (no lock, no write to shared memory).
+//! Nodes are never removed, so a name found stays valid. Creating a node takes a lock; it is
+//! rare (bounded by the cap).
 //!
 //! # The cap
 //!
@@ -24,11 +23,11 @@
 //! a flood of other names has filled it.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::LazyLock;
 
 use crate::node::ResourceNode;
-use crate::sync::{thread_slot, Published};
+use crate::sync::NameTable;
 
 /// The default cap on resources created by name: Sentinel's.
 pub const DEFAULT_MAX_RESOURCES: usize = 6_000;
@@ -53,88 +52,14 @@ pub fn max_resources() -> usize {
     MAX.load(Ordering::Acquire)
 }
 
-/// Whether two names are equal: an inlined compare (names are short; a call to `memcmp` cost
-/// more than the rest of the lookup). Differences are OR-ed together rather than returned early,
-/// which also keeps the compiler from turning the loops back into a `memcmp` call.
-#[inline(always)]
-fn same_name(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let word = |c: &[u8]| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (a_tail, b_tail) = (a_words.remainder(), b_words.remainder());
-    let mut diff = 0u64;
-    for (x, y) in a_words.zip(b_words) {
-        diff |= word(x) ^ word(y);
-    }
-    for (x, y) in a_tail.iter().zip(b_tail) {
-        diff |= u64::from(x ^ y);
-    }
-    diff == 0
-}
-
-/// An immutable open-addressing table: `slots.len()` is a power of two, at most half full.
-#[derive(Debug)]
-struct Table {
-    slots: Box<[Option<(u64, &'static ResourceNode)>]>,
-    len: usize,
-}
-
-impl Table {
-    fn with_capacity(slots: usize) -> Table {
-        Table {
-            slots: vec![None; slots.next_power_of_two().max(16)].into_boxed_slice(),
-            len: 0,
-        }
-    }
-
-    #[inline]
-    fn get(&self, hash: u64, name: &str) -> Option<&'static ResourceNode> {
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            match self.slots[i] {
-                None => return None,
-                Some((h, node)) if h == hash && same_name(node.name(), name) => return Some(node),
-                Some(_) => i = (i + 1) & mask,
-            }
-        }
-    }
-
-    /// A copy with `node` added (and room to spare).
-    fn with(&self, hash: u64, node: &'static ResourceNode) -> Table {
-        let mut table = Table::with_capacity(if (self.len + 1) * 2 > self.slots.len() {
-            self.slots.len() * 2
-        } else {
-            self.slots.len()
-        });
-        for (h, n) in self.slots.iter().flatten() {
-            table.insert(*h, n);
-        }
-        table.insert(hash, node);
-        table
-    }
-
-    fn insert(&mut self, hash: u64, node: &'static ResourceNode) {
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        while self.slots[i].is_some() {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = Some((hash, node));
-        self.len += 1;
-    }
-}
-
 struct Registry {
     /// The keyed hash of names (seeded once per process, so a client cannot aim for
     /// collisions).
     hasher: foldhash::fast::RandomState,
-    table: Published<Table>,
-    /// Serialises creation; counts the nodes created by name that count against the cap.
-    writer: Mutex<usize>,
+    nodes: NameTable<ResourceNode, AtomicU64>,
+    /// Nodes created by name that count against the cap (changed only under the table's
+    /// writer lock).
+    capped: AtomicUsize,
 }
 
 impl Registry {
@@ -146,26 +71,19 @@ impl Registry {
 
 static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
     hasher: foldhash::fast::RandomState::default(),
-    table: Published::new(Arc::new(Table::with_capacity(16))),
-    writer: Mutex::new(0),
+    nodes: NameTable::new(16),
+    capped: AtomicUsize::new(0),
 });
 
 /// The node the entries beyond the cap share: never registered, never given rules.
 static OVERFLOW: LazyLock<&'static ResourceNode> =
     LazyLock::new(|| ResourceNode::leak("<overflow>"));
 
-/// The node named `name`, if one exists. Takes no lock.
+/// The node named `name`, if one exists. Takes no lock and writes no memory.
 #[inline]
 pub(crate) fn get(name: &str) -> Option<&'static ResourceNode> {
-    get_in(thread_slot(), name)
-}
-
-/// [`get`] for a caller that knows its thread slot.
-#[inline]
-pub(crate) fn get_in(slot: usize, name: &str) -> Option<&'static ResourceNode> {
     let registry = &*REGISTRY;
-    let hash = registry.hash(name);
-    registry.table.read_in(slot, |table| table.get(hash, name))
+    registry.nodes.get(registry.hash(name), name)
 }
 
 /// The node named `name`, created (and passed to `init`) if it does not exist. A node created
@@ -175,25 +93,20 @@ pub(crate) fn get_or_create(
     capped: bool,
     init: impl FnOnce(&'static ResourceNode),
 ) -> Option<&'static ResourceNode> {
-    let hash = REGISTRY.hash(name);
-    let mut created_capped = REGISTRY
-        .writer
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if let Some(node) = REGISTRY.table.read(|table| table.get(hash, name)) {
-        return Some(node);
-    }
-    if capped {
-        if *created_capped >= max_resources() {
-            return None;
+    let registry = &*REGISTRY;
+    registry.nodes.get_or_insert(registry.hash(name), name, || {
+        if capped {
+            // Under the table's writer lock: no other creation races this count.
+            let created = registry.capped.load(Ordering::Relaxed);
+            if created >= max_resources() {
+                return None;
+            }
+            registry.capped.store(created + 1, Ordering::Relaxed);
         }
-        *created_capped += 1;
-    }
-    let node = ResourceNode::leak(name);
-    init(node);
-    let table = REGISTRY.table.read(|table| table.with(hash, node));
-    REGISTRY.table.replace(Arc::new(table));
-    Some(node)
+        let node = ResourceNode::leak(name);
+        init(node);
+        Some(node)
+    })
 }
 
 /// The shared node of the entries beyond the cap.
@@ -203,9 +116,7 @@ pub(crate) fn overflow() -> &'static ResourceNode {
 
 /// Every node, in no particular order.
 pub(crate) fn all() -> Vec<&'static ResourceNode> {
-    REGISTRY
-        .table
-        .read(|table| table.slots.iter().flatten().map(|(_, n)| *n).collect())
+    REGISTRY.nodes.all()
 }
 
 #[cfg(test)]
@@ -226,22 +137,5 @@ mod tests {
         let again = get_or_create(&names[7], false, |_| panic!("created twice")).unwrap();
         assert!(std::ptr::eq(again, get(&names[7]).unwrap()));
         assert!(all().len() >= names.len());
-    }
-
-    #[test]
-    fn names_compare_byte_for_byte() {
-        for (a, b, same) in [
-            ("", "", true),
-            ("a", "a", true),
-            ("a", "b", false),
-            ("GET:/users/{id}", "GET:/users/{id}", true),
-            ("GET:/users/{id}", "GET:/users/{ix}", false),
-            ("GET:/users/{id}", "GET:/users/{id", false),
-            ("12345678", "12345678", true),
-            ("12345678", "12345679", false),
-            ("1234567890abcdefX", "1234567890abcdefY", false),
-        ] {
-            assert_eq!(same_name(a, b), same, "{a:?} vs {b:?}");
-        }
     }
 }

@@ -496,8 +496,8 @@ pub(crate) fn defined_node(name: &str, defaults: &Defaults) -> &'static Resource
 /// name counts against the cap on resources, and beyond it gets the shared overflow node (its
 /// entries pass unchecked).
 #[inline]
-pub(crate) fn node_by_name(slot: usize, name: &str) -> &'static ResourceNode {
-    match registry::get_in(slot, name) {
+pub(crate) fn node_by_name(name: &str) -> &'static ResourceNode {
+    match registry::get(name) {
         Some(node) => node,
         None => create_by_name(name),
     }

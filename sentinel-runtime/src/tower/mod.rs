@@ -529,7 +529,7 @@ fn hash_ip(ip: IpAddr) -> u64 {
 
 /// The node of a resource named by the layer's `resource` function.
 fn node_by_name(resource: &str) -> &'static crate::ResourceNode {
-    crate::rules::node_by_name(crate::sync::thread_slot(), resource)
+    crate::rules::node_by_name(resource)
 }
 
 /// The entry of a request whose response is being sent.
