@@ -78,6 +78,7 @@ impl<'a> EntryBuilder<'a> {
     /// # rules::load_hotspot_rules(vec![])?;
     /// # Ok::<(), sentinel_runtime::RuleError>(())
     /// ```
+    #[inline]
     pub fn param(mut self, value: &(impl Hash + ?Sized)) -> EntryBuilder<'a> {
         self.params.push(crate::param::hash(value));
         self
@@ -125,6 +126,7 @@ impl<'a> EntryBuilder<'a> {
     /// Runs the slot chain: `Ok(Entry)` if admitted. On a resource with a throttling rule, a
     /// call whose turn is not yet due **sleeps this thread** until it is: in async code use
     /// [`enter_async`](Self::enter_async), which awaits its turn without blocking the executor.
+    #[inline]
     pub fn enter(self) -> Result<Entry, BlockError> {
         let slot = thread_slot();
         let node = rules::node_by_name(self.resource);
@@ -495,7 +497,8 @@ impl Entry {
             count: u64::from(count),
             probe: admission.probe,
             flags: AtomicU64::new(flags),
-            held: if admission.hot.is_empty() {
+            // Rate passes hold nothing once admitted; only concurrency places are given back.
+            held: if admission.inside().next().is_none() {
                 None
             } else {
                 hot_held(admission, chain)

@@ -99,6 +99,49 @@ pub(crate) enum HotPass {
     Inside(Slot),
 }
 
+/// What the hotspot gates admitted, by gate index in the chain: the first inline (a resource
+/// rarely has more than one hotspot rule, and a call's passes must not cost an allocation), any
+/// more on the heap.
+#[derive(Debug, Default)]
+pub(crate) struct HotPasses {
+    first: Option<(usize, HotPass)>,
+    more: Vec<(usize, HotPass)>,
+}
+
+impl HotPasses {
+    pub(crate) fn push(&mut self, gate: usize, pass: HotPass) {
+        if self.first.is_none() {
+            self.first = Some((gate, pass));
+        } else {
+            self.more.push((gate, pass));
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Whether a pass took a place in a concurrency counter.
+    #[inline]
+    pub(crate) fn holds_places(&self) -> bool {
+        self.iter()
+            .any(|(_, pass)| matches!(pass, HotPass::Inside(_)))
+    }
+
+    /// Every pass, in the order the gates admitted them.
+    #[inline]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(usize, HotPass)> + '_ {
+        self.first.iter().chain(&self.more)
+    }
+
+    /// Takes every pass out, the latest first (the order to give them back in).
+    pub(crate) fn drain_latest_first(&mut self) -> impl Iterator<Item = (usize, HotPass)> {
+        let more = std::mem::take(&mut self.more);
+        more.into_iter().rev().chain(self.first.take())
+    }
+}
+
 impl HotspotGate {
     /// The gate of a validated `rule`.
     pub(crate) fn new(rule: &HotspotRule) -> HotspotGate {

@@ -42,7 +42,7 @@ pub(crate) use adaptive::{AdaptiveLimit, Outcome};
 pub(crate) use breaker::{CircuitBreaker, Probe};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use gate::{Gate, GateShape};
-pub(crate) use hotspot::{HotPass, HotspotGate, HotspotShape};
+pub(crate) use hotspot::{HotPass, HotPasses, HotspotGate, HotspotShape};
 pub(crate) use related::Resolve;
 pub(crate) use system::SystemPass;
 
@@ -130,9 +130,8 @@ pub(crate) struct Admission {
     /// 1 if the call took a place in the node's concurrency counter (a whole word: see
     /// `entry::enter`).
     pub(crate) counted: u64,
-    /// What each hotspot gate (by index in the chain) admitted: empty (no allocation) on a
-    /// resource without hotspot rules.
-    pub(crate) hot: Vec<(usize, HotPass)>,
+    /// What each hotspot gate (by index in the chain) admitted.
+    pub(crate) hot: HotPasses,
     /// [`INBOUND_CALL`], with [`INBOUND_COUNTED`] if the call took a place in the system rules'
     /// count of inbound calls inside (0: not inbound).
     pub(crate) inbound: u64,
@@ -147,6 +146,7 @@ pub(crate) const INBOUND_COUNTED: u64 = 2;
 
 impl Admission {
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
+    #[inline]
     pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Slot)> + '_ {
         self.hot.iter().filter_map(|&(i, pass)| match pass {
             HotPass::Inside(slot) => Some((i, slot)),
@@ -276,7 +276,7 @@ struct Reserved<'a> {
     at: u64,
     probe: ProbeTicket,
     /// What the hotspot gates admitted (by index in the chain).
-    hot: Vec<(usize, HotPass)>,
+    hot: HotPasses,
     /// What the system check reserved.
     system: SystemPass,
     params: &'a Params,
@@ -322,7 +322,7 @@ impl Reserved<'_> {
         }
         release_probe(self.chain, self.probe);
         self.probe = ProbeTicket::NONE;
-        for (i, pass) in self.hot.drain(..).rev() {
+        for (i, pass) in self.hot.drain_latest_first() {
             if let Some(gate) = self.chain.hotspots.get(i) {
                 gate.cancel(pass, self.count);
             }
@@ -361,7 +361,7 @@ pub(crate) fn check(
         gates: 0,
         at: now,
         probe: ProbeTicket::NONE,
-        hot: Vec::new(),
+        hot: HotPasses::default(),
         system: SystemPass::default(),
         params,
         custom: 0,
@@ -404,7 +404,11 @@ pub(crate) fn check(
     out.turn = turn;
     out.probe = reserved.probe;
     out.counted = u64::from(reserved.counted);
-    if !reserved.hot.is_empty() {
+    // The hotspot passes outlive the checks only where something is still to give back: a
+    // place in a concurrency counter (at exit), or a rate reservation while the call waits for
+    // its turn (if the wait is abandoned). Not moved otherwise (a moved pass is copied with
+    // wide loads that stall on the narrower stores that built it).
+    if !reserved.hot.is_empty() && (turn != 0 || reserved.hot.holds_places()) {
         out.hot = std::mem::take(&mut reserved.hot);
     }
     if inbound != 0 {
@@ -461,7 +465,7 @@ fn check_hotspots(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, B
             turn = turn.max(t);
         }
         if pass != HotPass::Free {
-            r.hot.push((i, pass));
+            r.hot.push(i, pass);
         }
     }
     Ok(turn)
@@ -625,7 +629,7 @@ fn check_with_custom(
         gates: 0,
         at: now,
         probe: ProbeTicket::NONE,
-        hot: Vec::new(),
+        hot: HotPasses::default(),
         system: SystemPass::default(),
         params,
         custom: 0,
@@ -709,7 +713,7 @@ fn shallow<'a>(r: &Reserved<'a>) -> Reserved<'a> {
         gates: r.gates,
         at: r.at,
         probe: r.probe,
-        hot: Vec::new(),
+        hot: HotPasses::default(),
         // The system check's reservation stays with the first holder (checked before the copy).
         system: SystemPass::default(),
         params: r.params,

@@ -105,6 +105,20 @@ pub(crate) enum Full {
     Block,
 }
 
+/// A hint to the CPU to bring the cache line of `value` in; nothing is read.
+#[inline(always)]
+fn prefetch_line<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing into the program, never faults, and
+    // `value` is a live reference anyway. SSE (which has it) is part of every x86_64 target.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(value).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
 /// The outcome of [`ParamTable::acquire_rate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RateDecision {
@@ -263,7 +277,16 @@ pub(crate) struct ParamTable<A: AtomicWord = AtomicU64> {
     shard_bits: u32,
     buckets_per_shard: u64,
     full: Full,
+    /// Whether lookups prefetch (see [`PREFETCH_BYTES`]).
+    prefetch: bool,
 }
+
+/// Tables of more bytes than this prefetch a lookup's lines: in a table that outgrows the
+/// caches, the lines are misses to memory whose latencies overlap when asked for at once (1
+/// million keys in a table of capacity 1 million: 349 -> 284 ns an entry, measured with a loop
+/// of entries); a table that fits in the caches has nothing to gain, and the prefetches cost
+/// a little (1 000 keys cycled through the same table: 118 -> 140 ns).
+const PREFETCH_BYTES: usize = 8 << 20;
 
 impl<A: AtomicWord> fmt::Debug for ParamTable<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -324,6 +347,9 @@ impl<A: AtomicWord> ParamTable<A> {
             shard_bits: shards.trailing_zeros(),
             buckets_per_shard: buckets_per_shard as u64,
             full,
+            prefetch: total
+                * (std::mem::size_of::<Bucket<A>>() + BUCKET * std::mem::size_of::<State<A>>())
+                > PREFETCH_BYTES,
         }
     }
 
@@ -387,6 +413,24 @@ impl<A: AtomicWord> ParamTable<A> {
             id: mixed << self.shard_bits,
             buckets: [first + one, first + two],
             distinct: if one == two { 1 } else { 2 },
+        }
+    }
+
+    /// Asks the CPU to start loading every line a lookup of `k` may read (the key lines of its
+    /// buckets and their states) at once, so that their cache misses overlap instead of
+    /// following one another (over a large table each is a miss to memory).
+    #[inline(always)]
+    fn prefetch(&self, k: &Located) {
+        if !self.prefetch {
+            return;
+        }
+        for &bucket in k.buckets() {
+            prefetch_line(&self.buckets[bucket]);
+            let states = &self.states[bucket * BUCKET..(bucket + 1) * BUCKET];
+            // 8 states of 16 bytes: two lines, three where the slice straddles a boundary.
+            prefetch_line(&states[0]);
+            prefetch_line(&states[BUCKET / 2]);
+            prefetch_line(&states[BUCKET - 1]);
         }
     }
 
@@ -466,6 +510,7 @@ impl<A: AtomicWord> ParamTable<A> {
             max_wait,
         };
         let k = self.locate(key);
+        self.prefetch(&k);
         loop {
             match self.find(&k, OCCUPIED) {
                 Some(slot) => {
@@ -584,6 +629,7 @@ impl<A: AtomicWord> ParamTable<A> {
             return Err(());
         }
         let k = self.locate(key);
+        self.prefetch(&k);
         loop {
             match self.find(&k, OCCUPIED | CONCURRENCY) {
                 Some(slot) => {
