@@ -52,6 +52,15 @@ fn next_key() -> u64 {
 }
 
 /// The simplest correct windowed limiter: one lock around ten 100 ms buckets.
+/// A guarded call with one hotspot rule over its argument (a static node: no lookup by name).
+#[sentinel_runtime::sentinel(
+    resource = "bench-hot-attr",
+    hotspot(param = key, qps = 1000000, capacity = 1000000)
+)]
+fn guarded_hot(key: u64) -> Result<u64, sentinel_runtime::BlockError> {
+    Ok(key)
+}
+
 struct NaiveWindow {
     inner: Mutex<NaiveState>,
     limit: u64,
@@ -167,6 +176,9 @@ fn bench(c: &mut Criterion) {
                 .unwrap(),
         ));
     };
+    let sentinel_hot_attr = || {
+        black_box(guarded_hot(black_box(next_key()))).unwrap();
+    };
     let governor_keyed_check = || {
         let key = next_key();
         black_box(governor_keyed.check_key(&key)).unwrap();
@@ -199,6 +211,9 @@ fn bench(c: &mut Criterion) {
     one.bench_function("sentinel hotspot rule, 1M keys: entry+exit", |b| {
         b.iter(sentinel_hot)
     });
+    one.bench_function("sentinel #[sentinel(hotspot)] guarded call, 1M keys", |b| {
+        b.iter(sentinel_hot_attr)
+    });
     one.bench_function("governor keyed check_key, 1M keys", |b| {
         b.iter(governor_keyed_check)
     });
@@ -222,6 +237,9 @@ fn bench(c: &mut Criterion) {
     });
     two.bench_function("sentinel hotspot rule, 1M keys: entry+exit", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &sentinel_hot))
+    });
+    two.bench_function("sentinel #[sentinel(hotspot)] guarded call, 1M keys", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_hot_attr))
     });
     two.bench_function("governor keyed check_key, 1M keys", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &governor_keyed_check))
