@@ -6,13 +6,11 @@ use std::sync::Arc;
 
 use crate::clock;
 use crate::error::BlockError;
-use crate::node::ResourceNode;
+use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
 use crate::param::Params;
 use crate::rules;
 use crate::slot::param_table::Slot;
-use crate::slot::{
-    self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL, INBOUND_COUNTED,
-};
+use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL};
 use crate::stat::BlockTotals;
 use crate::sync::thread_slot;
 
@@ -488,7 +486,7 @@ impl Entry {
         if admission.inbound & INBOUND_CALL != 0 {
             flags |= INBOUND;
         }
-        if admission.inbound & INBOUND_COUNTED != 0 {
+        if admission.system.counted {
             flags |= SYSTEM_COUNTED;
         }
         Entry {
@@ -561,9 +559,13 @@ impl Drop for Entry {
         let abandoned = flags & PENDING != 0 && !panicking;
         // What was reserved and the statistics first: no user code runs before them.
         let counter = self.node.counter();
-        let reports = self.node.has_breakers();
+        let reports = self.node.reports_exits();
         // The calls inside as this one finishes (itself included), for an adaptive limit.
-        let inside = if reports { counter.current() } else { 0 };
+        let inside = if reports & REPORTS_ADAPTIVE != 0 {
+            counter.current()
+        } else {
+            0
+        };
         if flags & COUNTED != 0 {
             counter.release();
         } else if counter.is_tracking() {
@@ -583,7 +585,7 @@ impl Drop for Entry {
             system::exit(flags & SYSTEM_COUNTED != 0);
             system::inbound().on_exit(now, self.count as u32, rt_us, error);
         }
-        if reports {
+        if reports != 0 {
             // Breaker transitions run listeners: a panicking one is contained there.
             self.node.with_chain(|chain| {
                 for breaker in chain.breakers.iter() {

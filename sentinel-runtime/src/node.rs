@@ -1,6 +1,6 @@
 //! [`ResourceNode`]: one resource's statistics and the rules in force on it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::breaker::CircuitState;
@@ -46,8 +46,8 @@ pub struct ResourceNode {
     /// Whether an entry has anything to check (rules in force, or calls to count): entries of a
     /// node without checks skip loading the chain.
     checked: AtomicBool,
-    /// Whether the chain has circuit breakers or an adaptive limit, which exits report to.
-    has_breakers: AtomicBool,
+    /// What exits report to: [`REPORTS_BREAKERS`] and [`REPORTS_ADAPTIVE`] bits (0: nothing).
+    reports_exits: AtomicU8,
     /// The checks in force, replaced whole on reload; the replaced one is freed once no call
     /// reads it.
     chain: Published<Chain>,
@@ -66,6 +66,11 @@ struct BlockEvents {
     /// The blocks by rule kind counted up to the last event.
     reported: [std::sync::atomic::AtomicU64; BlockTotals::RULES.len()],
 }
+
+/// [`ResourceNode::reports_exits`]: the chain has circuit breakers.
+pub(crate) const REPORTS_BREAKERS: u8 = 1;
+/// [`ResourceNode::reports_exits`]: the chain has an adaptive concurrency limit.
+pub(crate) const REPORTS_ADAPTIVE: u8 = 2;
 
 impl crate::sync::Named for ResourceNode {
     fn name(&self) -> &str {
@@ -86,7 +91,7 @@ impl ResourceNode {
             stats: NodeStats::new(),
             counter: ConcurrencyCounter::default(),
             checked: AtomicBool::new(false),
-            has_breakers: AtomicBool::new(false),
+            reports_exits: AtomicU8::new(0),
             chain: Published::new(Arc::new(Chain::default())),
             config: Mutex::new(NodeConfig::default()),
             #[cfg(feature = "tracing")]
@@ -122,9 +127,10 @@ impl ResourceNode {
         self.checked.load(Ordering::Acquire)
     }
 
+    /// What an exit reports to ([`REPORTS_BREAKERS`], [`REPORTS_ADAPTIVE`]; 0: nothing).
     #[inline(always)]
-    pub(crate) fn has_breakers(&self) -> bool {
-        self.has_breakers.load(Ordering::Acquire)
+    pub(crate) fn reports_exits(&self) -> u8 {
+        self.reports_exits.load(Ordering::Acquire)
     }
 
     /// Runs `f` on the chain in force (for the duration of one check or exit).
@@ -348,9 +354,15 @@ impl ResourceNode {
             self.counter.start(|| self.stats.inflight_total());
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
-        let has_breakers = !chain.breakers.is_empty() || chain.adaptive.is_some();
+        let mut reports = 0;
+        if !chain.breakers.is_empty() {
+            reports |= REPORTS_BREAKERS;
+        }
+        if chain.adaptive.is_some() {
+            reports |= REPORTS_ADAPTIVE;
+        }
         self.chain.replace(Arc::new(chain));
-        self.has_breakers.store(has_breakers, Ordering::Release);
+        self.reports_exits.store(reports, Ordering::Release);
         self.checked.store(checked, Ordering::Release);
         drop(config);
     }

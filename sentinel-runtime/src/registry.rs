@@ -5,8 +5,9 @@
 //!
 //! # Lookups take no lock
 //!
-//! Nodes live in a [`NameTable`]: a lookup hashes the name with a keyed hash and probes an
-//! insert-only open-addressing table with atomic loads (no lock, no write to shared memory).
+//! Nodes live in a name table (`sync::NameTable`): a lookup hashes the name with a keyed hash
+//! and probes an insert-only open-addressing table with atomic loads (no lock, no write to
+//! shared memory).
 //! Nodes are never removed, so a name found stays valid. Creating a node takes a lock; it is
 //! rare (bounded by the cap).
 //!

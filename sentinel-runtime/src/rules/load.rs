@@ -115,10 +115,7 @@ pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), 
 }
 
 fn load_flow(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), RuleError> {
-    let rules: Vec<FlowRule> = rules.into_iter().collect();
-    for rule in &rules {
-        rule.validate()?;
-    }
+    let rules = valid(FLOW, rules, FlowRule::validate, None)?;
     replace(|l| &mut l.flow, by_resource(rules, |r| &r.resource));
     Ok(())
 }
@@ -148,38 +145,14 @@ pub fn load_circuit_breaker_rules(
 fn load_circuit_breaker(
     rules: impl IntoIterator<Item = CircuitBreakerRule>,
 ) -> Result<(), RuleError> {
-    let rules: Vec<CircuitBreakerRule> = rules.into_iter().collect();
-    for rule in &rules {
-        rule.validate()?;
-    }
-    let grouped = breakers_by_resource(rules).map_err(|mut errors| errors.remove(0))?;
-    replace(|l| &mut l.breakers, grouped);
+    let rules = valid(
+        CIRCUIT_BREAKER,
+        rules,
+        CircuitBreakerRule::validate,
+        Some(BREAKER_CAP),
+    )?;
+    replace(|l| &mut l.breakers, by_resource(rules, |r| &r.resource));
     Ok(())
-}
-
-/// Groups breaker rules by resource, refusing a resource with more than
-/// [`MAX_BREAKERS_PER_RESOURCE`].
-fn breakers_by_resource(
-    rules: Vec<CircuitBreakerRule>,
-) -> Result<HashMap<String, Vec<CircuitBreakerRule>>, Vec<RuleError>> {
-    let grouped = by_resource(rules, |r| &r.resource);
-    let mut errors: Vec<RuleError> = grouped
-        .iter()
-        .filter(|(_, r)| r.len() > MAX_BREAKERS_PER_RESOURCE)
-        .map(|(resource, _)| {
-            RuleError::new(
-                resource,
-                "resource",
-                format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
-            )
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(grouped)
-    } else {
-        errors.sort_by(|a, b| a.resource().cmp(b.resource()));
-        Err(errors)
-    }
 }
 
 /// The kind names used in errors.
@@ -199,63 +172,92 @@ pub(crate) fn problems(
     system: &[SystemRule],
     authority: &[AuthorityRule],
 ) -> Vec<(&'static str, usize, RuleError)> {
+    let mut problems = kind_problems(FLOW, flow, FlowRule::validate, None);
+    problems.extend(kind_problems(
+        CIRCUIT_BREAKER,
+        breakers,
+        CircuitBreakerRule::validate,
+        Some(BREAKER_CAP),
+    ));
+    problems.extend(kind_problems(
+        HOTSPOT,
+        hotspot,
+        HotspotRule::validate,
+        Some(HOTSPOT_CAP),
+    ));
+    problems.extend(kind_problems(SYSTEM, system, SystemRule::validate, None));
+    problems.extend(kind_problems(
+        AUTHORITY,
+        authority,
+        AuthorityRule::validate,
+        None,
+    ));
+    problems
+}
+
+/// A cap on the rules of one kind per resource.
+struct Cap<R> {
+    max: usize,
+    /// What the rules are called in the error ("hotspot rules").
+    what: &'static str,
+    resource: fn(&R) -> &str,
+}
+
+const BREAKER_CAP: Cap<CircuitBreakerRule> = Cap {
+    max: MAX_BREAKERS_PER_RESOURCE,
+    what: "circuit-breaker rules",
+    resource: |r| &r.resource,
+};
+
+const HOTSPOT_CAP: Cap<HotspotRule> = Cap {
+    max: MAX_HOTSPOT_RULES_PER_RESOURCE,
+    what: "hotspot rules",
+    resource: |r| &r.resource,
+};
+
+/// The problems of one kind's rules, in order: each rule's first bad field, and with `cap`, the
+/// first valid rule beyond it on a resource.
+fn kind_problems<R>(
+    kind: &'static str,
+    rules: &[R],
+    validate: impl Fn(&R) -> Result<(), RuleError>,
+    cap: Option<Cap<R>>,
+) -> Vec<(&'static str, usize, RuleError)> {
     let mut problems = Vec::new();
-    for (i, rule) in flow.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((FLOW, i, e));
-        }
-    }
     let mut per_resource: HashMap<&str, usize> = HashMap::new();
-    for (i, rule) in breakers.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((CIRCUIT_BREAKER, i, e));
+    for (i, rule) in rules.iter().enumerate() {
+        if let Err(e) = validate(rule) {
+            problems.push((kind, i, e));
             continue;
         }
-        let count = per_resource.entry(rule.resource.as_str()).or_default();
+        let Some(cap) = &cap else { continue };
+        let resource = (cap.resource)(rule);
+        let count = per_resource.entry(resource).or_default();
         *count += 1;
-        if *count == MAX_BREAKERS_PER_RESOURCE + 1 {
-            problems.push((
-                CIRCUIT_BREAKER,
-                i,
-                RuleError::new(
-                    &rule.resource,
-                    "resource",
-                    format!("has more than {MAX_BREAKERS_PER_RESOURCE} circuit-breaker rules"),
-                ),
-            ));
-        }
-    }
-    let mut per_resource: HashMap<&str, usize> = HashMap::new();
-    for (i, rule) in hotspot.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((HOTSPOT, i, e));
-            continue;
-        }
-        let count = per_resource.entry(rule.resource.as_str()).or_default();
-        *count += 1;
-        if *count == MAX_HOTSPOT_RULES_PER_RESOURCE + 1 {
-            problems.push((
-                HOTSPOT,
-                i,
-                RuleError::new(
-                    &rule.resource,
-                    "resource",
-                    format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules"),
-                ),
-            ));
-        }
-    }
-    for (i, rule) in system.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((SYSTEM, i, e));
-        }
-    }
-    for (i, rule) in authority.iter().enumerate() {
-        if let Err(e) = rule.validate() {
-            problems.push((AUTHORITY, i, e));
+        if *count == cap.max + 1 {
+            let (max, what) = (cap.max, cap.what);
+            let error = RuleError::new(resource, "resource", format!("has more than {max} {what}"));
+            problems.push((kind, i, error));
         }
     }
     problems
+}
+
+/// `rules` of one kind, collected, or the first of their problems (see [`kind_problems`]).
+fn valid<R>(
+    kind: &'static str,
+    rules: impl IntoIterator<Item = R>,
+    validate: impl Fn(&R) -> Result<(), RuleError>,
+    cap: Option<Cap<R>>,
+) -> Result<Vec<R>, RuleError> {
+    let rules: Vec<R> = rules.into_iter().collect();
+    match kind_problems(kind, &rules, validate, cap)
+        .into_iter()
+        .next()
+    {
+        Some((_, _, error)) => Err(error),
+        None => Ok(rules),
+    }
 }
 
 /// Validates every rule of every kind, then replaces every kind at once (under one lock, so a
@@ -291,12 +293,7 @@ fn replace_all_counted(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let grouped = breakers_by_resource(breakers).map_err(|too_many| {
-        too_many
-            .into_iter()
-            .map(|e| ("circuit_breaker", 0, e))
-            .collect::<Vec<_>>()
-    })?;
+    let grouped = by_resource(breakers, |r| &r.resource);
     let flow = by_resource(flow, |r| &r.resource);
     let hotspot = by_resource(hotspot, |r| &r.resource);
     let authority = by_resource(authority, |r| &r.resource);
@@ -339,24 +336,8 @@ pub fn load_hotspot_rules(rules: impl IntoIterator<Item = HotspotRule>) -> Resul
 }
 
 fn load_hotspot(rules: impl IntoIterator<Item = HotspotRule>) -> Result<(), RuleError> {
-    let rules: Vec<HotspotRule> = rules.into_iter().collect();
-    for rule in &rules {
-        rule.validate()?;
-    }
+    let rules = valid(HOTSPOT, rules, HotspotRule::validate, Some(HOTSPOT_CAP))?;
     let grouped = by_resource(rules, |r| &r.resource);
-    let mut too_many: Vec<&String> = grouped
-        .iter()
-        .filter(|(_, r)| r.len() > MAX_HOTSPOT_RULES_PER_RESOURCE)
-        .map(|(name, _)| name)
-        .collect();
-    too_many.sort();
-    if let Some(resource) = too_many.first() {
-        return Err(RuleError::new(
-            resource,
-            "resource",
-            format!("has more than {MAX_HOTSPOT_RULES_PER_RESOURCE} hotspot rules"),
-        ));
-    }
     replace(|l| &mut l.hotspot, grouped);
     Ok(())
 }
@@ -384,10 +365,7 @@ pub fn load_authority_rules(
 }
 
 fn load_authority(rules: impl IntoIterator<Item = AuthorityRule>) -> Result<(), RuleError> {
-    let rules: Vec<AuthorityRule> = rules.into_iter().collect();
-    for rule in &rules {
-        rule.validate()?;
-    }
+    let rules = valid(AUTHORITY, rules, AuthorityRule::validate, None)?;
     replace(|l| &mut l.authority, by_resource(rules, |r| &r.resource));
     Ok(())
 }
@@ -413,10 +391,7 @@ pub fn load_system_rules(rules: impl IntoIterator<Item = SystemRule>) -> Result<
 }
 
 fn load_system(rules: impl IntoIterator<Item = SystemRule>) -> Result<(), RuleError> {
-    let rules: Vec<SystemRule> = rules.into_iter().collect();
-    for rule in &rules {
-        rule.validate()?;
-    }
+    let rules = valid(SYSTEM, rules, SystemRule::validate, None)?;
     let mut loaded = loaded();
     put_system_in_force(&rules);
     loaded.system = rules;

@@ -321,22 +321,29 @@ fn unused_at_default(
     }
 }
 
-/// Reads a flow rule written with Sentinel's names.
-pub(crate) fn flow_rule(node: Node) -> Result<FlowRule, NodeError> {
-    let r = SentinelFlowRule::deserialize(node)?;
-    check_limit_app(r.limit_app.as_deref())?;
-    if r.cluster_mode == Some(true) {
+/// Refuses Sentinel's cluster flow control (flow and param-flow rules): `clusterMode` true or
+/// any `clusterConfig`.
+fn check_cluster(cluster_mode: Option<bool>, has_config: bool) -> Result<(), NodeError> {
+    if cluster_mode == Some(true) {
         return Err(refuse(
             "clusterMode",
             "is true: cluster flow control is not supported (only false)",
         ));
     }
-    if r.cluster_config.is_some() {
+    if has_config {
         return Err(refuse(
             "clusterConfig",
             "is not supported: cluster flow control is not supported",
         ));
     }
+    Ok(())
+}
+
+/// Reads a flow rule written with Sentinel's names.
+pub(crate) fn flow_rule(node: Node) -> Result<FlowRule, NodeError> {
+    let r = SentinelFlowRule::deserialize(node)?;
+    check_limit_app(r.limit_app.as_deref())?;
+    check_cluster(r.cluster_mode, r.cluster_config.is_some())?;
     let metric = match code("grade", r.grade, 1, "0 (thread count) or 1 (QPS)")? {
         0 => FlowMetric::Concurrency,
         1 => FlowMetric::Qps,
@@ -522,18 +529,7 @@ pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> 
 pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
     let r = SentinelParamFlowRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
-    if r.cluster_mode == Some(true) {
-        return Err(refuse(
-            "clusterMode",
-            "is true: cluster flow control is not supported (only false)",
-        ));
-    }
-    if r.cluster_config.is_some() {
-        return Err(refuse(
-            "clusterConfig",
-            "is not supported: cluster flow control is not supported",
-        ));
-    }
+    check_cluster(r.cluster_mode, r.cluster_config.is_some())?;
     if r.param_idx < 0.0 {
         return Err(refuse(
             "paramIdx",

@@ -132,17 +132,15 @@ pub(crate) struct Admission {
     pub(crate) counted: u64,
     /// What each hotspot gate (by index in the chain) admitted.
     pub(crate) hot: HotPasses,
-    /// [`INBOUND_CALL`], with [`INBOUND_COUNTED`] if the call took a place in the system rules'
-    /// count of inbound calls inside (0: not inbound).
+    /// [`INBOUND_CALL`] for inbound traffic, else 0.
     pub(crate) inbound: u64,
-    /// What the system check reserved.
+    /// What the system check reserved (`counted`: the call took a place in the system rules'
+    /// count of inbound calls inside).
     pub(crate) system: SystemPass,
 }
 
 /// [`Admission::inbound`]: the call is inbound traffic.
 pub(crate) const INBOUND_CALL: u64 = 1;
-/// [`Admission::inbound`]: the call took a place in the inbound concurrency count.
-pub(crate) const INBOUND_COUNTED: u64 = 2;
 
 impl Admission {
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
@@ -441,7 +439,8 @@ fn check_authority(
 }
 
 /// The system check of an inbound call, when system rules are in force: the call's
-/// [`Admission::inbound`] flags. (Its reservation is given back by `r` on a later block.)
+/// [`Admission::inbound`] flag; what it reserved is in `r.system` (given back by `r` on a later
+/// block).
 #[inline]
 fn check_system(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
     if !system::is_active() {
@@ -449,11 +448,7 @@ fn check_system(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, Blo
     }
     r.system = system::try_enter(resource, r.at, r.count)?;
     r.at = r.at.max(r.system.gated_at);
-    Ok(if r.system.counted {
-        INBOUND_CALL | INBOUND_COUNTED
-    } else {
-        INBOUND_CALL
-    })
+    Ok(INBOUND_CALL)
 }
 
 /// The hotspot checks: the latest waiting turn among them (0: none).

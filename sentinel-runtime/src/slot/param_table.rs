@@ -862,6 +862,29 @@ mod tests {
 
     type Table = ParamTable<StdWord>;
 
+    #[test]
+    fn every_key_has_two_distinct_buckets_in_its_shard_where_the_shard_has_two() {
+        for buckets_per_shard in [1, 2, 3, 5, 64, 1000] {
+            let t = Table::with_geometry(8, buckets_per_shard, Full::Evict);
+            for i in 0..20_000u64 {
+                let k = t.locate(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i);
+                let first = k.shard * buckets_per_shard;
+                for &b in k.buckets() {
+                    assert!(
+                        (first..first + buckets_per_shard).contains(&b),
+                        "{b} outside its shard"
+                    );
+                }
+                if buckets_per_shard > 1 {
+                    assert_eq!(k.distinct, 2, "key {i}: {:?}", k.buckets);
+                    assert_ne!(k.buckets[0], k.buckets[1], "key {i}");
+                } else {
+                    assert_eq!(k.buckets(), &[first][..]);
+                }
+            }
+        }
+    }
+
     /// The caller's GCRA parameters for `threshold` per `window` with `burst`: the interval
     /// `window / threshold` rounded up, the tolerance `(threshold + burst - 1) * interval`.
     fn pace(threshold: u64, burst: u64, window: u64) -> (u64, u64) {

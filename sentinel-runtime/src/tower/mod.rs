@@ -690,12 +690,8 @@ fn names_route(name: &str, method: &str, route: &str) -> bool {
 /// Calls `f` with the default resource name of a request, built in a per-thread buffer (no
 /// allocation per request once the buffer has grown).
 fn with_default_resource<R>(view: View<'_>, grpc: bool, f: impl FnOnce(&str) -> R) -> R {
-    use std::cell::Cell;
-    thread_local! {
-        static NAME: Cell<String> = const { Cell::new(String::new()) };
-    }
     // Taken out while in use (a nested call finds an empty buffer and grows its own).
-    let mut name = NAME.try_with(Cell::take).unwrap_or_default();
+    let mut name = NAME.try_with(std::cell::Cell::take).unwrap_or_default();
     name.clear();
     if let Some(route) = view.extensions.get::<MatchedPath>() {
         name.push_str(view.method.as_str());
@@ -709,8 +705,19 @@ fn with_default_resource<R>(view: View<'_>, grpc: bool, f: impl FnOnce(&str) -> 
         name.push_str(":<unmatched>");
     }
     let result = f(&name);
-    let _ = NAME.try_with(|cell| cell.set(name));
+    // A long gRPC path (the client chooses it) does not keep a large buffer on every thread.
+    if name.capacity() <= MAX_KEPT_NAME {
+        let _ = NAME.try_with(|cell| cell.set(name));
+    }
     result
+}
+
+/// The largest name buffer a thread keeps between requests.
+const MAX_KEPT_NAME: usize = 1024;
+
+thread_local! {
+    /// Each thread's buffer for default resource names.
+    static NAME: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
 }
 
 /// The default resource name of a request.

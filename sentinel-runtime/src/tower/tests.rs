@@ -80,6 +80,30 @@ fn default_names_never_use_the_raw_uri() {
 }
 
 #[test]
+fn a_thread_keeps_a_short_name_buffer_but_not_a_long_one() {
+    let kept = || {
+        NAME.with(|cell| {
+            let buffer = cell.take();
+            let capacity = buffer.capacity();
+            cell.set(buffer);
+            capacity
+        })
+    };
+    let grpc = |path: &str| {
+        parts(|b| {
+            b.method("POST")
+                .uri(path)
+                .header(CONTENT_TYPE, "application/grpc")
+        })
+    };
+    default_resource(&grpc("/a.B/C"), true);
+    assert!(kept() > 0, "a short name's buffer is reused");
+    let long = format!("/a.B/{}", "x".repeat(10 * MAX_KEPT_NAME));
+    assert_eq!(default_resource(&grpc(&long), true).len(), long.len() + 5);
+    assert!(kept() <= MAX_KEPT_NAME, "kept {} bytes", kept());
+}
+
+#[test]
 fn classification_and_rejections() {
     let mut h = HeaderMap::new();
     assert!(!classify(None, StatusCode::NOT_FOUND, &h));
