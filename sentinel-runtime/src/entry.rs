@@ -182,9 +182,8 @@ pub(crate) fn enter_in(
         let mut admission = Admission::at(now);
         if inbound {
             admission.inbound = INBOUND_CALL;
-            system::inbound().on_pass_in(slot, now, count);
         }
-        node.stats().on_pass_in(slot, now, count);
+        count_pass(node, slot, now, count, inbound);
         return Ok(Entry::new(node, count, &mut admission, false, || None));
     }
     // The entry is built inside the read, as its result: no copy of a larger value on the way
@@ -202,10 +201,7 @@ pub(crate) fn enter_in(
             &mut admission,
         ) {
             Ok(()) if admission.turn == 0 => {
-                if admission.inbound != 0 {
-                    system::inbound().on_pass_in(slot, admission.at, count);
-                }
-                node.stats().on_pass_in(slot, admission.at, count);
+                count_pass(node, slot, admission.at, count, admission.inbound != 0);
                 Ok(Entry::new(node, count, &mut admission, false, || {
                     Some(chain.to_arc())
                 }))
@@ -223,6 +219,15 @@ pub(crate) fn enter_in(
             }
         }
     })
+}
+
+/// Counts an admitted call's pass on its node (and, if inbound, in the inbound statistics).
+#[inline(always)]
+fn count_pass(node: &'static ResourceNode, slot: usize, at: u64, count: u32, inbound: bool) {
+    if inbound {
+        system::inbound().on_pass_in(slot, at, count);
+    }
+    node.stats().on_pass_in(slot, at, count);
 }
 
 /// Counts a blocked call on its node (and, if inbound, in the inbound statistics).
@@ -284,9 +289,8 @@ pub(crate) fn reserve_with(
         let mut admission = Admission::at(now);
         if inbound {
             admission.inbound = INBOUND_CALL;
-            system::inbound().on_pass(now, count);
         }
-        node.stats().on_pass(now, count);
+        count_pass(node, thread_slot(), now, count, inbound);
         let entry = Entry::new(node, count, &mut admission, cancellable, || None);
         return Ok(Reservation(Inner::Ready(entry)));
     }
@@ -303,10 +307,13 @@ pub(crate) fn reserve_with(
         );
         match checked {
             Ok(()) if admission.turn == 0 => {
-                if admission.inbound != 0 {
-                    system::inbound().on_pass(admission.at, count);
-                }
-                node.stats().on_pass(admission.at, count);
+                count_pass(
+                    node,
+                    thread_slot(),
+                    admission.at,
+                    count,
+                    admission.inbound != 0,
+                );
                 let entry = Entry::new(node, count, &mut admission, cancellable, || {
                     Some(chain.to_arc())
                 });
@@ -413,10 +420,13 @@ impl Reservation {
             Inner::Waiting(mut w) => {
                 w.entered = true;
                 let now = clock::now_nanos().max(w.admission.at);
-                if w.admission.inbound != 0 {
-                    system::inbound().on_pass(now, w.count);
-                }
-                w.node.stats().on_pass(now, w.count);
+                count_pass(
+                    w.node,
+                    thread_slot(),
+                    now,
+                    w.count,
+                    w.admission.inbound != 0,
+                );
                 let mut admission = std::mem::take(&mut w.admission);
                 admission.at = now;
                 Entry::new(w.node, w.count, &mut admission, w.cancellable, || {
@@ -483,7 +493,7 @@ impl Entry {
         if admission.counted != 0 {
             flags |= COUNTED;
         }
-        if admission.inbound & INBOUND_CALL != 0 {
+        if admission.inbound != 0 {
             flags |= INBOUND;
         }
         if admission.system.counted {
@@ -496,10 +506,10 @@ impl Entry {
             probe: admission.probe,
             flags: AtomicU64::new(flags),
             // Rate passes hold nothing once admitted; only concurrency places are given back.
-            held: if admission.inside().next().is_none() {
-                None
-            } else {
+            held: if admission.hot.holds_places() {
                 hot_held(admission, chain)
+            } else {
+                None
             },
         }
     }
@@ -566,11 +576,7 @@ impl Drop for Entry {
         } else {
             0
         };
-        if flags & COUNTED != 0 {
-            counter.release();
-        } else if counter.is_tracking() {
-            counter.release_untracked();
-        }
+        counter.exit(flags & COUNTED != 0);
         if let Some(held) = self.held.take() {
             for &(i, place) in &held.places {
                 if let Some(gate) = held.chain.hotspots.get(i) {
@@ -582,7 +588,7 @@ impl Drop for Entry {
             .stats()
             .on_exit(now, self.count as u32, rt_us, error);
         if flags & INBOUND != 0 {
-            system::exit(flags & SYSTEM_COUNTED != 0);
+            system::inside().exit(flags & SYSTEM_COUNTED != 0);
             system::inbound().on_exit(now, self.count as u32, rt_us, error);
         }
         if reports != 0 {

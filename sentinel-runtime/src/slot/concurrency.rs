@@ -61,6 +61,17 @@ impl ConcurrencyCounter {
         self.inside.fetch_sub(1, AcqRel);
     }
 
+    /// A call exits: `counted` if it took a place, else (if counting started after it entered)
+    /// it leaves the seed.
+    #[inline]
+    pub(crate) fn exit(&self, counted: bool) {
+        if counted {
+            self.release();
+        } else if self.is_tracking() {
+            self.release_untracked();
+        }
+    }
+
     /// A call that did not take a place (it entered before counting started) exits.
     #[inline]
     pub(crate) fn release_untracked(&self) {

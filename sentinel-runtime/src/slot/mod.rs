@@ -370,9 +370,9 @@ pub(crate) fn check(
     if !chain.authority.is_empty() {
         check_authority(node.name, chain, params)?;
     }
-    let mut inbound = 0;
-    if params.is_inbound() {
-        inbound = check_system(node.name, &mut reserved)?;
+    let inbound = params.is_inbound();
+    if inbound {
+        check_system(node.name, &mut reserved)?;
     }
     let mut turn = match check_flow(node.name, &mut reserved) {
         Ok(turn) => turn,
@@ -409,8 +409,8 @@ pub(crate) fn check(
     if !reserved.hot.is_empty() && (turn != 0 || reserved.hot.holds_places()) {
         out.hot = std::mem::take(&mut reserved.hot);
     }
-    if inbound != 0 {
-        out.inbound = inbound;
+    if inbound {
+        out.inbound = INBOUND_CALL;
         out.system = std::mem::take(&mut reserved.system);
     }
     Ok(())
@@ -438,17 +438,15 @@ fn check_authority(
     }
 }
 
-/// The system check of an inbound call, when system rules are in force: the call's
-/// [`Admission::inbound`] flag; what it reserved is in `r.system` (given back by `r` on a later
-/// block).
+/// The system check of an inbound call, when system rules are in force: what it reserved is
+/// in `r.system` (given back by `r` on a later block).
 #[inline]
-fn check_system(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
-    if !system::is_active() {
-        return Ok(INBOUND_CALL);
+fn check_system(resource: &'static str, r: &mut Reserved<'_>) -> Result<(), BlockError> {
+    if system::is_active() {
+        r.system = system::try_enter(resource, r.at, r.count)?;
+        r.at = r.at.max(r.system.gated_at);
     }
-    r.system = system::try_enter(resource, r.at, r.count)?;
-    r.at = r.at.max(r.system.gated_at);
-    Ok(INBOUND_CALL)
+    Ok(())
 }
 
 /// The hotspot checks: the latest waiting turn among them (0: none).
@@ -522,11 +520,10 @@ fn concurrency_block(
     fixed: Option<u64>,
     adaptive: Option<u64>,
 ) -> BlockError {
-    match (fixed, adaptive) {
-        (Some(f), Some(a)) if a < f => {
+    match adaptive {
+        Some(a) if fixed.is_none_or(|f| a < f) => {
             BlockError::concurrency(resource, a as f64).because("adaptive limit")
         }
-        (None, Some(a)) => BlockError::concurrency(resource, a as f64).because("adaptive limit"),
         _ => BlockError::concurrency(resource, chain.concurrency.map_or(0.0, |(_, given)| given)),
     }
 }
@@ -646,7 +643,8 @@ fn check_with_custom(
         before.custom += 1;
     }
     let inbound = if params.is_inbound() {
-        check_system(node.name, &mut before)?
+        check_system(node.name, &mut before)?;
+        INBOUND_CALL
     } else {
         0
     };

@@ -34,8 +34,6 @@ const DROP_HOLD_NANOS: u64 = 1_000_000_000;
 #[derive(Debug, Default)]
 struct Limits {
     rule: SystemRule,
-    /// Smallest `avg_rt`, in microseconds.
-    avg_rt_us: Option<u64>,
     qps: Option<Arc<Gate>>,
 }
 
@@ -84,15 +82,10 @@ pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
     if rule.concurrency.is_some() {
         INSIDE.start(|| INBOUND.inflight_total());
     }
-    let avg_rt_us = rule.avg_rt.map(|rt| rt.as_micros() as u64);
     let active = !rules.is_empty();
     FIRST_DROP.store(0, Relaxed);
     DERIVED_PERIOD.store(0, Relaxed);
-    LIMITS.replace(Arc::new(Limits {
-        rule,
-        avg_rt_us,
-        qps,
-    }));
+    LIMITS.replace(Arc::new(Limits { rule, qps }));
     ACTIVE.store(active, Release);
 }
 
@@ -131,7 +124,7 @@ pub(crate) fn try_enter(
             }
             pass.counted = true;
         }
-        if let Err(block) = check_readings(resource, rule, limits.avg_rt_us, now) {
+        if let Err(block) = check_readings(resource, rule, now) {
             give_back(&limits.qps, pass, count);
             return Err(block);
         }
@@ -140,13 +133,8 @@ pub(crate) fn try_enter(
 }
 
 /// The limits read from statistics and readings (nothing reserved).
-fn check_readings(
-    resource: &'static str,
-    rule: &SystemRule,
-    avg_rt_us: Option<u64>,
-    now: u64,
-) -> Result<(), BlockError> {
-    if let Some(limit_us) = avg_rt_us {
+fn check_readings(resource: &'static str, rule: &SystemRule, now: u64) -> Result<(), BlockError> {
+    if let Some(limit_us) = rule.avg_rt.map(|rt| rt.as_micros() as u64) {
         let (avg_us, _) = derived(now);
         if avg_us.is_some_and(|avg| avg > limit_us) {
             let limit_ms = limit_us as f64 / 1_000.0;
@@ -240,14 +228,11 @@ fn give_back(gate: &Option<Arc<Gate>>, pass: SystemPass, count: u32) {
     }
 }
 
-/// An inbound call exits: `counted` if it took a place in the concurrency count.
+/// The count of inbound calls inside (an exit gives back its place with
+/// [`ConcurrencyCounter::exit`]).
 #[inline]
-pub(crate) fn exit(counted: bool) {
-    if counted {
-        INSIDE.release();
-    } else if INSIDE.is_tracking() {
-        INSIDE.release_untracked();
-    }
+pub(crate) fn inside() -> &'static ConcurrencyCounter {
+    &INSIDE
 }
 
 /// The process's CPU usage (0..=1), as the sampler last smoothed it.

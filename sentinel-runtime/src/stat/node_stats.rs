@@ -204,13 +204,7 @@ impl NodeStats {
         }
     }
 
-    /// An admitted entry of `count` at `now`.
-    #[inline(always)]
-    pub(crate) fn on_pass(&self, now: u64, count: u32) {
-        self.on_pass_in(thread_slot(), now, count)
-    }
-
-    /// [`on_pass`](Self::on_pass) from the thread whose [`thread_slot`] is `slot`.
+    /// An admitted entry of `count` at `now`, on the thread whose [`thread_slot`] is `slot`.
     #[inline(always)]
     pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
         let w = self.writer_in(slot);

@@ -70,6 +70,7 @@ pub use tower_layer::Layer;
 pub use tower_service::Service;
 
 use crate::param::Params;
+use crate::rules::node_by_name;
 use crate::{BlockError, BlockKind, Entry};
 
 #[cfg(test)]
@@ -525,11 +526,6 @@ fn hash_ip(ip: IpAddr) -> u64 {
         Some(s) => crate::param::hash(&Some(s)),
         None => crate::param::hash(&Some(ip.to_string())),
     }
-}
-
-/// The node of a resource named by the layer's `resource` function.
-fn node_by_name(resource: &str) -> &'static crate::ResourceNode {
-    crate::rules::node_by_name(resource)
 }
 
 /// The entry of a request whose response is being sent.
