@@ -282,6 +282,37 @@ impl HotspotGate {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Against a plain `Vec` of the same pushes: the same passes in the same order, given
+        /// back latest first, and `holds_places` as the `Vec` would say.
+        #[test]
+        fn hot_passes_keep_what_a_vec_keeps(
+            pushes in proptest::collection::vec((0usize..8, 0u8..3, 0u64..100), 0..6),
+        ) {
+            let pass = |kind: u8, n: u64| match kind {
+                0 => HotPass::Free,
+                1 => HotPass::Rate { key: n, turn: n },
+                _ => HotPass::Inside(crate::slot::param_table::Slot::arbitrary(n as u32)),
+            };
+            let mut passes = HotPasses::default();
+            let mut model = Vec::new();
+            for &(gate, kind, n) in &pushes {
+                passes.push(gate, pass(kind, n));
+                model.push((gate, pass(kind, n)));
+            }
+            proptest::prop_assert_eq!(passes.is_empty(), model.is_empty());
+            proptest::prop_assert_eq!(
+                passes.holds_places(),
+                model.iter().any(|(_, p)| matches!(p, HotPass::Inside(_)))
+            );
+            proptest::prop_assert_eq!(passes.iter().copied().collect::<Vec<_>>(), model.clone());
+            let drained: Vec<_> = passes.drain_latest_first().collect();
+            model.reverse();
+            proptest::prop_assert_eq!(drained, model);
+            proptest::prop_assert!(passes.is_empty());
+        }
+    }
+
     #[test]
     fn pace_is_exact_in_integers_and_never_faster_than_the_rule() {
         let second = Duration::from_secs(1);

@@ -139,6 +139,14 @@ pub(crate) enum RateDecision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Slot(u32);
 
+#[cfg(test)]
+impl Slot {
+    /// A place with an arbitrary index, for tests of the code that carries places around.
+    pub(crate) const fn arbitrary(index: u32) -> Slot {
+        Slot(index)
+    }
+}
+
 /// 8 key words on one cache line.
 #[repr(align(64))]
 struct Bucket<A> {
