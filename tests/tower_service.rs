@@ -269,3 +269,67 @@ async fn a_throttled_request_awaits_its_turn_without_blocking_the_executor() {
     );
     reset_rules();
 }
+
+/// A service that must be polled ready before each call, as `tower`'s limits are; a clone
+/// starts unready.
+struct ReadyFirst {
+    ready: bool,
+}
+
+impl Clone for ReadyFirst {
+    fn clone(&self) -> Self {
+        ReadyFirst { ready: false }
+    }
+}
+
+impl Service<Request<Body>> for ReadyFirst {
+    type Response = Response<Body>;
+    type Error = &'static str;
+    type Future = std::future::Ready<Result<Response<Body>, &'static str>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), &'static str>> {
+        self.ready = true;
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<Body>) -> Self::Future {
+        let was_ready = std::mem::replace(&mut self.ready, false);
+        std::future::ready(if was_ready {
+            Ok(Response::new(Body::default()))
+        } else {
+            Err("called without poll_ready")
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_service_polled_ready_handles_the_request_admitted_or_throttled() {
+    let clock = MockClock::install();
+    reset_rules();
+    clock.advance(Duration::from_secs(1));
+    let name = "tower-ready-first";
+    let mut svc = SentinelLayer::new()
+        .resource(|_| "tower-ready-first".to_owned())
+        .layer(ReadyFirst { ready: false });
+    let get = || Request::get("/").body(Body::default()).unwrap();
+    // Admitted at once (no rule), then throttled (a second's wait each): every call goes to the
+    // service that was polled ready, and the next `poll_ready` readies the one for the next.
+    for _ in 0..2 {
+        let response = svc.ready().await.unwrap().call(get()).await;
+        assert_eq!(response.map(|r| r.status()), Ok(StatusCode::OK));
+    }
+    assert_eq!(clock.elapsed(), Duration::from_secs(1), "nobody waited");
+    rules::load_flow_rules(vec![
+        FlowRule::qps(name, 1.0).throttle(Duration::from_secs(10))
+    ])
+    .unwrap();
+    for _ in 0..3 {
+        let response = svc.ready().await.unwrap().call(get()).await;
+        assert_eq!(response.map(|r| r.status()), Ok(StatusCode::OK));
+    }
+    assert!(clock.elapsed() >= Duration::from_secs(3), "two waited");
+    reset_rules();
+}

@@ -401,11 +401,12 @@ where
                 };
             }
         };
-        // The service that was polled ready handles this request; a fresh clone stays behind.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
         let is_error = config.is_error.clone();
         if reservation.turn() != 0 {
+            // The service that was polled ready handles this request after the wait; a fresh
+            // clone stays behind for the next `poll_ready`.
+            let clone = self.inner.clone();
+            let mut inner = std::mem::replace(&mut self.inner, clone);
             let future = Box::pin(async move {
                 crate::entry::wait_turn(&reservation).await;
                 let entry = reservation.into_entry();
@@ -418,7 +419,7 @@ where
         let entry = Some(reservation.into_entry());
         ResponseFuture {
             state: State::Calling {
-                future: inner.call(req),
+                future: self.inner.call(req),
                 entry,
                 is_error,
             },
