@@ -179,6 +179,12 @@ fn bench(c: &mut Criterion) {
     let sentinel_hot_attr = || {
         black_box(guarded_hot(black_box(next_key()))).unwrap();
     };
+    // The hotspot rule's table alone (hash, clock, GCRA step): what the guarded call adds to it
+    // is the entry and its statistics.
+    let hot_table = sentinel_runtime::__private::BenchParamTable::new(KEYS as usize, 1_000_000);
+    let sentinel_hot_table = || {
+        assert!(hot_table.acquire(&next_key()));
+    };
     let governor_keyed_check = || {
         let key = next_key();
         black_box(governor_keyed.check_key(&key)).unwrap();
@@ -214,6 +220,9 @@ fn bench(c: &mut Criterion) {
     one.bench_function("sentinel #[sentinel(hotspot)] guarded call, 1M keys", |b| {
         b.iter(sentinel_hot_attr)
     });
+    one.bench_function("sentinel hotspot table alone, 1M keys", |b| {
+        b.iter(sentinel_hot_table)
+    });
     one.bench_function("governor keyed check_key, 1M keys", |b| {
         b.iter(governor_keyed_check)
     });
@@ -240,6 +249,9 @@ fn bench(c: &mut Criterion) {
     });
     two.bench_function("sentinel #[sentinel(hotspot)] guarded call, 1M keys", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &sentinel_hot_attr))
+    });
+    two.bench_function("sentinel hotspot table alone, 1M keys", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_hot_table))
     });
     two.bench_function("governor keyed check_key, 1M keys", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &governor_keyed_check))

@@ -477,3 +477,40 @@ impl<R> FallbackValue<R> for R {
 pub fn set_system_load(cpu_usage: Option<f64>, load_per_core: Option<f64>) {
     crate::slot::system::override_readings(cpu_usage, load_per_core);
 }
+
+/// One hotspot rule's per-value table alone, with no entry around it (no statistics, no rule
+/// chain): for the project's benchmarks, which compare its cost with a whole guarded call's.
+#[derive(Debug)]
+pub struct BenchParamTable {
+    table: crate::slot::param_table::ParamTable,
+    interval: u64,
+    tolerance: u64,
+}
+
+impl BenchParamTable {
+    /// A table of `capacity` values, each limited to `per_second` calls a second (at least 1).
+    pub fn new(capacity: usize, per_second: u32) -> BenchParamTable {
+        let per_second = u64::from(per_second.max(1));
+        let interval = 1_000_000_000u64.div_ceil(per_second);
+        BenchParamTable {
+            table: crate::slot::param_table::ParamTable::new(
+                capacity,
+                crate::slot::param_table::Full::Evict,
+            ),
+            interval,
+            tolerance: (per_second - 1).saturating_mul(interval),
+        }
+    }
+
+    /// Hashes `value` as an entry's parameter, reads the runtime clock and admits one call of
+    /// the value by the GCRA (what a hotspot check does): `true` if admitted.
+    pub fn acquire<T: std::hash::Hash + ?Sized>(&self, value: &T) -> bool {
+        let key = crate::param::hash(value);
+        let now = crate::clock::now_nanos();
+        matches!(
+            self.table
+                .acquire_rate(key, now, 1, self.interval, self.tolerance, 0),
+            crate::slot::param_table::RateDecision::Pass
+        )
+    }
+}

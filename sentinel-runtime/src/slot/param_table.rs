@@ -13,8 +13,9 @@
 //! # Layout
 //!
 //! 24 bytes a slot, all allocated by [`ParamTable::new`] (2 slots per value of capacity): a table
-//! never allocates after it is built. Slots come in buckets of 8 key words (one cache line) and
-//! live in shards of equal size. A key is first scrambled by a bijective mixer; the top bits of
+//! never allocates after it is built. Slots come in buckets of 8: the 8 key words on one cache
+//! line, the 8 states on the next two (a bucket is one 192-byte block, so a lookup's lines share
+//! a page and a TLB entry), and buckets live in shards of equal size. A key is first scrambled by a bijective mixer; the top bits of
 //! the mixed key pick the shard, two further functions of it pick two buckets in that shard
 //! (two-choice hashing: a key lives in one of 16 slots), so a lookup reads at most two lines of
 //! keys. Each slot has a key word and a state of two words, `word` and `base`:
@@ -72,7 +73,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::AtomicWord;
+use crate::sync::{AtomicWord, HugeSlice};
 
 /// Slots per bucket: 8 key words, one cache line.
 const BUCKET: usize = 8;
@@ -147,10 +148,11 @@ impl Slot {
     }
 }
 
-/// 8 key words on one cache line.
-#[repr(align(64))]
+/// 8 key words on one cache line, then their 8 states on the next two.
+#[repr(C, align(64))]
 struct Bucket<A> {
     keys: [A; BUCKET],
+    states: [State<A>; BUCKET],
 }
 
 /// A slot's state: its value is `word - base` (see the module docs).
@@ -279,8 +281,8 @@ fn lock<A: AtomicWord>(word: &A) -> Locked<'_, A> {
 
 /// The per-value state of one hotspot rule (see the module docs).
 pub(crate) struct ParamTable<A: AtomicWord = AtomicU64> {
-    buckets: Box<[Bucket<A>]>,
-    states: Box<[State<A>]>,
+    /// On huge pages where the system allows (a lookup reads two buckets anywhere).
+    buckets: HugeSlice<Bucket<A>>,
     shards: Box<[CachePadded<Shard<A>>]>,
     shard_bits: u32,
     buckets_per_shard: u64,
@@ -331,17 +333,13 @@ impl<A: AtomicWord> ParamTable<A> {
         let buckets_per_shard = buckets_per_shard.max(1);
         let total = shards * buckets_per_shard;
         ParamTable {
-            buckets: (0..total)
-                .map(|_| Bucket {
-                    keys: std::array::from_fn(|_| A::new(EMPTY)),
-                })
-                .collect(),
-            states: (0..total * BUCKET)
-                .map(|_| State {
+            buckets: HugeSlice::from_fn(total, |_| Bucket {
+                keys: std::array::from_fn(|_| A::new(EMPTY)),
+                states: std::array::from_fn(|_| State {
                     word: A::new(0),
                     base: A::new(0),
-                })
-                .collect(),
+                }),
+            }),
             shards: (0..shards)
                 .map(|_| {
                     CachePadded::new(Shard {
@@ -355,15 +353,13 @@ impl<A: AtomicWord> ParamTable<A> {
             shard_bits: shards.trailing_zeros(),
             buckets_per_shard: buckets_per_shard as u64,
             full,
-            prefetch: total
-                * (std::mem::size_of::<Bucket<A>>() + BUCKET * std::mem::size_of::<State<A>>())
-                > PREFETCH_BYTES,
+            prefetch: total * std::mem::size_of::<Bucket<A>>() > PREFETCH_BYTES,
         }
     }
 
     /// Slots: the most values the table holds at once.
     pub(crate) fn capacity(&self) -> usize {
-        self.states.len()
+        self.buckets.len() * BUCKET
     }
 
     /// Slots holding a value (idle ones included: they are forgotten only when a slot is
@@ -394,7 +390,6 @@ impl<A: AtomicWord> ParamTable<A> {
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn allocated_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.buckets)
-            + std::mem::size_of_val(&*self.states)
             + std::mem::size_of_val(&*self.shards)
             + std::mem::size_of::<Self>()
     }
@@ -424,8 +419,8 @@ impl<A: AtomicWord> ParamTable<A> {
         }
     }
 
-    /// Asks the CPU to start loading every line a lookup of `k` may read (the key lines of its
-    /// buckets and their states) at once, so that their cache misses overlap instead of
+    /// Asks the CPU to start loading every line a lookup of `k` may read (the key line of each
+    /// of its buckets and the two lines of their states) at once, so that their cache misses overlap instead of
     /// following one another (over a large table each is a miss to memory).
     #[inline(always)]
     fn prefetch(&self, k: &Located) {
@@ -434,12 +429,16 @@ impl<A: AtomicWord> ParamTable<A> {
         }
         for &bucket in k.buckets() {
             prefetch_line(&self.buckets[bucket]);
-            let states = &self.states[bucket * BUCKET..(bucket + 1) * BUCKET];
-            // 8 states of 16 bytes: two lines, three where the slice straddles a boundary.
+            let states = &self.buckets[bucket].states;
+            // 8 states of 16 bytes: the two lines after the keys'.
             prefetch_line(&states[0]);
             prefetch_line(&states[BUCKET / 2]);
-            prefetch_line(&states[BUCKET - 1]);
         }
+    }
+
+    #[inline(always)]
+    fn state(&self, slot: usize) -> &State<A> {
+        &self.buckets[slot / BUCKET].states[slot % BUCKET]
     }
 
     #[inline(always)]
@@ -544,7 +543,7 @@ impl<A: AtomicWord> ParamTable<A> {
     #[inline]
     fn rate_at(&self, slot: usize, k: &Located, now: u64, r: &RateRequest) -> Option<RateDecision> {
         let key = self.key(slot);
-        let state = &self.states[slot];
+        let state = self.state(slot);
         loop {
             let word = state.word.load(Acquire);
             let tag = key.load(Acquire);
@@ -618,7 +617,7 @@ impl<A: AtomicWord> ParamTable<A> {
             return;
         };
         let tag = self.key(slot).load(Acquire);
-        let state = &self.states[slot];
+        let state = self.state(slot);
         loop {
             let word = state.word.load(Acquire);
             let tat = word.wrapping_sub(state.base.load(Acquire));
@@ -654,7 +653,7 @@ impl<A: AtomicWord> ParamTable<A> {
     #[inline]
     fn inflight_at(&self, slot: usize, k: &Located, max: u64) -> Option<Result<Slot, ()>> {
         let key = self.key(slot);
-        let state = &self.states[slot];
+        let state = self.state(slot);
         loop {
             let word = state.word.load(Acquire);
             let tag = key.load(Acquire);
@@ -705,10 +704,14 @@ impl<A: AtomicWord> ParamTable<A> {
     #[inline]
     pub(crate) fn release_inflight(&self, slot: Slot) {
         debug_assert!(
-            (slot.0 as usize) < self.states.len(),
+            (slot.0 as usize) < self.capacity(),
             "a slot of another table"
         );
-        if let Some(state) = self.states.get(slot.0 as usize) {
+        if let Some(state) = self
+            .buckets
+            .get(slot.0 as usize / BUCKET)
+            .map(|b| &b.states[slot.0 as usize % BUCKET])
+        {
             state.base.fetch_add(1, Release);
         }
     }
@@ -771,7 +774,7 @@ impl<A: AtomicWord> ParamTable<A> {
                 if old & PINNED != 0 {
                     continue;
                 }
-                let state = &self.states[slot];
+                let state = self.state(slot);
                 let word = state.word.load(Acquire);
                 let value = word.wrapping_sub(state.base.load(Acquire));
                 let idle = if old & CONCURRENCY != 0 {
@@ -809,7 +812,7 @@ impl<A: AtomicWord> ParamTable<A> {
     /// changed).
     fn rewrite(&self, slot: usize, old: u64, word: u64, tag: u64, value: u64) -> bool {
         let key = self.key(slot);
-        let state = &self.states[slot];
+        let state = self.state(slot);
         key.store(BUSY, Release);
         let claimed = word.wrapping_add(1);
         if state
@@ -830,7 +833,7 @@ impl<A: AtomicWord> ParamTable<A> {
     fn value_of(&self, key: u64, flags: u64) -> Option<u64> {
         let k = self.locate(key);
         let slot = self.find(&k, flags)?;
-        let state = &self.states[slot];
+        let state = self.state(slot);
         Some(
             state
                 .word
@@ -922,8 +925,10 @@ mod tests {
 
     #[test]
     fn memory_is_24_bytes_a_slot_and_under_64_a_requested_value() {
-        assert_eq!(std::mem::size_of::<Bucket<StdWord>>(), 64);
+        // The keys on one line, the states on the next two.
+        assert_eq!(std::mem::size_of::<Bucket<StdWord>>(), 192);
         assert_eq!(std::mem::align_of::<Bucket<StdWord>>(), 64);
+        assert_eq!(std::mem::offset_of!(Bucket<StdWord>, states), 64);
         assert_eq!(std::mem::size_of::<State<StdWord>>(), 16);
         for capacity in [1, 100, 1_000, 4_096, 100_000, 1_000_000] {
             let t = Table::new(capacity, Full::Evict);

@@ -1,16 +1,19 @@
 //! Concurrency building blocks: each thread's slot number ([`thread_slot`]), a pointer read
 //! lock-free and replaced safely ([`Published`]), leaked values by name found lock-free
-//! ([`NameTable`]), and the atomic word the lock-free windows are written against, so that the same code runs on
+//! ([`NameTable`]), a fixed slice on huge pages for tables read at random ([`HugeSlice`]), and
+//! the atomic word the lock-free windows are written against, so that the same code runs on
 //! `std`'s atomics in the product and on loom's in the model tests (`stat::ring` and
 //! `slot::qps_ring` are generic over it; the product uses `AtomicU64`, the loom tests
 //! `loom::sync::atomic::AtomicU64`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod huge_slice;
 mod name_table;
 mod publish;
 mod thread_slot;
 
+pub(crate) use huge_slice::HugeSlice;
 pub(crate) use name_table::{NameTable, Named};
 pub(crate) use publish::{Held, Published};
 pub(crate) use thread_slot::{thread_slot, MAX_SLOTS};
