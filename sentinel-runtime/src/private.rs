@@ -488,8 +488,10 @@ pub struct BenchParamTable {
 }
 
 impl BenchParamTable {
-    /// A table of `capacity` values, each limited to `per_second` calls a second (at least 1).
+    /// A table of `capacity` values (at most 2^24, about 800 MB; more is clamped to it), each
+    /// limited to `per_second` calls a second (at least 1).
     pub fn new(capacity: usize, per_second: u32) -> BenchParamTable {
+        let capacity = capacity.min(1 << 24);
         let per_second = u64::from(per_second.max(1));
         let interval = 1_000_000_000u64.div_ceil(per_second);
         BenchParamTable {

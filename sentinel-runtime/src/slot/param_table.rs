@@ -14,11 +14,12 @@
 //!
 //! 24 bytes a slot, all allocated by [`ParamTable::new`] (2 slots per value of capacity): a table
 //! never allocates after it is built. Slots come in buckets of 8: the 8 key words on one cache
-//! line, the 8 states on the next two (a bucket is one 192-byte block, so a lookup's lines share
-//! a page and a TLB entry), and buckets live in shards of equal size. A key is first scrambled by a bijective mixer; the top bits of
-//! the mixed key pick the shard, two further functions of it pick two buckets in that shard
-//! (two-choice hashing: a key lives in one of 16 slots), so a lookup reads at most two lines of
-//! keys. Each slot has a key word and a state of two words, `word` and `base`:
+//! line, the 8 states on the next two (a bucket is one 192-byte block, so a lookup's lines almost
+//! always share a page and a TLB entry: 192 does not divide 4 KiB, so a few buckets straddle two
+//! pages), and buckets live in shards of equal size. A key is first scrambled by a bijective
+//! mixer; the top bits of the mixed key pick the shard, two further functions of it pick two
+//! buckets in that shard (two-choice hashing: a key lives in one of 16 slots), so a lookup reads
+//! at most two lines of keys. Each slot has a key word and a state of two words, `word` and `base`:
 //!
 //! * the key word is 0 (empty, never used), `BUSY` (the slot is being rewritten), or a *tag*: the
 //!   mixed key shifted left by the shard bits (which the shard implies), with three flags in the

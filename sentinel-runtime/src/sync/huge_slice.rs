@@ -66,11 +66,17 @@ impl<T> HugeSlice<T> {
         };
         #[cfg(target_os = "linux")]
         if align == HUGE_PAGE {
-            // SAFETY: `raw` starts a live allocation of `layout.size()` bytes, page-aligned (2 MiB
-            // aligned); `madvise` with `MADV_HUGEPAGE` changes no content and no mapping, only how
-            // the kernel backs the pages. Its result is ignored: huge pages are an optimisation.
+            // Only whole huge pages of our own allocation are advised: the kernel rounds a length
+            // up to a page, so advising the ragged tail could mark a neighbour's page too.
+            let advised = layout.size() & !(HUGE_PAGE - 1);
+            // SAFETY: `raw` starts a live allocation of `layout.size()` bytes, 2 MiB aligned, and
+            // `advised` (a non-zero multiple of 2 MiB, as `layout.size() >= HUGE_PAGE`) lies
+            // within it, so the range covers our pages only. `MADV_HUGEPAGE` sets a flag on that
+            // range of the mapping (the kernel may split the mapping's area to do so) and changes
+            // no content, so no memory Rust can see changes. Its result is ignored: huge pages
+            // are an optimisation.
             unsafe {
-                libc::madvise(raw.cast(), layout.size(), libc::MADV_HUGEPAGE);
+                libc::madvise(raw.cast(), advised, libc::MADV_HUGEPAGE);
             }
         }
         let slice = HugeSlice {
