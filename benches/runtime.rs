@@ -5,6 +5,7 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -106,14 +107,24 @@ impl NaiveWindow {
     }
 }
 
+/// Where the threads of the next multi-thread sample start in the keyed cases' key sequence.
+/// Each sample's threads are new, so without it each sample would walk the first `iters` keys
+/// again (a working set that can fit in the caches) instead of all 1 million in turn.
+static THREAD_KEYS_START: AtomicU64 = AtomicU64::new(0);
+
 /// Runs `op` `iters` times on each of `threads` threads released together; returns the
-/// aggregate time per operation (scaled by `iters`, as criterion expects).
+/// aggregate time per operation (scaled by `iters`, as criterion expects). The threads walk
+/// the keyed cases' keys in step from where the previous sample stopped (every thread the same
+/// keys in the same order, as before).
 fn on_threads(threads: u32, iters: u64, op: &(impl Fn() + Sync)) -> Duration {
     let barrier = Barrier::new(threads as usize + 1);
+    let first_key = THREAD_KEYS_START.load(Relaxed);
+    THREAD_KEYS_START.store((first_key + iters) % KEYS, Relaxed);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
+                    NEXT_KEY.with(|k| k.set(first_key));
                     barrier.wait();
                     for _ in 0..iters {
                         op();
