@@ -176,9 +176,9 @@ pub(crate) fn enter_in(
     count: u32,
     params: &Params,
 ) -> Result<Entry, BlockError> {
-    let now = clock::now_nanos();
     let inbound = params.is_inbound();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
+        let now = clock::now_nanos();
         let mut admission = Admission::at(now);
         if inbound {
             admission.inbound = INBOUND_CALL;
@@ -190,6 +190,9 @@ pub(crate) fn enter_in(
     // out (a copied struct read back whole after narrower writes stalls store forwarding,
     // measured on this path).
     node.with_chain_in(slot, |chain| {
+        // Before the clock is read: the hotspot tables' misses overlap the reading.
+        chain.prefetch_params(params);
+        let now = clock::now_nanos();
         let mut admission = Admission::default();
         match slot::check(
             node.target(),
@@ -283,9 +286,9 @@ pub(crate) fn reserve_with(
     cancellable: bool,
     params: &Params,
 ) -> Result<Reservation, BlockError> {
-    let now = clock::now_nanos();
     let inbound = params.is_inbound();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
+        let now = clock::now_nanos();
         let mut admission = Admission::at(now);
         if inbound {
             admission.inbound = INBOUND_CALL;
@@ -295,6 +298,8 @@ pub(crate) fn reserve_with(
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain(|chain| {
+        chain.prefetch_params(params);
+        let now = clock::now_nanos();
         let mut admission = Admission::default();
         let checked = slot::check(
             node.target(),

@@ -197,6 +197,15 @@ impl HotspotGate {
         self.exceptions.iter().find(|(k, ..)| *k == key)
     }
 
+    /// Starts loading the table lines that [`try_enter`](Self::try_enter) will read for this
+    /// call's parameter: a hint, to be given before the work that precedes the checks.
+    #[inline]
+    pub(crate) fn prefetch(&self, params: &Params) {
+        if let Some(key) = params.get(self.shape.param_index) {
+            self.table.prefetch_key(key);
+        }
+    }
+
     /// Admits `count` calls of the entry's value at `now` (`now` is also the start of a wait),
     /// or blocks them.
     #[inline]

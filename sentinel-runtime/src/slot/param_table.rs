@@ -437,6 +437,15 @@ impl<A: AtomicWord> ParamTable<A> {
         }
     }
 
+    /// Starts loading the lines a lookup of `key` will read (see [`prefetch`](Self::prefetch)),
+    /// for a caller with other work to do before the lookup: the misses then overlap that work.
+    #[inline]
+    pub(crate) fn prefetch_key(&self, key: u64) {
+        if self.prefetch {
+            self.prefetch(&self.locate(key));
+        }
+    }
+
     #[inline(always)]
     fn state(&self, slot: usize) -> &State<A> {
         &self.buckets[slot / BUCKET].states[slot % BUCKET]
