@@ -260,3 +260,32 @@ fn bad_rules_are_refused_by_field_and_the_old_ones_stay() {
     );
     rules::load_hotspot_rules(vec![]).unwrap();
 }
+
+/// Exceptions are pinned in the rule's table: a list too long for the capacity could fill every
+/// slot an ordinary value may take and block that value for good. Such a rule is refused at
+/// load (the rules in force stay), and the longest list accepted leaves fresh values free.
+#[test]
+fn exceptions_cannot_crowd_ordinary_values_out_of_the_table() {
+    let _clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-crowd", 0, 100.0).capacity(1_000)])
+        .unwrap();
+    let crowded = (0..2_500u64).fold(
+        HotspotRule::qps("hot-crowd", 0, 100.0).capacity(1_000),
+        |rule, i| rule.exception(&(1_000_000 + i), 100.0),
+    );
+    let refused = rules::load_hotspot_rules(vec![crowded]).unwrap_err();
+    assert_eq!(refused.field(), "exceptions", "{refused}");
+    assert_eq!(rules::hotspot_rules().len(), 1, "the rules in force stay");
+    assert!(rules::hotspot_rules()[0].exceptions.is_empty());
+
+    let fullest = (0..250u64).fold(
+        HotspotRule::qps("hot-crowd", 0, 100.0).capacity(1_000),
+        |rule, i| rule.exception(&(1_000_000 + i), 100.0),
+    );
+    rules::load_hotspot_rules(vec![fullest]).unwrap();
+    let blocked: Vec<u64> = (0..10_000u64)
+        .filter(|&v| call("hot-crowd", v).is_err())
+        .collect();
+    assert!(blocked.is_empty(), "fresh values blocked: {blocked:?}");
+    rules::load_hotspot_rules(vec![]).unwrap();
+}

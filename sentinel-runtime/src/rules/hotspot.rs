@@ -11,6 +11,9 @@ use crate::param::MAX_PARAMS;
 pub const DEFAULT_HOTSPOT_CAPACITY: usize = 16_384;
 /// The most values one hotspot rule may track.
 pub const MAX_HOTSPOT_CAPACITY: usize = 16_777_216;
+/// A rule may list at most `capacity / MAX_PINNED_SHARE` exceptions (each is pinned: a table
+/// with a quarter of its capacity pinned holds an eighth of its slots pinned).
+const MAX_PINNED_SHARE: usize = 4;
 /// The most hotspot rules one resource can have.
 pub const MAX_HOTSPOT_RULES_PER_RESOURCE: usize = 8;
 /// The longest window a hotspot rule accepts.
@@ -188,7 +191,8 @@ impl HotspotRule {
         self
     }
 
-    /// Tracks at most `capacity` values.
+    /// Tracks at most `capacity` values. A rule may list at most `capacity / 4`
+    /// [exceptions](Self::exception): they keep their place in the table for good.
     pub fn capacity(mut self, capacity: usize) -> HotspotRule {
         self.capacity = capacity;
         self
@@ -216,6 +220,20 @@ impl HotspotRule {
                 format!(
                     "must be in 1..={MAX_HOTSPOT_CAPACITY}, got {}",
                     self.capacity
+                ),
+            );
+        }
+        // Exceptions are pinned in the table (never evicted): too many of them could fill every
+        // slot an ordinary value may take, and block that value for good.
+        if self.exceptions.len() > self.capacity / MAX_PINNED_SHARE {
+            return err(
+                "exceptions",
+                format!(
+                    "at most capacity / {MAX_PINNED_SHARE} = {} values (they are pinned in the \
+                     rule's table of {} values), got {}; raise `capacity`",
+                    self.capacity / MAX_PINNED_SHARE,
+                    self.capacity,
+                    self.exceptions.len()
                 ),
             );
         }
@@ -295,6 +313,14 @@ mod tests {
         assert_eq!(
             field_of(HotspotRule::qps("r", 0, 1.0).capacity(0)),
             "capacity"
+        );
+        assert_eq!(
+            field_of(
+                HotspotRule::qps("r", 0, 1.0)
+                    .capacity(3)
+                    .exception("a", 1.0)
+            ),
+            "exceptions"
         );
         assert_eq!(
             field_of(HotspotRule::qps("r", 0, 1.0).window(Duration::ZERO)),
