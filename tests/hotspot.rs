@@ -289,3 +289,29 @@ fn exceptions_cannot_crowd_ordinary_values_out_of_the_table() {
     assert!(blocked.is_empty(), "fresh values blocked: {blocked:?}");
     rules::load_hotspot_rules(vec![]).unwrap();
 }
+
+/// A batch larger than a value's threshold and burst can never pass: its block gives no
+/// retry-after (one that said 1.5 s was a promise the rule could not keep), while a batch that
+/// fits is told when it may pass.
+#[test]
+fn a_batch_too_large_for_the_rule_gets_no_retry_after() {
+    let clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::qps("hot-batch", 0, 2.0)]).unwrap();
+    let batch = |n| {
+        EntryBuilder::new("hot-batch")
+            .param(&1u64)
+            .acquire(n)
+            .enter()
+    };
+    let too_large = batch(5).unwrap_err();
+    assert_eq!(too_large.kind(), BlockKind::HotParam);
+    assert_eq!(too_large.retry_after(), None, "{too_large:?}");
+    clock.advance(Duration::from_secs(60));
+    assert!(batch(5).is_err(), "still never passes");
+    drop(batch(2).unwrap());
+    let fits = batch(2).unwrap_err();
+    let hint = fits.retry_after().expect("a batch that fits is told when");
+    clock.advance(hint);
+    assert!(batch(2).is_ok(), "passes after its retry-after ({hint:?})");
+    rules::load_hotspot_rules(vec![]).unwrap();
+}

@@ -241,7 +241,9 @@ impl HotspotGate {
                         resource,
                         given,
                         self.shape.param_index,
-                        Some(Duration::from_nanos(retry_after)),
+                        // `u64::MAX`: never (a batch too large for the rule, a threshold of
+                        // 0) or unknown (no room in the table): no hint.
+                        (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
                     )),
                 }
             }

@@ -233,7 +233,23 @@ fn gcra(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
     if wait <= r.max_wait {
         (RateDecision::Wait(wait), kept)
     } else {
-        (RateDecision::Block { retry_after: wait }, tat)
+        (
+            RateDecision::Block {
+                retry_after: retry_after(wait, r, limit),
+            },
+            tat,
+        )
+    }
+}
+
+/// When a blocked request may pass: after `wait`, unless it is blocked even from idle (a batch
+/// larger than the threshold and burst, beyond what `max_wait` covers), then never (`u64::MAX`).
+fn retry_after(wait: u64, r: &RateRequest, limit: u128) -> u64 {
+    let from_idle = u128::from(r.count) * u128::from(r.interval);
+    if from_idle > limit && from_idle - limit > u128::from(r.max_wait) {
+        u64::MAX
+    } else {
+        wait
     }
 }
 
@@ -995,10 +1011,12 @@ mod tests {
             }
         );
         assert_eq!(t.tat(42), Some(T0 + 17 * iv));
-        // A batch larger than the burst never fits.
+        // A batch larger than the burst never fits: its retry-after says never.
         assert_eq!(
             t.acquire_rate(7, T0, 16, iv, tau, 0),
-            Block { retry_after: iv }
+            Block {
+                retry_after: u64::MAX
+            }
         );
         assert_eq!(t.tat(7), None, "a call blocked while fresh takes no slot");
         assert_eq!(t.acquire_rate(7, T0, 15, iv, tau, 0), Pass);
@@ -1469,8 +1487,14 @@ mod tests {
             } else if ahead - limit <= u128::from(max_wait) {
                 Wait((ahead - limit) as u64)
             } else {
+                let from_idle = u128::from(count) * u128::from(iv);
+                let never = from_idle > limit && from_idle - limit > u128::from(max_wait);
                 return Block {
-                    retry_after: (ahead - limit).min(u128::from(u64::MAX)) as u64,
+                    retry_after: if never {
+                        u64::MAX
+                    } else {
+                        (ahead - limit).min(u128::from(u64::MAX)) as u64
+                    },
                 };
             };
             self.tats.insert(key, new);
