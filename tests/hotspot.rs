@@ -315,3 +315,35 @@ fn a_batch_too_large_for_the_rule_gets_no_retry_after() {
     assert!(batch(2).is_ok(), "passes after its retry-after ({hint:?})");
     rules::load_hotspot_rules(vec![]).unwrap();
 }
+
+/// A reload that changes only the burst keeps every value's state (the gate stays) and puts
+/// the new burst in force for the listed values too, not only for the others.
+#[test]
+fn a_burst_only_reload_applies_to_exceptions() {
+    let _clock = MockClock::install();
+    let rule = |burst| {
+        HotspotRule::qps("hot-burst-vip", 0, 10.0)
+            .burst(burst)
+            .exception("vip", 10.0)
+    };
+    rules::load_hotspot_rules(vec![rule(100)]).unwrap();
+    // The node exists (and with it the gate a reload keeps).
+    drop(EntryBuilder::new("hot-burst-vip").enter().unwrap());
+    rules::load_hotspot_rules(vec![rule(0)]).unwrap();
+    let passes = |value: &str| {
+        (0..200)
+            .filter(|_| {
+                EntryBuilder::new("hot-burst-vip")
+                    .param(value)
+                    .enter()
+                    .is_ok()
+            })
+            .count()
+    };
+    assert_eq!(
+        (passes("alice"), passes("vip")),
+        (10, 10),
+        "burst 0: 10 at once each"
+    );
+    rules::load_hotspot_rules(vec![]).unwrap();
+}

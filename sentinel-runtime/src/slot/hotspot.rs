@@ -85,7 +85,18 @@ pub(crate) struct HotspotGate {
     /// The concurrency limit per value.
     limit: AtomicU64,
     /// The listed values with their own pace (or limit), and their threshold as given.
-    exceptions: Vec<(u64, Pace, u64, f64)>,
+    exceptions: Vec<Exception>,
+}
+
+/// A listed value of a gate. Its threshold is part of the gate's shape, so its interval and
+/// limit are fixed; its tolerance follows the rule's burst, which a reload may change.
+#[derive(Debug)]
+struct Exception {
+    key: u64,
+    interval: u64,
+    tolerance: AtomicU64,
+    limit: u64,
+    given: f64,
 }
 
 /// A hotspot gate's admission of a call.
@@ -153,12 +164,14 @@ impl HotspotGate {
             .iter()
             .map(|e| {
                 table.pin(e.value_hash);
-                (
-                    e.value_hash,
-                    Pace::of(e.threshold, rule.burst, rule.window),
-                    e.threshold.floor() as u64,
-                    e.threshold,
-                )
+                let pace = Pace::of(e.threshold, rule.burst, rule.window);
+                Exception {
+                    key: e.value_hash,
+                    interval: pace.interval,
+                    tolerance: AtomicU64::new(pace.tolerance),
+                    limit: e.threshold.floor() as u64,
+                    given: e.threshold,
+                }
             })
             .collect();
         let gate = HotspotGate {
@@ -191,10 +204,15 @@ impl HotspotGate {
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         self.max_wait.store(max_wait, Release);
         self.limit.store(rule.threshold.floor() as u64, Release);
+        // The same values and thresholds (the shape says so), under the new burst.
+        for (exception, listed) in self.exceptions.iter().zip(&rule.exceptions) {
+            let pace = Pace::of(listed.threshold, rule.burst, rule.window);
+            exception.tolerance.store(pace.tolerance, Release);
+        }
     }
 
-    fn exception(&self, key: u64) -> Option<&(u64, Pace, u64, f64)> {
-        self.exceptions.iter().find(|(k, ..)| *k == key)
+    fn exception(&self, key: u64) -> Option<&Exception> {
+        self.exceptions.iter().find(|e| e.key == key)
     }
 
     /// Starts loading the table lines that [`try_enter`](Self::try_enter) will read for this
@@ -220,11 +238,11 @@ impl HotspotGate {
             return Ok(HotPass::Free);
         };
         let exception = self.exception(key);
-        let given = exception.map_or_else(|| f64::from_bits(self.given.load(Acquire)), |e| e.3);
+        let given = exception.map_or_else(|| f64::from_bits(self.given.load(Acquire)), |e| e.given);
         match self.shape.metric {
             HotspotMetric::Qps => {
                 let (interval, tolerance) = match exception {
-                    Some((_, pace, ..)) => (pace.interval, pace.tolerance),
+                    Some(e) => (e.interval, e.tolerance.load(Acquire)),
                     None => (self.interval.load(Acquire), self.tolerance.load(Acquire)),
                 };
                 let max_wait = self.max_wait.load(Acquire);
@@ -248,7 +266,7 @@ impl HotspotGate {
                 }
             }
             HotspotMetric::Concurrency => {
-                let limit = exception.map_or_else(|| self.limit.load(Acquire), |e| e.2);
+                let limit = exception.map_or_else(|| self.limit.load(Acquire), |e| e.limit);
                 match self.table.acquire_inflight(key, limit) {
                     Ok(slot) => Ok(HotPass::Inside(slot)),
                     Err(()) => Err(BlockError::hot_param(
@@ -269,7 +287,7 @@ impl HotspotGate {
             HotPass::Free => {}
             HotPass::Rate { key, .. } => {
                 let interval = match self.exception(key) {
-                    Some((_, pace, ..)) => pace.interval,
+                    Some(e) => e.interval,
                     None => self.interval.load(Acquire),
                 };
                 self.table.cancel_rate(key, count, interval);
