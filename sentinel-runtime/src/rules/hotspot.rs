@@ -252,6 +252,30 @@ impl HotspotRule {
                         ),
                     );
                 }
+                // A positive threshold so small that one call per window / threshold does not
+                // fit in u64 nanoseconds would act as 0 (its burst ignored): refused instead.
+                let window_ns = w.as_nanos() as f64;
+                let too_slow = |t: f64| t > 0.0 && window_ns / t >= u64::MAX as f64;
+                if too_slow(self.threshold) {
+                    return err(
+                        "threshold",
+                        format!(
+                            "must be 0 or at least one call per {} years of window, got {}",
+                            u64::MAX / 1_000_000_000 / 31_557_600,
+                            self.threshold
+                        ),
+                    );
+                }
+                if let Some(e) = self.exceptions.iter().find(|e| too_slow(e.threshold)) {
+                    return err(
+                        "exceptions",
+                        format!(
+                            "a threshold must be 0 or at least one call per {} years, got {}",
+                            u64::MAX / 1_000_000_000 / 31_557_600,
+                            e.threshold
+                        ),
+                    );
+                }
                 if f64::from(self.burst) > MAX_THRESHOLD {
                     return err(
                         "burst",
@@ -322,6 +346,17 @@ mod tests {
             ),
             "exceptions"
         );
+        assert_eq!(
+            field_of(HotspotRule::qps("r", 0, 1e-12).burst(5)),
+            "threshold"
+        );
+        assert_eq!(
+            field_of(HotspotRule::qps("r", 0, 1.0).exception("a", 1e-12)),
+            "exceptions"
+        );
+        HotspotRule::qps("r", 0, 1e-9)
+            .validate()
+            .expect("one call in about 32 years is still a pace");
         assert_eq!(
             field_of(HotspotRule::qps("r", 0, 1.0).window(Duration::ZERO)),
             "window"
