@@ -347,3 +347,132 @@ fn a_burst_only_reload_applies_to_exceptions() {
     );
     rules::load_hotspot_rules(vec![]).unwrap();
 }
+
+/// A reload that adds, retunes or removes an exception keeps every value's state: no value gets
+/// a fresh burst from it, and the listed value's new threshold paces it from the state it has.
+#[test]
+fn a_reload_that_changes_exceptions_keeps_every_value_state() {
+    let clock = MockClock::install();
+    let resource = "hot-reload-exceptions";
+    let passes = |value: u64| (0..50).filter(|_| call(resource, value).is_ok()).count();
+    let rule = || HotspotRule::qps(resource, 0, 10.0);
+    rules::load_hotspot_rules(vec![rule()]).unwrap();
+    // From idle at t0: 10 each, their TATs at t0 + 1 s.
+    assert_eq!((passes(1), passes(2)), (10, 10));
+    // Value 2 becomes a VIP of 15 a second (one per 66.7 ms). At t0 + 200 ms value 1 has 2
+    // slots, value 2 three of its own pace (a fresh table would give 10 and 15).
+    rules::load_hotspot_rules(vec![rule().exception(&2u64, 15.0)]).unwrap();
+    clock.advance(Duration::from_millis(200));
+    assert_eq!(
+        (passes(1), passes(2)),
+        (2, 3),
+        "adding an exception keeps every value's state"
+    );
+    // Retuned to 20 a second: 300 ms later value 2 has 5 slots (at 15 it would have 4).
+    rules::load_hotspot_rules(vec![rule().exception(&2u64, 20.0)]).unwrap();
+    clock.advance(Duration::from_millis(300));
+    assert_eq!((passes(1), passes(2)), (3, 5), "retuning an exception");
+    // Removed: value 2 is back at 10 a second from where it stood (at 20 it would have 6).
+    rules::load_hotspot_rules(vec![rule()]).unwrap();
+    clock.advance(Duration::from_millis(300));
+    assert_eq!((passes(1), passes(2)), (3, 3), "removing an exception");
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+/// The calls inside a value survive a reload that changes the exceptions of a concurrency rule:
+/// the per-value limit holds across it, and every place comes back.
+#[test]
+fn a_concurrency_limit_holds_across_a_reload_of_its_exceptions() {
+    let _clock = MockClock::install();
+    let resource = "hot-reload-inside";
+    rules::load_hotspot_rules(vec![HotspotRule::concurrency(resource, 0, 2)]).unwrap();
+    let inside: Vec<Entry> = (0..2).map(|_| call(resource, 1).unwrap()).collect();
+    assert!(call(resource, 1).is_err());
+    rules::load_hotspot_rules(vec![
+        HotspotRule::concurrency(resource, 0, 2).exception(&9u64, 5.0)
+    ])
+    .unwrap();
+    assert!(
+        call(resource, 1).is_err(),
+        "two calls are still inside value 1"
+    );
+    let vip: Vec<Entry> = (0..5).map(|_| call(resource, 9).unwrap()).collect();
+    assert!(call(resource, 9).is_err(), "the exception's own limit");
+    rules::load_hotspot_rules(vec![HotspotRule::concurrency(resource, 0, 2)]).unwrap();
+    assert!(
+        call(resource, 9).is_err(),
+        "five inside, above the rule's 2"
+    );
+    drop(inside);
+    drop(vip);
+    let again: Vec<Entry> = (0..2).map(|_| call(resource, 1).unwrap()).collect();
+    assert!(call(resource, 1).is_err());
+    let nine: Vec<Entry> = (0..2).map(|_| call(resource, 9).unwrap()).collect();
+    assert!(
+        call(resource, 9).is_err(),
+        "every place came back, at the rule's 2"
+    );
+    drop((again, nine));
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+/// A reload that changes only the window keeps every value's state: a TAT is a time, and the
+/// debt it holds stands under the new pace (no fresh burst).
+#[test]
+fn a_window_only_reload_keeps_every_value_state() {
+    let _clock = MockClock::install();
+    let resource = "hot-reload-window";
+    rules::load_hotspot_rules(vec![HotspotRule::qps(resource, 0, 10.0)]).unwrap();
+    assert_eq!((0..50).filter(|_| call(resource, 1).is_ok()).count(), 10);
+    // 10 per 2 s (one per 200 ms): the value owes 1 s of its 2 s, so 5 more pass, not 10.
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps(resource, 0, 10.0).window(Duration::from_secs(2))
+    ])
+    .unwrap();
+    assert_eq!(
+        (0..50).filter(|_| call(resource, 1).is_ok()).count(),
+        5,
+        "the debt stands"
+    );
+    rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+/// A call waiting for its slot when a reload changes the pace gives back, when its future is
+/// dropped, exactly what it was charged: one slot at the old pace, not at the new one.
+#[test]
+fn a_dropped_wait_gives_back_its_slot_at_the_pace_it_was_charged() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let _clock = MockClock::install();
+    let resource = "hot-cancel-pace";
+    // One a second, waiting up to 10 s: at t0 one passes, the next waits 1 s.
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps(resource, 0, 1.0).throttle(Duration::from_secs(10))
+    ])
+    .unwrap();
+    drop(call(resource, 1).unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let mut cx = Context::from_waker(Waker::noop());
+    runtime.block_on(async {
+        let mut waiting = Box::pin(EntryBuilder::new(resource).param(&1u64).enter_async());
+        assert!(
+            waiting.as_mut().poll(&mut cx).is_pending(),
+            "waits for t0 + 1 s"
+        );
+        // Ten a second, no wait. The waiting call was charged 1 s; giving back 100 ms (the new
+        // interval) would leave the value 900 ms further in debt.
+        rules::load_hotspot_rules(vec![HotspotRule::qps(resource, 0, 10.0)]).unwrap();
+        drop(waiting);
+    });
+    let err = call(resource, 1).unwrap_err();
+    assert_eq!(
+        err.retry_after(),
+        Some(Duration::from_millis(100)),
+        "the value owes 1 s (the call that passed), as before the wait"
+    );
+    rules::load_hotspot_rules(vec![]).unwrap();
+}

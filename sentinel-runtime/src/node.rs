@@ -263,7 +263,8 @@ impl ResourceNode {
 
     /// Puts rules in force: the loaded ones where given, else the defaults, per kind (all
     /// validated and naming this node). A gate of the same shape as one in force is kept with
-    /// the new threshold, and a breaker of an identical rule is kept, so no count or state is
+    /// the new threshold, a hotspot rule of the same parameter, metric and capacity as one in
+    /// force takes over its table (every value's state), and a breaker of an identical rule is kept, so no count or state is
     /// lost; a new gate starts with the passes the node admitted in its window, and a new
     /// concurrency limit counts the calls already inside. What is no longer in force is freed.
     pub(crate) fn apply_rules(
@@ -329,13 +330,10 @@ impl ResourceNode {
             let kept = old
                 .hotspots
                 .iter()
-                .find(|g| g.fits(&shape) && !chain.hotspots.iter().any(|c| Arc::ptr_eq(c, g)));
+                .find(|g| g.fits(&shape) && !chain.hotspots.iter().any(|c| c.same_table(g)));
             let gate = match kept {
-                Some(gate) => {
-                    gate.set(rule);
-                    Arc::clone(gate)
-                }
-                None => Arc::new(HotspotGate::new(rule)),
+                Some(gate) => gate.succeed(rule),
+                None => HotspotGate::new(rule),
             };
             chain.hotspots.push(gate);
         }

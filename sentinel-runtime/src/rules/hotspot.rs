@@ -66,7 +66,8 @@ pub struct HotspotException {
 /// never seen, so such values are forgotten first; if the table is full of values being limited
 /// right now, the one closest to being free is forgotten (counted in the metrics). Exception
 /// values are never forgotten; a value of a concurrency rule is never forgotten while calls are
-/// inside. A reload that changes only the threshold keeps every value's state.
+/// inside. A reload of a rule for the same parameter, metric and capacity keeps every value's
+/// state (whatever else it changes: thresholds, burst, window, wait, exceptions).
 ///
 /// ```
 /// use sentinel_runtime::rules::HotspotRule;
@@ -176,7 +177,7 @@ impl HotspotRule {
 
     /// Gives `value` its own threshold. The value matches a call's parameter when both hash
     /// alike (hash the same type: `"vip"` and `String::from("vip")` match, `7u64` and `"7"` do
-    /// not).
+    /// not). A value listed twice takes the later threshold.
     pub fn exception(mut self, value: &(impl Hash + ?Sized), threshold: f64) -> HotspotRule {
         self.exceptions.push(HotspotException {
             value_hash: crate::param::hash(value),

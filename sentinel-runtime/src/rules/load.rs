@@ -319,9 +319,10 @@ fn replace_all_counted(
 }
 
 /// Replaces the loaded hotspot rules with `rules`, with the same validation and
-/// default-versus-loaded semantics as [`load_flow_rules`]. A loaded rule of the same shape
-/// (parameter, metric, window, capacity, exceptions) as one in force keeps every value's state
-/// and only changes the threshold, burst and wait: a reload grants no fresh burst.
+/// default-versus-loaded semantics as [`load_flow_rules`]. A loaded rule for the same
+/// parameter, metric and capacity as one in force keeps every value's state (a TAT, or the
+/// calls inside) and puts its thresholds, burst, window, wait and exceptions in force on it: a
+/// reload grants no fresh burst, and calls inside a value still count against its limit.
 ///
 /// ```
 /// use sentinel_runtime::rules::{self, HotspotRule};

@@ -1,23 +1,22 @@
 //! The hotspot check: one [`HotspotGate`] per hotspot rule in force, limiting each value of one
 //! parameter separately through a bounded [`ParamTable`].
 
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::param_table::{Full, ParamTable, RateDecision, Slot};
+use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
 use crate::error::BlockError;
 use crate::param::Params;
 use crate::rules::hotspot::{HotspotMetric, HotspotRule};
 
-/// What makes two hotspot rules need different tables; the threshold, burst and wait change in
-/// place, keeping every value's state.
-#[derive(Clone, Debug, PartialEq)]
+/// What makes two hotspot rules need different tables. Everything else (thresholds, burst,
+/// window, wait, exceptions) is per gate: a reload builds a new gate on the table in force, so
+/// every value's state is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HotspotShape {
     param_index: usize,
     metric: HotspotMetric,
-    window: Duration,
     capacity: usize,
-    exceptions: Vec<(u64, u64)>,
 }
 
 impl HotspotShape {
@@ -25,13 +24,7 @@ impl HotspotShape {
         HotspotShape {
             param_index: rule.param_index,
             metric: rule.metric,
-            window: rule.window,
             capacity: rule.capacity,
-            exceptions: rule
-                .exceptions
-                .iter()
-                .map(|e| (e.value_hash, e.threshold.to_bits()))
-                .collect(),
         }
     }
 }
@@ -72,30 +65,30 @@ impl Pace {
     }
 }
 
-/// A hotspot rule in force on a node.
+/// A hotspot rule in force on a node: its table, shared with the gates of earlier and later
+/// loads of a rule of the same [shape](HotspotShape), and the rule's paces, fixed for the gate's
+/// life (a reload builds a new gate; entries exit through the gate they entered by).
 #[derive(Debug)]
 pub(crate) struct HotspotGate {
     shape: HotspotShape,
-    table: ParamTable,
-    /// The rule's threshold as given (`f64` bits), for the error.
-    given: AtomicU64,
-    interval: AtomicU64,
-    tolerance: AtomicU64,
-    max_wait: AtomicU64,
+    table: Arc<ParamTable>,
+    /// The rule's threshold as given, for the error.
+    given: f64,
+    pace: Pace,
+    max_wait: u64,
     /// The concurrency limit per value.
-    limit: AtomicU64,
-    /// The listed values with their own pace (or limit), and their threshold as given.
+    limit: u64,
+    /// The listed values with their own pace (or limit); each is pinned in the table.
     exceptions: Vec<Exception>,
 }
 
-/// A listed value of a gate. Its threshold is part of the gate's shape, so its interval and
-/// limit are fixed; its tolerance follows the rule's burst, which a reload may change.
+/// A listed value of a gate.
 #[derive(Debug)]
 struct Exception {
     key: u64,
-    interval: u64,
-    tolerance: AtomicU64,
+    pace: Pace,
     limit: u64,
+    /// Its threshold as given, for the error.
     given: f64,
 }
 
@@ -156,58 +149,79 @@ impl HotPasses {
 }
 
 impl HotspotGate {
-    /// The gate of a validated `rule`.
+    /// The gate of a validated `rule`, on a new table.
     pub(crate) fn new(rule: &HotspotRule) -> HotspotGate {
-        let table = ParamTable::new(rule.capacity, Full::Evict);
-        let exceptions = rule
-            .exceptions
-            .iter()
-            .map(|e| {
-                table.pin(e.value_hash);
-                let pace = Pace::of(e.threshold, rule.burst, rule.window);
-                Exception {
-                    key: e.value_hash,
-                    interval: pace.interval,
-                    tolerance: AtomicU64::new(pace.tolerance),
-                    limit: e.threshold.floor() as u64,
-                    given: e.threshold,
-                }
-            })
-            .collect();
-        let gate = HotspotGate {
-            shape: HotspotShape::of(rule),
-            table,
-            given: AtomicU64::new(0),
-            interval: AtomicU64::new(0),
-            tolerance: AtomicU64::new(0),
-            max_wait: AtomicU64::new(0),
-            limit: AtomicU64::new(0),
-            exceptions,
-        };
-        gate.set(rule);
-        gate
+        let table = Arc::new(ParamTable::new(rule.capacity, Full::Evict));
+        Self::on(table, &[], rule)
     }
 
-    /// Whether this gate can serve `shape` (then [`set`](Self::set) updates the rest).
+    /// The gate of a validated `rule` that takes over from `self` (a rule of the same shape,
+    /// [`fits`](Self::fits)): on the same table, so that every value keeps its state (its TAT,
+    /// or its calls inside) under the new rule. Values no longer listed are unpinned, newly
+    /// listed ones pinned.
+    pub(crate) fn succeed(&self, rule: &HotspotRule) -> HotspotGate {
+        let listed: Vec<u64> = rule.exceptions.iter().map(|e| e.value_hash).collect();
+        for old in &self.exceptions {
+            if !listed.contains(&old.key) {
+                self.table.unpin(old.key, self.kind());
+            }
+        }
+        let pinned: Vec<u64> = self.exceptions.iter().map(|e| e.key).collect();
+        Self::on(Arc::clone(&self.table), &pinned, rule)
+    }
+
+    /// The gate of `rule` on `table`, where the values `pinned` are pinned already.
+    fn on(table: Arc<ParamTable>, pinned: &[u64], rule: &HotspotRule) -> HotspotGate {
+        let pace = |threshold| Pace::of(threshold, rule.burst, rule.window);
+        let mut exceptions: Vec<Exception> = Vec::with_capacity(rule.exceptions.len());
+        for e in &rule.exceptions {
+            // A value listed twice: the later threshold wins (as the rule's builder reads).
+            exceptions.retain(|kept| kept.key != e.value_hash);
+            exceptions.push(Exception {
+                key: e.value_hash,
+                pace: pace(e.threshold),
+                limit: e.threshold.floor() as u64,
+                given: e.threshold,
+            });
+        }
+        for e in &exceptions {
+            // A value that finds no slot to pin (its 16 slots pinned, or held by calls inside:
+            // not with the exceptions validation allows, short of a contrived set) keeps its
+            // threshold but may be evicted like any other, losing only idle or least-debt
+            // state.
+            if !pinned.contains(&e.key) {
+                table.pin(e.key);
+            }
+        }
+        HotspotGate {
+            shape: HotspotShape::of(rule),
+            table,
+            given: rule.threshold,
+            pace: pace(rule.threshold),
+            max_wait: rule
+                .max_wait
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            limit: rule.threshold.floor() as u64,
+            exceptions,
+        }
+    }
+
+    /// Whether this gate's table can serve a rule of `shape` (then [`succeed`](Self::succeed)
+    /// builds its gate).
     pub(crate) fn fits(&self, shape: &HotspotShape) -> bool {
         self.shape == *shape
     }
 
-    /// Puts `rule`'s threshold, burst and wait in force, keeping every value's state.
-    pub(crate) fn set(&self, rule: &HotspotRule) {
-        let pace = Pace::of(rule.threshold, rule.burst, rule.window);
-        self.given.store(rule.threshold.to_bits(), Release);
-        self.interval.store(pace.interval, Release);
-        self.tolerance.store(pace.tolerance, Release);
-        let max_wait = rule
-            .max_wait
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        self.max_wait.store(max_wait, Release);
-        self.limit.store(rule.threshold.floor() as u64, Release);
-        // The same values and thresholds (the shape says so), under the new burst.
-        for (exception, listed) in self.exceptions.iter().zip(&rule.exceptions) {
-            let pace = Pace::of(listed.threshold, rule.burst, rule.window);
-            exception.tolerance.store(pace.tolerance, Release);
+    /// Whether `self` and `other` share a table.
+    pub(crate) fn same_table(&self, other: &HotspotGate) -> bool {
+        Arc::ptr_eq(&self.table, &other.table)
+    }
+
+    /// The kind of value the table holds.
+    fn kind(&self) -> Kind {
+        match self.shape.metric {
+            HotspotMetric::Qps => Kind::Rate,
+            HotspotMetric::Concurrency => Kind::Inflight,
         }
     }
 
@@ -238,18 +252,18 @@ impl HotspotGate {
             return Ok(HotPass::Free);
         };
         let exception = self.exception(key);
-        let given = exception.map_or_else(|| f64::from_bits(self.given.load(Acquire)), |e| e.given);
+        let given = exception.map_or(self.given, |e| e.given);
         match self.shape.metric {
             HotspotMetric::Qps => {
-                let (interval, tolerance) = match exception {
-                    Some(e) => (e.interval, e.tolerance.load(Acquire)),
-                    None => (self.interval.load(Acquire), self.tolerance.load(Acquire)),
-                };
-                let max_wait = self.max_wait.load(Acquire);
-                match self
-                    .table
-                    .acquire_rate(key, now, count, interval, tolerance, max_wait)
-                {
+                let pace = exception.map_or(self.pace, |e| e.pace);
+                match self.table.acquire_rate(
+                    key,
+                    now,
+                    count,
+                    pace.interval,
+                    pace.tolerance,
+                    self.max_wait,
+                ) {
                     RateDecision::Pass => Ok(HotPass::Rate { key, turn: 0 }),
                     RateDecision::Wait(wait) => Ok(HotPass::Rate {
                         key,
@@ -266,7 +280,7 @@ impl HotspotGate {
                 }
             }
             HotspotMetric::Concurrency => {
-                let limit = exception.map_or_else(|| self.limit.load(Acquire), |e| e.limit);
+                let limit = exception.map_or(self.limit, |e| e.limit);
                 match self.table.acquire_inflight(key, limit) {
                     Ok(slot) => Ok(HotPass::Inside(slot)),
                     Err(()) => Err(BlockError::hot_param(
@@ -280,17 +294,14 @@ impl HotspotGate {
         }
     }
 
-    /// Undoes an admission of `count` calls (a later check blocked the call, or its future was
-    /// dropped while waiting).
+    /// Undoes an admission of `count` calls by this gate (a later check blocked the call, or
+    /// its future was dropped while waiting), at the pace it was charged at.
     pub(crate) fn cancel(&self, pass: HotPass, count: u32) {
         match pass {
             HotPass::Free => {}
             HotPass::Rate { key, .. } => {
-                let interval = match self.exception(key) {
-                    Some(e) => e.interval,
-                    None => self.interval.load(Acquire),
-                };
-                self.table.cancel_rate(key, count, interval);
+                let pace = self.exception(key).map_or(self.pace, |e| e.pace);
+                self.table.cancel_rate(key, count, pace.interval);
             }
             HotPass::Inside(slot) => self.table.release_inflight(slot),
         }

@@ -100,7 +100,7 @@ pub(crate) struct Chain {
     /// The QPS checks, in order.
     pub(crate) gates: Vec<Arc<Gate>>,
     /// The hotspot (per-parameter-value) checks, after the flow checks.
-    pub(crate) hotspots: Vec<Arc<HotspotGate>>,
+    pub(crate) hotspots: Vec<HotspotGate>,
     /// The circuit breakers, checked after the hotspot checks.
     pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
 }

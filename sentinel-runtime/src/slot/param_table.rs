@@ -107,6 +107,25 @@ pub(crate) enum Full {
     Block,
 }
 
+/// The kind of state a table's key holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A GCRA TAT ([`ParamTable::acquire_rate`]).
+    Rate,
+    /// A count of calls inside ([`ParamTable::acquire_inflight`]).
+    Inflight,
+}
+
+impl Kind {
+    /// The key-word flags of an unpinned key of this kind.
+    fn flags(self) -> u64 {
+        match self {
+            Kind::Rate => OCCUPIED,
+            Kind::Inflight => OCCUPIED | CONCURRENCY,
+        }
+    }
+}
+
 /// A hint to the CPU to bring the cache line of `value` in; nothing is read.
 #[inline(always)]
 fn prefetch_line<T>(value: &T) {
@@ -745,9 +764,10 @@ impl<A: AtomicWord> ParamTable<A> {
         }
     }
 
-    /// Pins `key` (a rule's exception): it gets a slot now, with a fresh state, and keeps it for
-    /// the table's life, for either kind of state. `false` if no slot could be had (its 16 slots
-    /// pinned or with calls inside); a live rate value may be evicted to make room.
+    /// Pins `key` (a rule's exception): it keeps its slot and state if present, else gets a slot
+    /// now with a fresh state, and is never evicted until [unpinned](Self::unpin); the slot
+    /// serves either kind of state. `false` if no slot could be had (its 16 slots pinned or with
+    /// calls inside); a live rate value may be evicted to make room.
     pub(crate) fn pin(&self, key: u64) -> bool {
         let k = self.locate(key);
         let shard = &self.shards[k.shard];
@@ -762,6 +782,22 @@ impl<A: AtomicWord> ParamTable<A> {
             Err(empty) => self
                 .place(shard, &k, pinned, empty, None, Full::Evict)
                 .is_ok(),
+        }
+    }
+
+    /// Unpins `key` (a value a rule no longer lists): it keeps its slot and its state, as a
+    /// key of `kind`, and may be evicted again like any other. Nothing if `key` is not pinned.
+    pub(crate) fn unpin(&self, key: u64, kind: Kind) {
+        let k = self.locate(key);
+        let shard = &self.shards[k.shard];
+        let _locked = lock(&shard.lock);
+        let pinned = k.id | OCCUPIED | PINNED;
+        if let Ok(slot) = self.find_or_empty(&k, OCCUPIED | PINNED) {
+            // Only the lock holder writes key words, and readers of `kind` accept either tag
+            // (one that sees the tag change looks the key up again), so a plain store is
+            // enough.
+            debug_assert_eq!(self.key(slot).load(Acquire), pinned);
+            self.key(slot).store(k.id | kind.flags(), Release);
         }
     }
 
@@ -1346,6 +1382,49 @@ mod tests {
     }
 
     #[test]
+    fn an_unpinned_value_keeps_its_state_and_can_be_evicted_again() {
+        let t = Table::with_geometry(8, 2, Full::Evict);
+        let keys = same_shard(&t, 2);
+        let (iv, tau) = (SECOND, 0);
+        assert!(t.pin(keys[0]));
+        assert_eq!(t.acquire_rate(keys[0], T0, 1, iv, tau, 0), Pass);
+        t.unpin(keys[0], Kind::Rate);
+        assert_eq!(t.tat(keys[0]), Some(T0 + iv), "its state stays");
+        assert_eq!(
+            t.acquire_rate(keys[0], T0, 1, iv, tau, 0),
+            Block { retry_after: iv },
+            "and still counts"
+        );
+        // A flood of live values that owe more now takes it.
+        for i in 0..20_000 {
+            let _ = t.acquire_rate(key_of(1 << 50 | i), T0, 2, iv, iv, 0);
+        }
+        assert_eq!(t.tat(keys[0]), None, "evicted like any other");
+        // A concurrency value keeps its calls inside across an unpin, and is not evicted while
+        // they are.
+        assert!(t.pin(keys[1]));
+        let slot = t.acquire_inflight(keys[1], 2).unwrap();
+        t.unpin(keys[1], Kind::Inflight);
+        assert_eq!(t.inside(keys[1]), Some(1));
+        let second = t.acquire_inflight(keys[1], 2).unwrap();
+        assert_eq!(
+            t.acquire_inflight(keys[1], 2),
+            Err(()),
+            "the limit counts both"
+        );
+        for i in 0..20_000 {
+            let _ = t.acquire_rate(key_of(1 << 51 | i), T0, 2, iv, iv, 0);
+        }
+        assert_eq!(t.inside(keys[1]), Some(2), "not evicted with calls inside");
+        t.release_inflight(slot);
+        t.release_inflight(second);
+        assert_eq!(t.inside(keys[1]), Some(0));
+        // Unpinning a value that is not pinned changes nothing.
+        t.unpin(key_of(1 << 52), Kind::Rate);
+        assert_eq!(t.tat(key_of(1 << 52)), None);
+    }
+
+    #[test]
     fn concurrency_limit_holds_under_threads_and_returns_to_zero() {
         const THREADS: usize = 8;
         const MAX: u64 = 3;
@@ -1686,6 +1765,31 @@ mod loom_models {
             for &k in &keys[1..8] {
                 assert_eq!(t.tat(k), Some(1_000));
             }
+        });
+    }
+
+    /// A reload unpins a key while two threads race to admit it with room for one: the
+    /// readers accept the key's tag before and after the change, so exactly one passes, on the
+    /// key's one slot, and the key ends unpinned.
+    #[test]
+    fn an_unpin_races_admissions_of_the_key() {
+        check(3, || {
+            let t = table(Full::Evict);
+            assert!(t.pin(7));
+            assert_eq!(t.acquire_rate(7, 50, 1, 10, 0, 0), Pass); // TAT 60: room for one at 100
+            let other = Arc::clone(&t);
+            let h = thread::spawn(move || {
+                other.unpin(7, Kind::Rate);
+                other.acquire_rate(7, 100, 1, 10, 0, 0)
+            });
+            let mine = t.acquire_rate(7, 100, 1, 10, 0, 0);
+            let theirs = h.join().unwrap();
+            assert_eq!(passes(&[mine, theirs]), 1, "{mine:?} {theirs:?}");
+            assert_eq!(t.len(), 1);
+            assert_eq!(t.tat(7), Some(110));
+            let k = t.locate(7);
+            let slot = t.find(&k, OCCUPIED).unwrap();
+            assert_eq!(t.key(slot).load(Acquire), k.id | OCCUPIED, "unpinned");
         });
     }
 
