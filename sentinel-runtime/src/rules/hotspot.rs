@@ -9,7 +9,8 @@ use crate::param::MAX_PARAMS;
 
 /// How many values a hotspot rule tracks unless told otherwise.
 pub const DEFAULT_HOTSPOT_CAPACITY: usize = 16_384;
-/// The most values one hotspot rule may track.
+/// The most values one hotspot rule may track (a table of about 768 MiB: see
+/// [`HotspotRule`]'s memory).
 pub const MAX_HOTSPOT_CAPACITY: usize = 16_777_216;
 /// A rule may list at most `capacity / MAX_PINNED_SHARE` exceptions (each is pinned: a table
 /// with a quarter of its capacity pinned holds an eighth of its slots pinned).
@@ -62,7 +63,8 @@ pub struct HotspotException {
 /// # Memory
 ///
 /// Each rule tracks at most [`capacity`](Self::capacity) values (default 16 384) in a table
-/// allocated once. A value whose next slot is already free is indistinguishable from a value
+/// allocated once, when the rule is loaded: about 48 bytes per value of capacity (768 KiB by
+/// default, 768 MiB at [`MAX_HOTSPOT_CAPACITY`]), which never grows. A value whose next slot is already free is indistinguishable from a value
 /// never seen, so such values are forgotten first; if the table is full of values being limited
 /// right now, the one closest to being free is forgotten (counted in the metrics). Exception
 /// values are never forgotten; a value of a concurrency rule is never forgotten while calls are
