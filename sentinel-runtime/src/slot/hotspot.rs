@@ -353,6 +353,147 @@ mod tests {
         }
     }
 
+    /// One step of [`reloads_keep_state_like_an_unbounded_model`].
+    #[derive(Clone, Debug)]
+    enum Op {
+        Call {
+            value: u64,
+            count: u32,
+        },
+        Advance {
+            ms: u64,
+        },
+        /// Gives back the `n`th admission not yet given back (modulo their number).
+        Cancel {
+            n: usize,
+        },
+        Reload {
+            threshold: u64,
+            burst: u32,
+            window_s: u64,
+            exceptions: Vec<(u64, u64)>,
+        },
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0u64..6, 1u32..3).prop_map(|(value, count)| Op::Call { value, count }),
+            2 => (0u64..400).prop_map(|ms| Op::Advance { ms }),
+            1 => (0usize..64).prop_map(|n| Op::Cancel { n }),
+            1 => (
+                1u64..20,
+                0u32..4,
+                1u64..3,
+                proptest::collection::vec((0u64..6, 0u64..30), 0..4)
+            )
+                .prop_map(|(threshold, burst, window_s, exceptions)| Op::Reload {
+                    threshold,
+                    burst,
+                    window_s,
+                    exceptions,
+                }),
+        ]
+    }
+
+    fn rule(threshold: u64, burst: u32, window_s: u64, exceptions: &[(u64, u64)]) -> HotspotRule {
+        let mut rule = HotspotRule::qps("hot-model", 0, threshold as f64)
+            .burst(burst)
+            .window(Duration::from_secs(window_s))
+            .capacity(1_024);
+        for &(value, threshold) in exceptions {
+            rule = rule.exception(&value, threshold as f64);
+        }
+        rule
+    }
+
+    /// The reference: one TAT per value in a map (0: never seen), the GCRA with the pace the
+    /// rule in force gives the value (the later of a value's listed thresholds), computed here
+    /// on its own: interval `ceil(window / threshold)`, tolerance
+    /// `(threshold + burst - 1) x interval`, nothing for a threshold of 0.
+    fn model_pace(threshold: u64, burst: u32, window_s: u64) -> Option<(u64, u64)> {
+        (threshold > 0).then(|| {
+            let interval = (window_s * 1_000_000_000).div_ceil(threshold);
+            (interval, (threshold + u64::from(burst) - 1) * interval)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Gates that succeed each other over reloads (thresholds, burst, window, exceptions
+        /// added, retuned and removed) decide exactly as an unbounded model that never forgets
+        /// a value's TAT; a give-back returns what the admission was charged, whichever gate is
+        /// in force by then.
+        #[test]
+        fn reloads_keep_state_like_an_unbounded_model(
+            ops in proptest::collection::vec(op(), 1..80),
+        ) {
+            let mut now = 3_600 * 1_000_000_000u64;
+            let mut gates = vec![HotspotGate::new(&rule(10, 0, 1, &[]))];
+            let mut model_rule = (10u64, 0u32, 1u64, Vec::<(u64, u64)>::new());
+            let mut tats: std::collections::HashMap<u64, u64> = Default::default();
+            // (gate, pass, count; the model's value and interval charged)
+            let mut admitted: Vec<(usize, HotPass, u32, u64, u64)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Call { value, count } => {
+                        let mut params = Params::NONE;
+                        params.push(crate::param::hash(&value));
+                        let (threshold, burst, window_s, exceptions) = &model_rule;
+                        let threshold = exceptions
+                            .iter()
+                            .rev()
+                            .find(|(v, _)| *v == value)
+                            .map_or(*threshold, |&(_, t)| t);
+                        let got = gates
+                            .last()
+                            .unwrap()
+                            .try_enter("hot-model", &params, now, count);
+                        let tat = tats.get(&value).copied().unwrap_or(0);
+                        let expected = model_pace(threshold, *burst, *window_s).and_then(
+                            |(interval, tolerance)| {
+                                let new = tat.max(now) + u64::from(count) * interval;
+                                (new - now <= tolerance + interval).then_some((new, interval))
+                            },
+                        );
+                        match (got, expected) {
+                            (Ok(pass @ HotPass::Rate { turn: 0, .. }), Some((new, interval))) => {
+                                tats.insert(value, new);
+                                admitted.push((gates.len() - 1, pass, count, value, interval));
+                            }
+                            (Err(e), None) => {
+                                proptest::prop_assert_eq!(e.kind(), crate::BlockKind::HotParam);
+                            }
+                            (got, expected) => proptest::prop_assert!(
+                                false,
+                                "value {value} x{count} at {now}: {got:?}, model {expected:?}"
+                            ),
+                        }
+                    }
+                    Op::Advance { ms } => now += ms * 1_000_000,
+                    Op::Cancel { n } => {
+                        if !admitted.is_empty() {
+                            let (gate, pass, count, value, interval) =
+                                admitted.remove(n % admitted.len());
+                            gates[gate].cancel(pass, count);
+                            let tat = tats.entry(value).or_insert(0);
+                            *tat = tat.saturating_sub(u64::from(count) * interval);
+                        }
+                    }
+                    Op::Reload { threshold, burst, window_s, exceptions } => {
+                        let rule = rule(threshold, burst, window_s, &exceptions);
+                        let last = gates.last().unwrap();
+                        proptest::prop_assert!(last.fits(&HotspotShape::of(&rule)));
+                        let next = last.succeed(&rule);
+                        gates.push(next);
+                        model_rule = (threshold, burst, window_s, exceptions);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn pace_is_exact_in_integers_and_never_faster_than_the_rule() {
         let second = Duration::from_secs(1);
