@@ -65,6 +65,12 @@ impl BlockError {
         }
     }
 
+    /// The same error, with a hint of when to retry.
+    pub(crate) fn with_retry_after(mut self, retry_after: Option<Duration>) -> BlockError {
+        self.retry_after = retry_after;
+        self
+    }
+
     /// The same error, with why in words.
     pub(crate) fn because(mut self, reason: &'static str) -> BlockError {
         self.reason = Some(Cow::Borrowed(reason));
@@ -194,8 +200,9 @@ impl BlockError {
         self.param_index
     }
 
-    /// How long until the call could pass, where the blocking rule can tell (a hotspot rule:
-    /// the blocked value's next free slot). `None` where it cannot.
+    /// How long until the call could pass, where the blocking rule can tell: a hotspot rule,
+    /// the blocked value's next free slot; a circuit breaker, the end of its recovery time (when
+    /// it lets probes through). `None` where it cannot.
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
     }

@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
@@ -114,8 +115,18 @@ impl CircuitBreaker {
         }
     }
 
-    fn blocked(&self, resource: &'static str, why: &'static str) -> BlockError {
-        BlockError::circuit_breaker(resource, self.threshold(), why)
+    /// A block of a call at `now`; with `hint`, it says when the breaker lets calls through
+    /// again (the end of the recovery time: half-open, or a new round of probes).
+    fn blocked(
+        &self,
+        resource: &'static str,
+        why: &'static str,
+        now: u64,
+        hint: bool,
+    ) -> BlockError {
+        let reopens = self.since.load(Acquire).saturating_add(self.recovery_nanos);
+        let retry_after = hint.then(|| Duration::from_nanos(reopens.saturating_sub(now)));
+        BlockError::circuit_breaker(resource, self.threshold(), why).with_retry_after(retry_after)
     }
 
     fn expired(&self, now: u64) -> bool {
@@ -139,9 +150,14 @@ impl CircuitBreaker {
                     let open_ms = now.saturating_sub(self.since.load(Acquire)) as f64 / 1e6;
                     self.transition(resource, w, HALF_OPEN, now, open_ms);
                 }
-                OPEN => return Err(self.blocked(resource, "open")),
+                OPEN => return Err(self.blocked(resource, "open", now, true)),
                 _ if already_probing => {
-                    return Err(self.blocked(resource, "half-open, probing another breaker"))
+                    return Err(self.blocked(
+                        resource,
+                        "half-open, probing another breaker",
+                        now,
+                        false,
+                    ))
                 }
                 _ if admitted_of(w) < u64::from(self.rule.probes) => {
                     if self
@@ -157,7 +173,7 @@ impl CircuitBreaker {
                 _ if self.expired(now) => {
                     self.transition(resource, w, HALF_OPEN, now, 0.0);
                 }
-                _ => return Err(self.blocked(resource, "half-open, all probes taken")),
+                _ => return Err(self.blocked(resource, "half-open, all probes taken", now, true)),
             }
         }
     }
@@ -301,7 +317,6 @@ impl CircuitBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     const MS: u64 = 1_000_000;
     const T0: u64 = 3_600_000 * MS;
@@ -333,6 +348,23 @@ mod tests {
             call(&b, T0 + 4_999 * MS, false).unwrap_err().kind(),
             crate::BlockKind::CircuitBreaker
         );
+    }
+
+    #[test]
+    fn a_block_says_when_the_breaker_lets_calls_through_again() {
+        let b = breaker(CircuitBreakerRule::error_count("r", 1).min_requests(1));
+        call(&b, T0, true).unwrap();
+        assert_eq!(b.state(), CircuitState::Open);
+        let retry = |at| call(&b, at, false).unwrap_err().retry_after();
+        assert_eq!(retry(T0), Some(Duration::from_secs(5)));
+        assert_eq!(retry(T0 + 3_500 * MS), Some(Duration::from_millis(1_500)));
+        // Half-open with its one probe out: the probes' round ends with the recovery time.
+        let probe = b.try_enter("r", T0 + 5_000 * MS, false).unwrap();
+        assert!(probe.is_some());
+        assert_eq!(retry(T0 + 6_000 * MS), Some(Duration::from_secs(4)));
+        // Probing another breaker: this one cannot tell.
+        let other = b.try_enter("r", T0 + 6_000 * MS, true).unwrap_err();
+        assert_eq!(other.retry_after(), None);
     }
 
     #[test]
