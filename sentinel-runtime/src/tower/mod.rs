@@ -24,9 +24,14 @@
 //! By default `"{METHOD}:{route}"`, the route being axum's [`MatchedPath`] (`GET:/users/{id}`,
 //! not `GET:/users/42`); apply the layer with `Router::layer` (or `route_layer`) so that axum
 //! has matched the route when the layer sees the request. A gRPC request (`content-type:
-//! application/grpc...`) without a matched route is named `"POST:{path}"`, its method path
-//! (`POST:/helloworld.Greeter/SayHello`). Anything else is `"{METHOD}:<unmatched>"`: the raw
-//! URI never becomes a name, so a flood of requests to unknown paths is one resource.
+//! application/grpc...`) without a matched route, or under a route ending in a wildcard (as
+//! tonic's `Routes` in axum are, `/helloworld.Greeter/{*rest}`), is named by its method path
+//! (`POST:/helloworld.Greeter/SayHello`) if the path is one: `/package.Service/Method` in
+//! protobuf identifiers, at most 256 bytes. Anything else is `"{METHOD}:<unmatched>"`: the
+//! raw URI never becomes a name, so a flood of requests to unknown paths is one resource.
+//! Methods other than the nine standard ones are all named `OTHER` (`OTHER:/users/{id}`).
+//! Without a router, every well-formed gRPC method path a client sends is a name: the cap on
+//! resources below bounds them.
 //! [`SentinelLayer::resource`] replaces the naming. However names are made, how many
 //! resources exist is capped ([`registry::set_max_resources`](crate::registry::set_max_resources)):
 //! beyond the cap, new names pass unchecked.
@@ -46,14 +51,20 @@
 //!
 //! # Exits and errors
 //!
-//! The entry is taken inside the response future with
-//! [`enter_async`](crate::EntryBuilder::enter_async) (a throttled request awaits its turn without
-//! blocking the executor) and released exactly once: when the response body ends (or is
+//! The entry is taken in `call` (a throttled request awaits its turn inside the response future,
+//! without blocking the executor) and released exactly once: when the response body ends (or is
 //! dropped), when the inner service returns an error (counted as an error), or when the future
 //! is dropped (a client that disconnects). Responses with a 5xx status, and gRPC responses
 //! whose `grpc-status` (in the headers or the trailers) is 4 `DEADLINE_EXCEEDED`, 13 `INTERNAL`
 //! or 14 `UNAVAILABLE`, count as errors (for the circuit breakers); [`SentinelLayer::is_error`]
-//! replaces that.
+//! replaces that. A panic in the inner service or its body counts as an error too, also when a
+//! panic-catching layer outside this one catches it.
+//!
+//! A call's outcome is known at the response's head, or, for a gRPC response whose
+//! `grpc-status` comes in the trailers (a stream), at the trailers. A request dropped before
+//! that (the client went away) is counted as complete but decides nothing for the circuit
+//! breakers: a half-open breaker's probe is given back for another request, not counted as a
+//! success. A response body dropped after its head still counts by its status.
 
 use std::fmt;
 use std::future::Future;
@@ -154,8 +165,10 @@ impl SentinelLayer {
     /// Adds a hotspot parameter taken from the request (a header, a path segment, a tenant):
     /// parameters are indexed in the order [`param`](Self::param) and
     /// [`client_ip`](Self::client_ip) are called, the first is index 0
-    /// ([`HotspotRule`](crate::rules::HotspotRule)). `None` (the value is missing) is one value
-    /// of its own: every request without it shares one limit.
+    /// ([`HotspotRule`](crate::rules::HotspotRule)). A value hashes as its text does, so
+    /// `HotspotRule::exception("vip", 100.0)` (or `EntryBuilder::param("vip")`) is the same
+    /// value. `None` (the value is missing) is one value of its own: every request without it
+    /// shares one limit.
     ///
     /// ```
     /// use sentinel_runtime::tower::SentinelLayer;
@@ -177,7 +190,12 @@ impl SentinelLayer {
     /// extension. With `N` trusted proxies in front of the service, it is the `N`th address
     /// from the **right** of `X-Forwarded-For` (all such headers, in order): the one the
     /// outermost trusted proxy saw. Entries left of it are whatever the client wrote and are
-    /// never used. A header with fewer than `N` entries falls back to the peer address.
+    /// never used. A header with fewer than `N` entries falls back to the peer address. An entry
+    /// may have a port and IPv6 brackets (`[2001:db8::1]:443`); an entry that is not an address
+    /// counts as an entry (it cannot shift the others) and gives no address.
+    ///
+    /// The address hashes as its text: `HotspotRule::exception("10.0.0.1", 100.0)` matches
+    /// the client `10.0.0.1`.
     pub fn client_ip(mut self, trusted_proxies: usize) -> Self {
         self.config_mut()
             .params
@@ -291,8 +309,8 @@ pin_project_lite::pin_project! {
             entry: Option<Entry>,
             is_error: Option<Arc<IsErrorFn>>,
         },
-        /// Waiting for a throttling turn first (rare: boxed).
-        Throttled { future: BoxFuture<Result<Response<SentinelBody<B>>, E>> },
+        /// Waiting for a throttling turn first (rare: boxed), until it completes.
+        Throttled { future: Option<BoxFuture<Result<Response<SentinelBody<B>>, E>>> },
     }
 }
 
@@ -316,18 +334,53 @@ where
                 entry,
                 is_error,
             } => {
-                let result = std::task::ready!(future.poll(cx));
+                // Polled again after completion: the inner future is done, leave it alone.
+                let Some(held) = entry.as_ref() else {
+                    return Poll::Pending;
+                };
+                let result = std::task::ready!(poll_unwinding(held, || future.poll(cx)));
                 let Some(entry) = entry.take() else {
                     return Poll::Pending;
                 };
                 Poll::Ready(finish(result, entry, is_error.take()))
             }
-            StateProj::Throttled { future } => future.as_mut().poll(cx),
+            StateProj::Throttled { future } => {
+                let Some(throttled) = future.as_mut() else {
+                    return Poll::Pending;
+                };
+                let output = std::task::ready!(throttled.as_mut().poll(cx));
+                *future = None;
+                Poll::Ready(output)
+            }
         }
     }
 }
 
+/// Runs `poll` (user code: the inner service or body); if it panics, `entry` counts as an
+/// error and as finished, for whoever catches the panic drops it after the unwinding (a
+/// panic-catching layer outside this one).
+#[inline]
+fn poll_unwinding<T>(entry: &Entry, poll: impl FnOnce() -> T) -> T {
+    struct Unwinding<'a>(&'a Entry);
+    impl Drop for Unwinding<'_> {
+        fn drop(&mut self) {
+            // Only reached while unwinding: the normal path forgets the guard.
+            self.0.set_error();
+            self.0.finish();
+        }
+    }
+    let unwinding = Unwinding(entry);
+    let output = poll();
+    std::mem::forget(unwinding);
+    output
+}
+
 /// The inner service's result, with the entry: held by the body, or exited as an error.
+///
+/// The entry is marked finished (not abandoned) once the call's outcome is known: at the
+/// response's head, or for a gRPC response without `grpc-status` in its head (a stream), at its
+/// trailers. Dropped before that, the call counts as abandoned: a half-open probe's place is
+/// given back rather than decided.
 fn finish<B, E>(
     result: Result<Response<B>, E>,
     entry: Entry,
@@ -339,6 +392,9 @@ fn finish<B, E>(
             if classify(is_error.as_deref(), status, response.headers()) {
                 entry.set_error();
             }
+            if !awaits_trailers(response.headers()) {
+                entry.finish();
+            }
             let guard = Guard {
                 entry,
                 status,
@@ -348,6 +404,7 @@ fn finish<B, E>(
         }
         Err(error) => {
             entry.set_error();
+            entry.finish();
             drop(entry);
             Err(error)
         }
@@ -393,7 +450,7 @@ where
             Err(block) => {
                 let response = match &config.on_block {
                     Some(f) => f(&block, &req.into_parts().0),
-                    None => rejection(&block, is_grpc(req.headers())),
+                    None => rejection(&block, req.headers()),
                 };
                 let response = Some(Box::new(response.map(SentinelBody::rejected)));
                 return ResponseFuture {
@@ -413,7 +470,9 @@ where
                 finish(inner.call(req).await, entry, is_error)
             });
             return ResponseFuture {
-                state: State::Throttled { future },
+                state: State::Throttled {
+                    future: Some(future),
+                },
             };
         }
         let entry = Some(reservation.into_entry());
@@ -476,14 +535,13 @@ fn admit(
     let mut params = Params::NONE;
     params.set_inbound();
     for source in &config.params {
-        // Hashed as `EntryBuilder::param(&value)` hashes an `Option<String>`.
         let hash = match (source, parts) {
-            (ParamSource::Fn(f), Some(parts)) => crate::param::hash(&f(parts)),
-            (ParamSource::Fn(_), None) => crate::param::hash(&None::<String>),
+            (ParamSource::Fn(f), Some(parts)) => hash_value(f(parts).as_deref()),
+            (ParamSource::Fn(_), None) => hash_value(None),
             (ParamSource::ClientIp { trusted_proxies }, _) => {
                 match client_ip(view, *trusted_proxies) {
                     Some(ip) => hash_ip(ip),
-                    None => crate::param::hash(&None::<String>),
+                    None => hash_value(None),
                 }
             }
         };
@@ -496,11 +554,22 @@ fn admit(
         (Some(f), Some(parts)) => node_by_name(&f(parts)),
         _ => default_node(view),
     };
-    crate::entry::reserve_with(node, 1, false, &params)
+    // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
+    crate::entry::reserve_with(node, 1, true, &params)
 }
 
-/// The hash of `Some(ip.to_string())`, without allocating: the address is written on the stack
-/// (an IPv6 address is at most 45 characters).
+/// The hash of a parameter's value: a value hashes as its text does
+/// (`EntryBuilder::param("vip")`, `HotspotRule::exception("vip", ..)`), and a missing value as a
+/// value of its own.
+fn hash_value(value: Option<&str>) -> u64 {
+    match value {
+        Some(text) => crate::param::hash(text),
+        None => crate::param::hash(&None::<&str>),
+    }
+}
+
+/// The hash of `ip`'s text (`hash_value(Some("10.0.0.1"))`), without allocating: the address is
+/// written on the stack (an IPv6 address is at most 45 characters).
 fn hash_ip(ip: IpAddr) -> u64 {
     use std::fmt::Write as _;
     struct Stack {
@@ -524,8 +593,8 @@ fn hash_ip(ip: IpAddr) -> u64 {
         .ok()
         .and_then(|()| std::str::from_utf8(&text.buf[..text.len]).ok())
     {
-        Some(s) => crate::param::hash(&Some(s)),
-        None => crate::param::hash(&Some(ip.to_string())),
+        Some(text) => hash_value(Some(text)),
+        None => hash_value(Some(&ip.to_string())),
     }
 }
 
@@ -591,12 +660,21 @@ where
             return Poll::Ready(this.text.take().map(|t| Ok(Frame::data(t.into()))));
         };
         let mut body = body;
-        let frame = std::task::ready!(body.as_mut().poll_frame(cx));
+        let frame = match this.guard.as_ref() {
+            Some(guard) => poll_unwinding(&guard.entry, || body.as_mut().poll_frame(cx)),
+            None => body.as_mut().poll_frame(cx),
+        };
+        let frame = std::task::ready!(frame);
         match &frame {
-            None => drop(this.guard.take()),
+            None => {
+                if let Some(guard) = this.guard.take() {
+                    guard.entry.finish();
+                }
+            }
             Some(Err(_)) => {
                 if let Some(guard) = this.guard.take() {
                     guard.entry.set_error();
+                    guard.entry.finish();
                 }
             }
             Some(Ok(frame)) => {
@@ -604,10 +682,13 @@ where
                     if classify(guard.is_error.as_deref(), guard.status, trailers) {
                         guard.entry.set_error();
                     }
+                    guard.entry.finish();
                 }
                 if body.is_end_stream() {
                     // The last frame: exit now, before the transport flushes it.
-                    drop(this.guard.take());
+                    if let Some(guard) = this.guard.take() {
+                        guard.entry.finish();
+                    }
                 }
             }
         }
@@ -629,10 +710,62 @@ where
     }
 }
 
+/// Whether a request or response is gRPC (`content-type: application/grpc...`, any case; gRPC-Web
+/// included).
 fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+    headers.get(CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes()
+            .get(..GRPC.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(GRPC))
+    })
+}
+
+const GRPC: &[u8] = b"application/grpc";
+
+static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+
+/// Whether a response's outcome comes in its trailers: a gRPC response without `grpc-status` in
+/// its head (not trailers-only).
+fn awaits_trailers(headers: &HeaderMap) -> bool {
+    is_grpc(headers) && !headers.contains_key(&GRPC_STATUS)
+}
+
+/// A method as resource names spell it: a standard method by its name, any other (a client
+/// can invent any number) as `OTHER`.
+fn method_name(method: &http::Method) -> &str {
+    match method.as_str() {
+        m @ ("GET" | "POST" | "PUT" | "DELETE" | "HEAD" | "OPTIONS" | "PATCH" | "CONNECT"
+        | "TRACE") => m,
+        _ => "OTHER",
+    }
+}
+
+/// The longest gRPC method path used as a name.
+const MAX_GRPC_PATH: usize = 256;
+
+/// `path` if it is a gRPC method path, `/package.Service/Method` in protobuf identifiers, at
+/// most [`MAX_GRPC_PATH`] bytes: anything else a client sends is not a name.
+fn grpc_method_path(path: &str) -> Option<&str> {
+    fn identifier(s: &str) -> bool {
+        let mut bytes = s.bytes();
+        bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    }
+    if path.len() > MAX_GRPC_PATH {
+        return None;
+    }
+    let (service, method) = path.strip_prefix('/')?.split_once('/')?;
+    (service.split('.').all(identifier) && identifier(method)).then_some(path)
+}
+
+/// Whether a route ends in a wildcard segment (`/{*rest}`), as tonic's routes in axum do.
+fn ends_in_wildcard(route: &str) -> bool {
+    route.ends_with('}')
+        && route
+            .rfind('/')
+            .is_some_and(|slash| route[slash + 1..].starts_with("{*"))
 }
 
 /// Routes recently seen by this thread, by the address of axum's matched-path string (one per
@@ -648,10 +781,12 @@ thread_local! {
 
 /// The node of a request's default resource name (see the module docs).
 fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
-    let Some(route) = view.extensions.get::<MatchedPath>() else {
-        return with_default_resource(view, is_grpc(view.headers), node_by_name);
+    let route = match view.extensions.get::<MatchedPath>() {
+        // A wildcard route may serve gRPC methods, each named by its own path: not cached.
+        Some(route) if !ends_in_wildcard(route.as_str()) => route.as_str(),
+        _ => return with_default_resource(view, node_by_name),
     };
-    let (method, route) = (view.method.as_str(), route.as_str());
+    let method = method_name(view.method);
     // The route's address and the method's length and first letter (GET and PUT differ).
     let tag = method.len() << 8 | usize::from(method.as_bytes().first().copied().unwrap_or(0));
     let key = (route.as_ptr() as usize) << 16 | tag;
@@ -665,7 +800,7 @@ fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
             return node;
         }
     }
-    let node = with_default_resource(view, false, node_by_name);
+    let node = with_default_resource(view, node_by_name);
     if names_route(node.name(), method, route) {
         // Not the overflow node (beyond the cap on resources): a later lookup may differ.
         let _ = ROUTES.try_with(|routes| {
@@ -685,32 +820,29 @@ fn names_route(name: &str, method: &str, route: &str) -> bool {
 }
 
 /// Calls `f` with the default resource name of a request, built in a per-thread buffer (no
-/// allocation per request once the buffer has grown).
-fn with_default_resource<R>(view: View<'_>, grpc: bool, f: impl FnOnce(&str) -> R) -> R {
+/// allocation per request once the buffer has grown). Its length is bounded by the routes'
+/// and [`MAX_GRPC_PATH`]: nothing a client sends makes it longer.
+fn with_default_resource<R>(view: View<'_>, f: impl FnOnce(&str) -> R) -> R {
     // Taken out while in use (a nested call finds an empty buffer and grows its own).
     let mut name = NAME.try_with(std::cell::Cell::take).unwrap_or_default();
     name.clear();
-    if let Some(route) = view.extensions.get::<MatchedPath>() {
-        name.push_str(view.method.as_str());
-        name.push(':');
-        name.push_str(route.as_str());
-    } else if grpc {
-        name.push_str("POST:");
-        name.push_str(view.uri.path());
-    } else {
-        name.push_str(view.method.as_str());
-        name.push_str(":<unmatched>");
-    }
+    name.push_str(method_name(view.method));
+    name.push(':');
+    let route = view
+        .extensions
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    // gRPC without a route, or under a wildcard route: the method path, if it is one.
+    let grpc_path = match route {
+        Some(route) if !ends_in_wildcard(route) => None,
+        _ if is_grpc(view.headers) => grpc_method_path(view.uri.path()),
+        _ => None,
+    };
+    name.push_str(grpc_path.or(route).unwrap_or("<unmatched>"));
     let result = f(&name);
-    // A long gRPC path (the client chooses it) does not keep a large buffer on every thread.
-    if name.capacity() <= MAX_KEPT_NAME {
-        let _ = NAME.try_with(|cell| cell.set(name));
-    }
+    let _ = NAME.try_with(|cell| cell.set(name));
     result
 }
-
-/// The largest name buffer a thread keeps between requests.
-const MAX_KEPT_NAME: usize = 1024;
 
 thread_local! {
     /// Each thread's buffer for default resource names.
@@ -719,25 +851,27 @@ thread_local! {
 
 /// The default resource name of a request.
 #[cfg(test)]
-fn default_resource(parts: &Parts, grpc: bool) -> String {
-    with_default_resource(View::of_parts(parts), grpc, str::to_owned)
+fn default_resource(parts: &Parts) -> String {
+    with_default_resource(View::of_parts(parts), str::to_owned)
 }
 
 /// The client's address: see [`SentinelLayer::client_ip`].
 fn client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
     if trusted_proxies > 0 {
-        // The `trusted_proxies`th entry from the right, over every header in order.
+        // The `trusted_proxies`th entry from the right, over every header in order. Split as
+        // bytes: an entry that is not text (the client's junk) is still one entry, so it cannot
+        // hide the entries right of it.
         let from_right = view
             .headers
             .get_all("x-forwarded-for")
             .iter()
             .rev()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.rsplit(','))
-            .map(str::trim)
+            .flat_map(|v| v.as_bytes().rsplit(|&b| b == b','))
             .nth(trusted_proxies - 1);
         if let Some(entry) = from_right {
-            return parse_addr(entry);
+            return std::str::from_utf8(entry)
+                .ok()
+                .and_then(|entry| parse_addr(entry.trim()));
         }
     }
     view.extensions
@@ -746,8 +880,12 @@ fn client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
         .or_else(|| view.extensions.get::<SocketAddr>().map(SocketAddr::ip))
 }
 
-/// An `X-Forwarded-For` entry: an IP address, possibly with a port.
+/// An `X-Forwarded-For` entry: an IP address, possibly with a port; an IPv6 address possibly
+/// in brackets (`[2001:db8::1]`, `[2001:db8::1]:443`).
 fn parse_addr(s: &str) -> Option<IpAddr> {
+    if let Some(v6) = s.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        return v6.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6);
+    }
     s.parse::<IpAddr>()
         .ok()
         .or_else(|| s.parse::<SocketAddr>().ok().map(|a| a.ip()))
@@ -763,13 +901,9 @@ fn classify(custom: Option<&IsErrorFn>, status: StatusCode, headers: &HeaderMap)
     // `grpc-status` in headers (a trailers-only gRPC response) or in trailers (no
     // content-type). A standard header's lookup is cheap; a custom name's is not, so plain HTTP
     // responses skip it.
-    if headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| !v.as_bytes().starts_with(b"application/grpc"))
-    {
+    if headers.contains_key(CONTENT_TYPE) && !is_grpc(headers) {
         return false;
     }
-    static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
     matches!(
         headers.get(&GRPC_STATUS).map(HeaderValue::as_bytes),
         Some(b"4" | b"13" | b"14")
@@ -796,14 +930,19 @@ fn retry_after_secs(block: &BlockError) -> u64 {
     })
 }
 
-/// The default response to a blocked request.
-fn rejection(block: &BlockError, grpc: bool) -> Response<String> {
+/// The default response to a blocked request with the headers `request`.
+fn rejection(block: &BlockError, request: &HeaderMap) -> Response<String> {
     let (status, grpc_status) = answer(block.kind());
     let message = block.to_string();
-    if grpc {
+    if is_grpc(request) {
+        // The request's own gRPC content type: a gRPC-Web client expects its own back.
+        let content_type = request
+            .get(CONTENT_TYPE)
+            .cloned()
+            .unwrap_or(HeaderValue::from_static("application/grpc"));
         let mut response = Response::new(String::new());
         let headers = response.headers_mut();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        headers.insert(CONTENT_TYPE, content_type);
         headers.insert("grpc-status", HeaderValue::from(u16::from(grpc_status)));
         // Percent-encoded: printable ASCII only, always a valid header value.
         if let Ok(value) = HeaderValue::from_str(&percent_encode(&message)) {

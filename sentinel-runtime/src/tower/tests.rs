@@ -49,7 +49,8 @@ fn a_client_ip_hashes_as_its_text_does() {
         "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
     ] {
         let ip: IpAddr = ip.parse().unwrap();
-        assert_eq!(hash_ip(ip), crate::param::hash(&Some(ip.to_string())));
+        assert_eq!(hash_ip(ip), crate::param::hash(ip.to_string().as_str()));
+        assert_eq!(hash_ip(ip), hash_value(Some(&ip.to_string())));
     }
 }
 
@@ -63,44 +64,50 @@ fn routes_are_recognised_by_their_names_only() {
     assert!(!names_route("<overflow>", "GET", "/x"));
 }
 
-#[test]
-fn default_names_never_use_the_raw_uri() {
-    let p = parts(|b| b.method("GET").uri("/nope/123?x=1"));
-    assert_eq!(default_resource(&p, false), "GET:<unmatched>");
-    let p = parts(|b| {
+fn grpc(path: &str) -> Parts {
+    parts(|b| {
         b.method("POST")
-            .uri("/helloworld.Greeter/SayHello")
-            .header(CONTENT_TYPE, "application/grpc+proto")
-    });
-    assert!(is_grpc(&p.headers));
-    assert_eq!(
-        default_resource(&p, true),
-        "POST:/helloworld.Greeter/SayHello"
-    );
+            .uri(path)
+            .header(CONTENT_TYPE, "Application/GRPC+proto")
+    })
 }
 
 #[test]
-fn a_thread_keeps_a_short_name_buffer_but_not_a_long_one() {
-    let kept = || {
-        NAME.with(|cell| {
-            let buffer = cell.take();
-            let capacity = buffer.capacity();
-            cell.set(buffer);
-            capacity
-        })
-    };
-    let grpc = |path: &str| {
-        parts(|b| {
-            b.method("POST")
-                .uri(path)
-                .header(CONTENT_TYPE, "application/grpc")
-        })
-    };
-    default_resource(&grpc("/a.B/C"), true);
-    assert!(kept() > 0, "a short name's buffer is reused");
-    let long = format!("/a.B/{}", "x".repeat(10 * MAX_KEPT_NAME));
-    assert_eq!(default_resource(&grpc(&long), true).len(), long.len() + 5);
-    assert!(kept() <= MAX_KEPT_NAME, "kept {} bytes", kept());
+fn default_names_never_use_the_raw_uri() {
+    let p = parts(|b| b.method("GET").uri("/nope/123?x=1"));
+    assert_eq!(default_resource(&p), "GET:<unmatched>");
+    let p = grpc("/helloworld.Greeter/SayHello");
+    assert!(is_grpc(&p.headers));
+    assert_eq!(default_resource(&p), "POST:/helloworld.Greeter/SayHello");
+    assert_eq!(
+        default_resource(&grpc("/_a.b_2.C/M_1")),
+        "POST:/_a.b_2.C/M_1"
+    );
+    // Not gRPC method paths: anything a client could vary without bound.
+    for path in [
+        "/", "/a.B", "/a.B/", "/a.B/C/D", "/a..B/C", "/.a/C", "/a-b/C", "/a.B/1C", "/a%2EB/C",
+    ] {
+        assert_eq!(default_resource(&grpc(path)), "POST:<unmatched>", "{path}");
+    }
+    // The query is not part of the path.
+    assert_eq!(default_resource(&grpc("/a.B/C?x=1")), "POST:/a.B/C");
+    let longest = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 5));
+    assert_eq!(default_resource(&grpc(&longest)).len(), MAX_GRPC_PATH + 5);
+    let longer = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 4));
+    assert_eq!(default_resource(&grpc(&longer)), "POST:<unmatched>");
+    let invented = parts(|b| b.method("BREW").uri("/pot"));
+    assert_eq!(default_resource(&invented), "OTHER:<unmatched>");
+    let lower = parts(|b| b.method("get").uri("/pot"));
+    assert_eq!(default_resource(&lower), "OTHER:<unmatched>");
+}
+
+#[test]
+fn wildcard_routes_are_recognised() {
+    assert!(ends_in_wildcard("/pkg.Svc/{*rest}"));
+    assert!(ends_in_wildcard("/{*path}"));
+    assert!(!ends_in_wildcard("/users/{id}"));
+    assert!(!ends_in_wildcard("/users"));
+    assert!(!ends_in_wildcard("/{*rest}/x"));
 }
 
 #[test]
@@ -131,17 +138,55 @@ fn classification_and_rejections() {
     assert_eq!(retry_after_secs(&block), 1);
     let flow = BlockError::flow("r", 1.0, 1_000);
     assert_eq!(retry_after_secs(&flow), 1);
-    let r = rejection(&flow, false);
+    let http = HeaderMap::new();
+    let grpc_web = grpc("/a.B/C").headers;
+    let r = rejection(&flow, &http);
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(r.headers()[RETRY_AFTER], "1");
     let cb = BlockError::circuit_breaker("r", 0.5, "open");
     assert_eq!(
-        rejection(&cb, false).status(),
+        rejection(&cb, &http).status(),
         StatusCode::SERVICE_UNAVAILABLE
     );
-    let g = rejection(&cb, true);
+    let g = rejection(&cb, &grpc_web);
     assert_eq!(g.status(), StatusCode::OK);
+    assert_eq!(g.headers()[CONTENT_TYPE], "Application/GRPC+proto");
     assert_eq!(g.headers()["grpc-status"], "14");
-    assert_eq!(rejection(&flow, true).headers()["grpc-status"], "8");
+    assert_eq!(rejection(&flow, &grpc_web).headers()["grpc-status"], "8");
     assert_eq!(percent_encode("a`b` 100%é"), "a`b` 100%25%C3%A9");
+}
+
+/// The client address with `trusted_proxies`, from `X-Forwarded-For` lines given as bytes.
+fn forwarded_for(lines: &[&[u8]], trusted_proxies: usize) -> Option<IpAddr> {
+    let p = parts(|mut b| {
+        for line in lines {
+            b = b.header("x-forwarded-for", HeaderValue::from_bytes(line).unwrap());
+        }
+        b.extension(ConnectInfo("10.0.0.9:4000".parse::<SocketAddr>().unwrap()))
+    });
+    client_ip(View::of_parts(&p), trusted_proxies)
+}
+
+#[test]
+fn a_non_ascii_byte_in_x_forwarded_for_does_not_shift_the_entries() {
+    let proxy_saw = Some("1.2.3.4".parse().unwrap());
+    // The client wrote "6.6.6.6" and "\xff"; the trusted proxy appended ", 1.2.3.4".
+    assert_eq!(forwarded_for(&[b"6.6.6.6", b"\xff, 1.2.3.4"], 1), proxy_saw);
+    assert_eq!(forwarded_for(&[b"\xff, 1.2.3.4"], 1), proxy_saw);
+    // The junk is an entry of its own: one more trusted proxy lands on it, not past it.
+    assert_eq!(forwarded_for(&[b"6.6.6.6", b"\xff, 1.2.3.4"], 2), None);
+    assert_eq!(
+        forwarded_for(&[b"6.6.6.6", b"\xff, 1.2.3.4"], 3),
+        Some("6.6.6.6".parse().unwrap())
+    );
+}
+
+#[test]
+fn x_forwarded_for_entries_may_be_bracketed_ipv6_with_or_without_a_port() {
+    let ip: Option<IpAddr> = Some("2001:db8::1".parse().unwrap());
+    assert_eq!(forwarded_for(&[b"1.1.1.1, [2001:db8::1]"], 1), ip);
+    assert_eq!(forwarded_for(&[b"1.1.1.1, [2001:db8::1]:443"], 1), ip);
+    assert_eq!(forwarded_for(&[b"1.1.1.1,2001:db8::1"], 1), ip);
+    assert_eq!(forwarded_for(&[b"1.1.1.1, [2001:db8::1"], 1), None);
+    assert_eq!(forwarded_for(&[b"1.1.1.1, [1.2.3.4]"], 1), None);
 }
