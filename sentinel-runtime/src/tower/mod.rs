@@ -389,15 +389,19 @@ fn finish<B, E>(
     match result {
         Ok(response) => {
             let status = response.status();
-            if classify(is_error.as_deref(), status, response.headers()) {
+            let head = response.headers();
+            let grpc = is_grpc(head);
+            if classify(is_error.as_deref(), status, head, grpc) {
                 entry.set_error();
             }
-            if !awaits_trailers(response.headers()) {
+            // A gRPC response's outcome is in its trailers unless its head has it.
+            if !grpc || head.contains_key(&GRPC_STATUS) {
                 entry.finish();
             }
             let guard = Guard {
                 entry,
                 status,
+                grpc,
                 is_error,
             };
             Ok(response.map(|body| SentinelBody::inner(body, guard)))
@@ -602,6 +606,8 @@ fn hash_ip(ip: IpAddr) -> u64 {
 struct Guard {
     entry: Entry,
     status: StatusCode,
+    /// The response is gRPC.
+    grpc: bool,
     is_error: Option<Arc<IsErrorFn>>,
 }
 
@@ -679,7 +685,12 @@ where
             }
             Some(Ok(frame)) => {
                 if let (Some(trailers), Some(guard)) = (frame.trailers_ref(), this.guard.as_ref()) {
-                    if classify(guard.is_error.as_deref(), guard.status, trailers) {
+                    if classify(
+                        guard.is_error.as_deref(),
+                        guard.status,
+                        trailers,
+                        guard.grpc,
+                    ) {
                         guard.entry.set_error();
                     }
                     guard.entry.finish();
@@ -716,19 +727,13 @@ fn is_grpc(headers: &HeaderMap) -> bool {
     headers.get(CONTENT_TYPE).is_some_and(|v| {
         v.as_bytes()
             .get(..GRPC.len())
-            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(GRPC))
+            .is_some_and(|prefix| prefix == GRPC || prefix.eq_ignore_ascii_case(GRPC))
     })
 }
 
 const GRPC: &[u8] = b"application/grpc";
 
 static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
-
-/// Whether a response's outcome comes in its trailers: a gRPC response without `grpc-status` in
-/// its head (not trailers-only).
-fn awaits_trailers(headers: &HeaderMap) -> bool {
-    is_grpc(headers) && !headers.contains_key(&GRPC_STATUS)
-}
 
 /// A method as resource names spell it: a standard method by its name, any other (a client
 /// can invent any number) as `OTHER`.
@@ -781,11 +786,10 @@ thread_local! {
 
 /// The node of a request's default resource name (see the module docs).
 fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
-    let route = match view.extensions.get::<MatchedPath>() {
-        // A wildcard route may serve gRPC methods, each named by its own path: not cached.
-        Some(route) if !ends_in_wildcard(route.as_str()) => route.as_str(),
-        _ => return with_default_resource(view, node_by_name),
+    let Some(route) = view.extensions.get::<MatchedPath>() else {
+        return with_default_resource(view, node_by_name);
     };
+    let route = route.as_str();
     let method = method_name(view.method);
     // The route's address and the method's length and first letter (GET and PUT differ).
     let tag = method.len() << 8 | usize::from(method.as_bytes().first().copied().unwrap_or(0));
@@ -801,8 +805,10 @@ fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
         }
     }
     let node = with_default_resource(view, node_by_name);
-    if names_route(node.name(), method, route) {
-        // Not the overflow node (beyond the cap on resources): a later lookup may differ.
+    // Not cached: a wildcard route (it may serve gRPC methods, each named by its own path: a hit
+    // is verified against the route's name, so a wildcard route never hits), and the overflow
+    // node (beyond the cap on resources: a later lookup may differ).
+    if !ends_in_wildcard(route) && names_route(node.name(), method, route) {
         let _ = ROUTES.try_with(|routes| {
             let routes: &std::cell::Cell<[_]> = routes;
             routes.as_slice_of_cells()[slot].set((key, Some(node)));
@@ -891,20 +897,23 @@ fn parse_addr(s: &str) -> Option<IpAddr> {
         .or_else(|| s.parse::<SocketAddr>().ok().map(|a| a.ip()))
 }
 
-fn classify(custom: Option<&IsErrorFn>, status: StatusCode, headers: &HeaderMap) -> bool {
+/// Whether a response counts as an error, by its status and `headers` (its head, or its
+/// trailers); `grpc`: the response is gRPC (its head says so).
+fn classify(
+    custom: Option<&IsErrorFn>,
+    status: StatusCode,
+    headers: &HeaderMap,
+    grpc: bool,
+) -> bool {
     if let Some(f) = custom {
         return f(status, headers);
     }
     if status.is_server_error() {
         return true;
     }
-    // `grpc-status` in headers (a trailers-only gRPC response) or in trailers (no
-    // content-type). A standard header's lookup is cheap; a custom name's is not, so plain HTTP
-    // responses skip it.
-    if headers.contains_key(CONTENT_TYPE) && !is_grpc(headers) {
-        return false;
-    }
-    matches!(
+    // `grpc-status` in the head (a trailers-only gRPC response) or in the trailers. A custom
+    // header name's lookup is not cheap, so plain HTTP responses skip it.
+    grpc && matches!(
         headers.get(&GRPC_STATUS).map(HeaderValue::as_bytes),
         Some(b"4" | b"13" | b"14")
     )

@@ -113,8 +113,8 @@ fn wildcard_routes_are_recognised() {
 #[test]
 fn classification_and_rejections() {
     let mut h = HeaderMap::new();
-    assert!(!classify(None, StatusCode::NOT_FOUND, &h));
-    assert!(classify(None, StatusCode::BAD_GATEWAY, &h));
+    assert!(!classify(None, StatusCode::NOT_FOUND, &h, true));
+    assert!(classify(None, StatusCode::BAD_GATEWAY, &h, false));
     for (code, error) in [
         ("0", false),
         ("5", false),
@@ -124,13 +124,16 @@ fn classification_and_rejections() {
     ] {
         h.insert("grpc-status", HeaderValue::from_static(code));
         assert_eq!(
-            classify(None, StatusCode::OK, &h),
+            classify(None, StatusCode::OK, &h, true),
             error,
             "grpc-status {code}"
         );
     }
     let never = |_: StatusCode, _: &HeaderMap| false;
-    assert!(!classify(Some(&never), StatusCode::BAD_GATEWAY, &h));
+    assert!(!classify(Some(&never), StatusCode::BAD_GATEWAY, &h, false));
+    // A plain HTTP response's `grpc-status` means nothing.
+    h.insert("grpc-status", HeaderValue::from_static("14"));
+    assert!(!classify(None, StatusCode::OK, &h, false));
 
     let block = BlockError::hot_param("r", 1.0, 0, Some(Duration::from_millis(1_200)));
     assert_eq!(retry_after_secs(&block), 2);
