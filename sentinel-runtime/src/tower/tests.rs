@@ -1,5 +1,15 @@
-use super::*;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::request::Parts;
+use http::{Request, StatusCode};
+
+use super::naming::{default_resource, ends_in_wildcard, names_route, MAX_GRPC_PATH};
+use super::params::{client_ip, hash_ip, hash_value};
+use super::response::{classify, is_grpc, percent_encode, rejection, retry_after_secs};
+use super::{ConnectInfo, View};
+use crate::BlockError;
 
 fn parts(build: impl FnOnce(http::request::Builder) -> http::request::Builder) -> Parts {
     build(Request::builder()).body(()).unwrap().into_parts().0

@@ -1,0 +1,82 @@
+//! A request's hotspot parameters: the client's address, and how values are hashed.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+
+use super::{ConnectInfo, View};
+
+/// The hash of a parameter's value: a value hashes as its text does
+/// (`EntryBuilder::param("vip")`, `HotspotRule::exception("vip", ..)`), and a missing value as a
+/// value of its own.
+pub(super) fn hash_value(value: Option<&str>) -> u64 {
+    match value {
+        Some(text) => crate::param::hash(text),
+        None => crate::param::hash(&None::<&str>),
+    }
+}
+
+/// The hash of `ip`'s text (`hash_value(Some("10.0.0.1"))`), without allocating: the address is
+/// written on the stack (an IPv6 address is at most 45 characters).
+pub(super) fn hash_ip(ip: IpAddr) -> u64 {
+    use std::fmt::Write as _;
+    struct Stack {
+        buf: [u8; 64],
+        len: usize,
+    }
+    impl fmt::Write for Stack {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let end = self.len + s.len();
+            let slot = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+            slot.copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+    let mut text = Stack {
+        buf: [0; 64],
+        len: 0,
+    };
+    match write!(text, "{ip}")
+        .ok()
+        .and_then(|()| std::str::from_utf8(&text.buf[..text.len]).ok())
+    {
+        Some(text) => hash_value(Some(text)),
+        None => hash_value(Some(&ip.to_string())),
+    }
+}
+
+/// The client's address: see [`SentinelLayer::client_ip`].
+pub(super) fn client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
+    if trusted_proxies > 0 {
+        // The `trusted_proxies`th entry from the right, over every header in order. Split as
+        // bytes: an entry that is not text (the client's junk) is still one entry, so it cannot
+        // hide the entries right of it.
+        let from_right = view
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .rev()
+            .flat_map(|v| v.as_bytes().rsplit(|&b| b == b','))
+            .nth(trusted_proxies - 1);
+        if let Some(entry) = from_right {
+            return std::str::from_utf8(entry)
+                .ok()
+                .and_then(|entry| parse_addr(entry.trim()));
+        }
+    }
+    view.extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .or_else(|| view.extensions.get::<SocketAddr>().map(SocketAddr::ip))
+}
+
+/// An `X-Forwarded-For` entry: an IP address, possibly with a port; an IPv6 address possibly
+/// in brackets (`[2001:db8::1]`, `[2001:db8::1]:443`).
+pub(super) fn parse_addr(s: &str) -> Option<IpAddr> {
+    if let Some(v6) = s.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        return v6.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6);
+    }
+    s.parse::<IpAddr>()
+        .ok()
+        .or_else(|| s.parse::<SocketAddr>().ok().map(|a| a.ip()))
+}

@@ -1,0 +1,109 @@
+//! Reading responses (gRPC or not, error or not) and answering blocked requests.
+
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::{Response, StatusCode};
+
+use super::IsErrorFn;
+use crate::{BlockError, BlockKind};
+
+/// Whether a request or response is gRPC (`content-type: application/grpc...`, any case; gRPC-Web
+/// included).
+pub(super) fn is_grpc(headers: &HeaderMap) -> bool {
+    headers.get(CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes()
+            .get(..GRPC.len())
+            .is_some_and(|prefix| prefix == GRPC || prefix.eq_ignore_ascii_case(GRPC))
+    })
+}
+
+pub(super) const GRPC: &[u8] = b"application/grpc";
+
+pub(super) static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+
+/// Whether a response counts as an error, by its status and `headers` (its head, or its
+/// trailers); `grpc`: the response is gRPC (its head says so).
+pub(super) fn classify(
+    custom: Option<&IsErrorFn>,
+    status: StatusCode,
+    headers: &HeaderMap,
+    grpc: bool,
+) -> bool {
+    if let Some(f) = custom {
+        return f(status, headers);
+    }
+    if status.is_server_error() {
+        return true;
+    }
+    // `grpc-status` in the head (a trailers-only gRPC response) or in the trailers. A custom
+    // header name's lookup is not cheap, so plain HTTP responses skip it.
+    grpc && matches!(
+        headers.get(&GRPC_STATUS).map(HeaderValue::as_bytes),
+        Some(b"4" | b"13" | b"14")
+    )
+}
+
+/// How a block is answered: HTTP status, gRPC status.
+pub(super) fn answer(kind: BlockKind) -> (StatusCode, u8) {
+    match kind {
+        BlockKind::Flow | BlockKind::Concurrency | BlockKind::HotParam | BlockKind::Custom => {
+            (StatusCode::TOO_MANY_REQUESTS, 8)
+        }
+        BlockKind::Authority => (StatusCode::FORBIDDEN, 7),
+        // "Overloaded, come back later".
+        BlockKind::CircuitBreaker | BlockKind::System => (StatusCode::SERVICE_UNAVAILABLE, 14),
+    }
+}
+
+/// `Retry-After` in whole seconds: the rule's hint rounded up, at least 1 (1 without a hint).
+pub(super) fn retry_after_secs(block: &BlockError) -> u64 {
+    block.retry_after().map_or(1, |d| {
+        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        secs.max(1)
+    })
+}
+
+/// The default response to a blocked request with the headers `request`.
+pub(super) fn rejection(block: &BlockError, request: &HeaderMap) -> Response<String> {
+    let (status, grpc_status) = answer(block.kind());
+    let message = block.to_string();
+    if is_grpc(request) {
+        // The request's own gRPC content type: a gRPC-Web client expects its own back.
+        let content_type = request
+            .get(CONTENT_TYPE)
+            .cloned()
+            .unwrap_or(HeaderValue::from_static("application/grpc"));
+        let mut response = Response::new(String::new());
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, content_type);
+        headers.insert("grpc-status", HeaderValue::from(u16::from(grpc_status)));
+        // Percent-encoded: printable ASCII only, always a valid header value.
+        if let Ok(value) = HeaderValue::from_str(&percent_encode(&message)) {
+            headers.insert("grpc-message", value);
+        }
+        return response;
+    }
+    let mut response = Response::new(message);
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    if status != StatusCode::FORBIDDEN {
+        headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(block)));
+    }
+    response
+}
+
+/// gRPC's percent-encoding of `grpc-message`: printable ASCII except `%` stays.
+pub(super) fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if (0x20..=0x7e).contains(&b) && b != b'%' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,269 @@
+//! The layer's service and its response future: admission in `call`, the entry until the
+//! response's head, and the rejection of a blocked request.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::request::Parts;
+use http::{Request, Response};
+use tower_service::Service;
+
+use super::body::{poll_unwinding, Guard, SentinelBody};
+use super::naming::default_node;
+use super::params::{client_ip, hash_ip, hash_value};
+use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
+use super::{Config, IsErrorFn, ParamSource, View};
+use crate::param::Params;
+use crate::rules::node_by_name;
+use crate::{BlockError, Entry};
+
+/// The [`Service`] [`SentinelLayer`](super::SentinelLayer) wraps around an inner service. Clone when the inner
+/// service is; `poll_ready` is the inner service's.
+pub struct SentinelService<S> {
+    inner: S,
+    config: Arc<Config>,
+}
+
+impl<S> SentinelService<S> {
+    pub(super) fn new(inner: S, config: Arc<Config>) -> SentinelService<S> {
+        SentinelService { inner, config }
+    }
+}
+
+impl<S: Clone> Clone for SentinelService<S> {
+    fn clone(&self) -> Self {
+        SentinelService {
+            inner: self.inner.clone(),
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug> fmt::Debug for SentinelService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`SentinelService`]: the rejection of a blocked request, or the
+    /// inner service's future with the request's entry.
+    pub struct ResponseFuture<F, B, E> {
+        #[pin]
+        state: State<F, B, E>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F, B, E> {
+        /// Blocked: the rejection, taken once (boxed: the future stays small on the path
+        /// that admits, where it is moved into place).
+        Rejected { response: Option<Box<Response<SentinelBody<B>>>> },
+        /// Admitted: the inner service's future, and the entry until it completes.
+        Calling {
+            #[pin]
+            future: F,
+            entry: Option<Entry>,
+            is_error: Option<Arc<IsErrorFn>>,
+        },
+        /// Waiting for a throttling turn first (rare: boxed), until it completes.
+        Throttled { future: Option<BoxFuture<Result<Response<SentinelBody<B>>, E>>> },
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<F, B, E> Future for ResponseFuture<F, B, E>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<SentinelBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Rejected { response } => match response.take() {
+                Some(response) => Poll::Ready(Ok(*response)),
+                // Polled again after completion: stay pending, as a fused future may.
+                None => Poll::Pending,
+            },
+            StateProj::Calling {
+                future,
+                entry,
+                is_error,
+            } => {
+                // Polled again after completion: the inner future is done, leave it alone.
+                let Some(held) = entry.as_ref() else {
+                    return Poll::Pending;
+                };
+                let result = std::task::ready!(poll_unwinding(held, || future.poll(cx)));
+                let Some(entry) = entry.take() else {
+                    return Poll::Pending;
+                };
+                Poll::Ready(finish(result, entry, is_error.take()))
+            }
+            StateProj::Throttled { future } => {
+                let Some(throttled) = future.as_mut() else {
+                    return Poll::Pending;
+                };
+                let output = std::task::ready!(throttled.as_mut().poll(cx));
+                *future = None;
+                Poll::Ready(output)
+            }
+        }
+    }
+}
+
+/// The inner service's result, with the entry: held by the body, or exited as an error.
+///
+/// The entry is marked finished (not abandoned) once the call's outcome is known: at the
+/// response's head, or for a gRPC response without `grpc-status` in its head (a stream), at its
+/// trailers. Dropped before that, the call counts as abandoned: a half-open probe's place is
+/// given back rather than decided.
+pub(super) fn finish<B, E>(
+    result: Result<Response<B>, E>,
+    entry: Entry,
+    is_error: Option<Arc<IsErrorFn>>,
+) -> Result<Response<SentinelBody<B>>, E> {
+    match result {
+        Ok(response) => {
+            let status = response.status();
+            let head = response.headers();
+            let grpc = is_grpc(head);
+            if classify(is_error.as_deref(), status, head, grpc) {
+                entry.set_error();
+            }
+            // A gRPC response's outcome is in its trailers unless its head has it.
+            if !grpc || head.contains_key(&GRPC_STATUS) {
+                entry.finish();
+            }
+            let guard = Guard {
+                entry,
+                status,
+                grpc,
+                is_error,
+            };
+            Ok(response.map(|body| SentinelBody::inner(body, guard)))
+        }
+        Err(error) => {
+            entry.set_error();
+            entry.finish();
+            drop(entry);
+            Err(error)
+        }
+    }
+}
+
+impl<F, B, E> fmt::Debug for ResponseFuture<F, B, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for SentinelService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: 'static,
+    ReqBody: Send + 'static,
+    ResBody: 'static,
+{
+    type Response = Response<SentinelBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        let config = &*self.config;
+        // The request is split into parts only for the user's functions, which take `&Parts`
+        // (splitting and joining moves the whole request twice).
+        let (req, admitted) = if config.needs_parts() {
+            let (parts, body) = req.into_parts();
+            let admitted = admit(config, View::of_parts(&parts), Some(&parts));
+            (Request::from_parts(parts, body), admitted)
+        } else {
+            let admitted = admit(config, View::of_request(&req), None);
+            (req, admitted)
+        };
+        let reservation = match admitted {
+            Ok(reservation) => reservation,
+            Err(block) => {
+                let response = match &config.on_block {
+                    Some(f) => f(&block, &req.into_parts().0),
+                    None => rejection(&block, req.headers()),
+                };
+                let response = Some(Box::new(response.map(SentinelBody::rejected)));
+                return ResponseFuture {
+                    state: State::Rejected { response },
+                };
+            }
+        };
+        let is_error = config.is_error.clone();
+        if reservation.turn() != 0 {
+            // The service that was polled ready handles this request after the wait; a fresh
+            // clone stays behind for the next `poll_ready`.
+            let clone = self.inner.clone();
+            let mut inner = std::mem::replace(&mut self.inner, clone);
+            let future = Box::pin(async move {
+                crate::entry::wait_turn(&reservation).await;
+                let entry = reservation.into_entry();
+                finish(inner.call(req).await, entry, is_error)
+            });
+            return ResponseFuture {
+                state: State::Throttled {
+                    future: Some(future),
+                },
+            };
+        }
+        let entry = Some(reservation.into_entry());
+        ResponseFuture {
+            state: State::Calling {
+                future: self.inner.call(req),
+                entry,
+                is_error,
+            },
+        }
+    }
+}
+
+/// Runs the checks of a request's resource (inbound, with its parameters and origin). Never
+/// waits: a throttled request's turn is in the reservation. `parts` is given when
+/// [`Config::needs_parts`].
+pub(super) fn admit(
+    config: &Config,
+    view: View<'_>,
+    parts: Option<&Parts>,
+) -> Result<crate::entry::Reservation, BlockError> {
+    let mut params = Params::NONE;
+    params.set_inbound();
+    for source in &config.params {
+        let hash = match (source, parts) {
+            (ParamSource::Fn(f), Some(parts)) => hash_value(f(parts).as_deref()),
+            (ParamSource::Fn(_), None) => hash_value(None),
+            (ParamSource::ClientIp { trusted_proxies }, _) => {
+                match client_ip(view, *trusted_proxies) {
+                    Some(ip) => hash_ip(ip),
+                    None => hash_value(None),
+                }
+            }
+        };
+        params.push(hash);
+    }
+    if let Some(origin) = config.origin.as_ref().zip(parts).and_then(|(f, p)| f(p)) {
+        params.set_origin(&origin);
+    }
+    let node = match (&config.resource, parts) {
+        (Some(f), Some(parts)) => node_by_name(&f(parts)),
+        _ => default_node(view),
+    };
+    // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
+    crate::entry::reserve_with(node, 1, true, &params)
+}
