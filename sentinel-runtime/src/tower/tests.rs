@@ -55,12 +55,29 @@ fn client_ip_takes_the_nth_from_the_right_never_the_leftmost() {
 fn a_client_ip_hashes_as_its_text_does() {
     for ip in [
         "10.0.0.9",
+        "0.0.0.0",
+        "255.255.255.255",
+        "1.20.100.109",
+        "99.100.9.10",
         "2001:db8::1",
+        "::ffff:1.2.3.4",
         "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
     ] {
         let ip: IpAddr = ip.parse().unwrap();
         assert_eq!(hash_ip(ip), crate::param::hash(ip.to_string().as_str()));
         assert_eq!(hash_ip(ip), hash_value(Some(&ip.to_string())));
+    }
+    // Every octet at each of the digit-count boundaries, in every position.
+    let octets = [0u8, 1, 9, 10, 11, 99, 100, 101, 199, 200, 249, 250, 255];
+    for a in octets {
+        for b in octets {
+            for c in octets {
+                for d in octets {
+                    let ip = IpAddr::from([a, b, c, d]);
+                    assert_eq!(hash_ip(ip), hash_value(Some(&ip.to_string())), "{ip}");
+                }
+            }
+        }
     }
 }
 
