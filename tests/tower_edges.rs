@@ -5,7 +5,10 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -16,7 +19,7 @@ use sentinel_runtime::breaker::CircuitState;
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::metrics;
 use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, HotspotRule};
-use sentinel_runtime::tower::SentinelLayer;
+use sentinel_runtime::tower::{ConnectInfo, SentinelLayer};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 type Body = Full<axum::body::Bytes>;
@@ -454,4 +457,105 @@ async fn a_panic_after_a_throttling_wait_counts_as_an_error() {
         (stats.pass_total, stats.error_total, stats.concurrency),
         (2, 2, 0)
     );
+}
+
+/// Counts the calls of a `get` handler on `route` behind the layer.
+fn counted_get_route(route: &str) -> (axum::Router, Arc<AtomicUsize>) {
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = served.clone();
+    let app = axum::Router::new()
+        .route(
+            route,
+            axum::routing::get(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async { "done" }
+            }),
+        )
+        .layer(SentinelLayer::new());
+    (app, served)
+}
+
+#[tokio::test]
+async fn a_grpc_content_type_does_not_escape_a_wildcard_routes_rule() {
+    let _clock = MockClock::install();
+    rules::load_flow_rules(vec![FlowRule::qps("GET:/wildfiles/{*path}", 1.0)]).unwrap();
+    let (app, served) = counted_get_route("/wildfiles/{*path}");
+    let plain = || Request::get("/wildfiles/report");
+    let sneaky = || Request::get("/wildfiles/report").header("content-type", "application/grpc");
+    for r in [plain(), plain(), sneaky(), sneaky(), sneaky()] {
+        let r = r.body(axum::body::Body::empty()).unwrap();
+        drop(app.clone().oneshot(r).await.unwrap());
+    }
+    rules::load_flow_rules(vec![]).unwrap();
+    assert_eq!(served.load(Ordering::SeqCst), 1, "ran past a 1 qps rule");
+    assert_eq!(names_with("/wildfiles"), ["GET:/wildfiles/{*path}"]);
+}
+
+#[tokio::test]
+async fn head_requests_do_not_escape_the_get_rule_of_the_handler_they_run() {
+    let _clock = MockClock::install();
+    rules::load_flow_rules(vec![FlowRule::qps("GET:/head-report", 1.0)]).unwrap();
+    let (app, served) = counted_get_route("/head-report");
+    for method in ["GET", "GET", "HEAD", "HEAD", "HEAD"] {
+        let r = Request::builder().method(method).uri("/head-report");
+        drop(
+            app.clone()
+                .oneshot(r.body(axum::body::Body::empty()).unwrap())
+                .await
+                .unwrap(),
+        );
+    }
+    rules::load_flow_rules(vec![]).unwrap();
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        1,
+        "the handler ran past its 1 qps rule"
+    );
+    assert_eq!(names_with("/head-report"), ["GET:/head-report"]);
+}
+
+#[tokio::test]
+async fn an_ipv4_client_on_a_dual_stack_listener_matches_its_exception() {
+    // What a dual-stack listener (`[::]:port`) reports for an IPv4 client, where the host has
+    // IPv6 at all.
+    if let Ok(listener) = std::net::TcpListener::bind("[::]:0") {
+        let port = listener.local_addr().unwrap().port();
+        let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let peer = listener.accept().unwrap().1;
+        assert_eq!(peer.ip().to_string(), "::ffff:127.0.0.1");
+    }
+    let _clock = MockClock::install();
+    let name = "edges-mapped";
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps(name, 0, 1.0).exception("10.0.0.1", 100.0)
+    ])
+    .unwrap();
+    let inner = service_fn(|_: Request<Body>| async { reply(200) });
+    let svc = SentinelLayer::new()
+        .resource(move |_| name.into())
+        .client_ip(0)
+        .layer(inner);
+    let mapped: SocketAddr = "[::ffff:10.0.0.1]:4000".parse().unwrap();
+    let mut statuses = vec![];
+    for _ in 0..3 {
+        let r = Request::get("/").extension(ConnectInfo(mapped));
+        let response = svc.clone().oneshot(r.body(Body::default()).unwrap()).await;
+        statuses.push(response.unwrap().status().as_u16());
+    }
+    // The same address as the rightmost X-Forwarded-For entry behind one trusted proxy.
+    let behind_proxy = SentinelLayer::new()
+        .resource(move |_| name.into())
+        .client_ip(1)
+        .layer(service_fn(|_: Request<Body>| async { reply(200) }));
+    for _ in 0..3 {
+        let r = Request::get("/")
+            .header("x-forwarded-for", "::ffff:10.0.0.1")
+            .extension(ConnectInfo(mapped));
+        let response = behind_proxy
+            .clone()
+            .oneshot(r.body(Body::default()).unwrap());
+        statuses.push(response.await.unwrap().status().as_u16());
+    }
+    rules::load_hotspot_rules(vec![]).unwrap();
+    assert_eq!(statuses, [200; 6], "10.0.0.1 has 100 qps");
 }

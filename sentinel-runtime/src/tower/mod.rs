@@ -24,11 +24,14 @@
 //! By default `"{METHOD}:{route}"`, the route being axum's [`MatchedPath`] (`GET:/users/{id}`,
 //! not `GET:/users/42`); apply the layer with `Router::layer` (or `route_layer`) so that axum
 //! has matched the route when the layer sees the request. A gRPC request (`content-type:
-//! application/grpc...`) without a matched route, or under a route ending in a wildcard (as
-//! tonic's `Routes` in axum are, `/helloworld.Greeter/{*rest}`), is named by its method path
+//! application/grpc...`, always a `POST`) without a matched route, or under the route of its own
+//! service (`/{service}/{*rest}`, as tonic's `Routes` in axum are:
+//! `/helloworld.Greeter/{*rest}`), is named by its method path
 //! (`POST:/helloworld.Greeter/SayHello`) if the path is one: `/package.Service/Method` in
-//! protobuf identifiers, at most 256 bytes. Anything else is `"{METHOD}:<unmatched>"`: the
+//! protobuf identifiers, at most 256 bytes. Under any other route, a gRPC content type changes
+//! nothing: the route names the request. Anything else is `"{METHOD}:<unmatched>"`: the
 //! raw URI never becomes a name, so a flood of requests to unknown paths is one resource.
+//! `HEAD` is named `GET` (axum answers a `HEAD` with the `get` handler, doing its work).
 //! Methods other than the nine standard ones are all named `OTHER` (`OTHER:/users/{id}`).
 //! Without a router, every well-formed gRPC method path a client sends is a name: the cap on
 //! resources below bounds them.
@@ -197,7 +200,8 @@ impl SentinelLayer {
     /// counts as an entry (it cannot shift the others) and gives no address.
     ///
     /// The address hashes as its text: `HotspotRule::exception("10.0.0.1", 100.0)` matches
-    /// the client `10.0.0.1`.
+    /// the client `10.0.0.1`, also when a dual-stack listener reports it as the IPv4-mapped
+    /// `::ffff:10.0.0.1` (a mapped address is the IPv4 address it maps).
     pub fn client_ip(mut self, trusted_proxies: usize) -> Self {
         self.config_mut()
             .params

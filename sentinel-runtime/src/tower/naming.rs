@@ -5,12 +5,13 @@ use super::response::is_grpc;
 use super::{MatchedPath, View};
 use crate::rules::node_by_name;
 
-/// A method as resource names spell it: a standard method by its name, any other (a client
-/// can invent any number) as `OTHER`.
+/// A method as resource names spell it: a standard method by its name, `HEAD` as `GET` (routers
+/// such as axum run a `get` handler for `HEAD`: the same work is under the same rule), any other
+/// (a client can invent any number) as `OTHER`.
 pub(super) fn method_name(method: &http::Method) -> &str {
     match method.as_str() {
-        m @ ("GET" | "POST" | "PUT" | "DELETE" | "HEAD" | "OPTIONS" | "PATCH" | "CONNECT"
-        | "TRACE") => m,
+        "HEAD" => "GET",
+        m @ ("GET" | "POST" | "PUT" | "DELETE" | "OPTIONS" | "PATCH" | "CONNECT" | "TRACE") => m,
         _ => "OTHER",
     }
 }
@@ -18,29 +19,62 @@ pub(super) fn method_name(method: &http::Method) -> &str {
 /// The longest gRPC method path used as a name.
 pub(super) const MAX_GRPC_PATH: usize = 256;
 
+/// Whether `s` is a protobuf identifier.
+fn identifier(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Whether `s` is a gRPC service name, `package.Service` in protobuf identifiers.
+fn service_name(s: &str) -> bool {
+    s.split('.').all(identifier)
+}
+
 /// `path` if it is a gRPC method path, `/package.Service/Method` in protobuf identifiers, at
 /// most [`MAX_GRPC_PATH`] bytes: anything else a client sends is not a name.
 pub(super) fn grpc_method_path(path: &str) -> Option<&str> {
-    fn identifier(s: &str) -> bool {
-        let mut bytes = s.bytes();
-        bytes
-            .next()
-            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    }
     if path.len() > MAX_GRPC_PATH {
         return None;
     }
     let (service, method) = path.strip_prefix('/')?.split_once('/')?;
-    (service.split('.').all(identifier) && identifier(method)).then_some(path)
+    (service_name(service) && identifier(method)).then_some(path)
 }
 
-/// Whether a route ends in a wildcard segment (`/{*rest}`), as tonic's routes in axum do.
-pub(super) fn ends_in_wildcard(route: &str) -> bool {
-    route.ends_with('}')
-        && route
-            .rfind('/')
-            .is_some_and(|slash| route[slash + 1..].starts_with("{*"))
+/// The service of a route that serves one gRPC service, as tonic's routes in axum are:
+/// `/{service}/{*rest}` with a service name (`/helloworld.Greeter/{*rest}` gives
+/// `helloworld.Greeter`). Any other route, wildcard or not, names its requests itself.
+pub(super) fn grpc_service_route(route: &str) -> Option<&str> {
+    let (service, rest) = route.strip_prefix('/')?.split_once('/')?;
+    let wildcard = rest.starts_with("{*") && rest.ends_with('}') && !rest.contains('/');
+    (wildcard && service_name(service)).then_some(service)
+}
+
+/// The method path that names a gRPC request, if it has one: a `POST` with a gRPC content type,
+/// a gRPC method path, and either no route or a route that serves the path's own service
+/// ([`grpc_service_route`]). Any other request under a route is named by the route, so a
+/// client cannot leave the route's rules by adding a header.
+fn grpc_name<'a>(view: View<'a>, route: Option<&str>) -> Option<&'a str> {
+    if view.method != http::Method::POST {
+        return None;
+    }
+    let service = match route {
+        Some(route) => Some(grpc_service_route(route)?),
+        None => None,
+    };
+    if !is_grpc(view.headers) {
+        return None;
+    }
+    let path = grpc_method_path(view.uri.path())?;
+    match service {
+        Some(service) => {
+            path[1..].starts_with(service) && path.as_bytes().get(service.len() + 1) == Some(&b'/')
+        }
+        None => true,
+    }
+    .then_some(path)
 }
 
 /// Routes recently seen by this thread, by the address of axum's matched-path string (one per
@@ -75,10 +109,10 @@ pub(super) fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
         }
     }
     let node = with_default_resource(view, node_by_name);
-    // Not cached: a wildcard route (it may serve gRPC methods, each named by its own path: a hit
-    // is verified against the route's name, so a wildcard route never hits), and the overflow
+    // Not cached: a gRPC service's route (its methods are each named by their own path: a hit
+    // is verified against the route's name, so such a route never hits), and the overflow
     // node (beyond the cap on resources: a later lookup may differ).
-    if !ends_in_wildcard(route) && names_route(node.name(), method, route) {
+    if grpc_service_route(route).is_none() && names_route(node.name(), method, route) {
         let _ = ROUTES.try_with(|routes| {
             let routes: &std::cell::Cell<[_]> = routes;
             routes.as_slice_of_cells()[slot].set((key, Some(node)));
@@ -108,13 +142,7 @@ pub(super) fn with_default_resource<R>(view: View<'_>, f: impl FnOnce(&str) -> R
         .extensions
         .get::<MatchedPath>()
         .map(MatchedPath::as_str);
-    // gRPC without a route, or under a wildcard route: the method path, if it is one.
-    let grpc_path = match route {
-        Some(route) if !ends_in_wildcard(route) => None,
-        _ if is_grpc(view.headers) => grpc_method_path(view.uri.path()),
-        _ => None,
-    };
-    name.push_str(grpc_path.or(route).unwrap_or("<unmatched>"));
+    name.push_str(grpc_name(view, route).or(route).unwrap_or("<unmatched>"));
     let result = f(&name);
     let _ = NAME.try_with(|cell| cell.set(name));
     result

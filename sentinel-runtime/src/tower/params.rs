@@ -76,8 +76,15 @@ fn hash_ip_displayed(ip: IpAddr) -> u64 {
     }
 }
 
-/// The client's address: see [`SentinelLayer::client_ip`].
+/// The client's address: see [`SentinelLayer::client_ip`]. An IPv4-mapped IPv6 address (what a
+/// dual-stack `[::]` listener reports for an IPv4 client, `::ffff:10.0.0.1`) is the IPv4
+/// address it maps, so a client is one value whichever socket it came in on.
 pub(super) fn client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
+    raw_client_ip(view, trusted_proxies).map(|ip| ip.to_canonical())
+}
+
+/// [`client_ip`] as the request gives it.
+fn raw_client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
     if trusted_proxies > 0 {
         // The `trusted_proxies`th entry from the right, over every header in order. Split as
         // bytes: an entry that is not text (the client's junk) is still one entry, so it cannot

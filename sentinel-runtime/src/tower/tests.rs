@@ -5,7 +5,7 @@ use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::request::Parts;
 use http::{Request, StatusCode};
 
-use super::naming::{default_resource, ends_in_wildcard, names_route, MAX_GRPC_PATH};
+use super::naming::{default_resource, grpc_service_route, names_route, MAX_GRPC_PATH};
 use super::params::{client_ip, hash_ip, hash_value};
 use super::response::{classify, is_grpc, percent_encode, rejection, retry_after_secs};
 use super::{ConnectInfo, View};
@@ -49,6 +49,24 @@ fn client_ip_takes_the_nth_from_the_right_never_the_leftmost() {
         Some("127.0.0.1".parse().unwrap())
     );
     assert_eq!(client_ip(View::of_parts(&parts(|b| b)), 1), None);
+}
+
+#[test]
+fn an_ipv4_mapped_client_ip_is_its_ipv4_address() {
+    let p = parts(|b| {
+        b.header(
+            "x-forwarded-for",
+            "::ffff:1.1.1.1, [::ffff:2.2.2.2]:80, 2001:db8::1",
+        )
+        .extension(ConnectInfo(
+            "[::ffff:10.0.0.9]:4000".parse::<SocketAddr>().unwrap(),
+        ))
+    });
+    let ip = |n| client_ip(View::of_parts(&p), n).map(|ip| ip.to_string());
+    assert_eq!(ip(0).as_deref(), Some("10.0.0.9"));
+    assert_eq!(ip(1).as_deref(), Some("2001:db8::1"));
+    assert_eq!(ip(2).as_deref(), Some("2.2.2.2"));
+    assert_eq!(ip(3).as_deref(), Some("1.1.1.1"));
 }
 
 #[test]
@@ -126,15 +144,36 @@ fn default_names_never_use_the_raw_uri() {
     assert_eq!(default_resource(&invented), "OTHER:<unmatched>");
     let lower = parts(|b| b.method("get").uri("/pot"));
     assert_eq!(default_resource(&lower), "OTHER:<unmatched>");
+    // HEAD runs the GET handler: it is named as GET.
+    let head = parts(|b| b.method("HEAD").uri("/pot"));
+    assert_eq!(default_resource(&head), "GET:<unmatched>");
+    // gRPC is always a POST: any other method with a gRPC content type is not named by its path.
+    let get = parts(|b| {
+        b.method("GET")
+            .uri("/a.B/C")
+            .header("content-type", "application/grpc")
+    });
+    assert_eq!(default_resource(&get), "GET:<unmatched>");
 }
 
 #[test]
 fn wildcard_routes_are_recognised() {
-    assert!(ends_in_wildcard("/pkg.Svc/{*rest}"));
-    assert!(ends_in_wildcard("/{*path}"));
-    assert!(!ends_in_wildcard("/users/{id}"));
-    assert!(!ends_in_wildcard("/users"));
-    assert!(!ends_in_wildcard("/{*rest}/x"));
+    assert_eq!(grpc_service_route("/pkg.Svc/{*rest}"), Some("pkg.Svc"));
+    assert_eq!(grpc_service_route("/Svc/{*rest}"), Some("Svc"));
+    // Routes that do not serve one gRPC service: their requests are named by the route.
+    for route in [
+        "/{*path}",
+        "/users/{id}",
+        "/users",
+        "/{*rest}/x",
+        "/files-v1/{*path}",
+        "/api/pkg.Svc/{*rest}",
+        "/pkg.Svc/{*rest}/x",
+        "/pkg.Svc/{id}",
+        "/pkg..Svc/{*rest}",
+    ] {
+        assert_eq!(grpc_service_route(route), None, "{route}");
+    }
 }
 
 #[test]
