@@ -279,3 +279,47 @@ fn calls_cancelled_half_way_leave_the_limit_alone() {
     rules::load_flow_rules(vec![]).unwrap();
     assert_eq!(limit(), Some(20), "back to the attribute's defaults");
 }
+
+#[sentinel_runtime::sentinel(resource = "adaptive-cut", concurrency = "adaptive")]
+async fn cut_by_a_timeout() -> Result<(), sentinel_runtime::BlockError> {
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+#[test]
+fn calls_cut_after_the_timeout_count_as_drops() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let clock = MockClock::install();
+    // An outer timeout drops calls at 50 ms; the limit's own timeout is 20 ms.
+    let settings = AdaptiveConcurrency {
+        initial_limit: 100,
+        min_limit: 10,
+        timeout: Some(Duration::from_millis(20)),
+        ..AdaptiveConcurrency::default()
+    };
+    rules::load_flow_rules(vec![
+        FlowRule::adaptive_concurrency("adaptive-cut").adaptive(settings)
+    ])
+    .unwrap();
+    let limit = || metrics::snapshot("adaptive-cut").and_then(|s| s.concurrency_limit);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut drop_after = |ms| {
+        let mut call = Box::pin(cut_by_a_timeout());
+        assert!(call.as_mut().poll(&mut cx).is_pending());
+        clock.advance(Duration::from_millis(ms));
+        drop(call);
+    };
+    // Cut within the timeout (a client that went away): not samples.
+    for _ in 0..300 {
+        drop_after(10);
+    }
+    assert_eq!(limit(), Some(100), "untouched");
+    // Cut after it: drops, which shrink the limit.
+    for _ in 0..300 {
+        drop_after(50);
+    }
+    let after = limit().unwrap();
+    rules::load_flow_rules(vec![]).unwrap();
+    assert!(after < 100, "the limit fell: {after}");
+}

@@ -559,3 +559,39 @@ async fn an_ipv4_client_on_a_dual_stack_listener_matches_its_exception() {
     rules::load_hotspot_rules(vec![]).unwrap();
     assert_eq!(statuses, [200; 6], "10.0.0.1 has 100 qps");
 }
+
+#[tokio::test]
+async fn calls_cut_by_an_outer_timeout_still_count_as_slow() {
+    let clock = MockClock::install();
+    let name = "edges-timeout";
+    rules::load_circuit_breaker_rules(vec![CircuitBreakerRule::slow_request_ratio(
+        name,
+        Duration::from_millis(100),
+        0.5,
+    )
+    .min_requests(2)
+    .recovery(Duration::from_secs(5))])
+    .unwrap();
+    let inner =
+        service_fn(|_: Request<Body>| std::future::pending::<Result<Response<Body>, Infallible>>());
+    let mut svc = SentinelLayer::new()
+        .resource(move |_| name.into())
+        .layer(inner);
+    for _ in 0..2 {
+        svc.ready().await.unwrap();
+        let mut future = Box::pin(svc.call(get("/")));
+        assert!(poll_once(future.as_mut()).is_pending());
+        // An outer timeout at twice the breaker's max_rt drops the future.
+        clock.advance(Duration::from_millis(200));
+        drop(future);
+    }
+    let state = circuit(name);
+    let next = svc.ready().await.unwrap().call(get("/")).await.unwrap();
+    rules::load_circuit_breaker_rules(vec![]).unwrap();
+    assert_eq!(next.status(), 503);
+    assert_eq!(
+        state,
+        Some(CircuitState::Open),
+        "2 calls of 200 ms > 100 ms"
+    );
+}

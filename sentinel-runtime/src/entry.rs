@@ -460,7 +460,8 @@ const SYSTEM_COUNTED: u64 = 16;
 ///
 /// A guarded `async fn` whose future is dropped before it finishes counts as complete but
 /// neither as an error nor as a success for circuit breakers: if it was a half-open probe, the
-/// probe's place is given back.
+/// probe's place is given back. If it had already run longer than a slow-request breaker's
+/// `max_rt`, it counts as slow there (whatever cut it short, it was slow).
 #[derive(Debug)]
 #[must_use = "the call counts as finished as soon as the Entry is dropped"]
 pub struct Entry {
@@ -603,15 +604,19 @@ impl Drop for Entry {
                     let probe = self.probe.for_breaker(breaker);
                     breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
                 }
-                // A cancelled call (its future dropped half-way) says nothing about the limit.
-                if let (Some(limit), false) = (&chain.adaptive, abandoned) {
-                    let outcome = if error {
-                        Outcome::Dropped
-                    } else {
-                        Outcome::Success
-                    };
+                // A cancelled call (its future dropped half-way) says nothing about the limit,
+                // unless it was cut after the limit's timeout (an outer timeout drops exactly
+                // the calls the limit counts as drops).
+                if let Some(limit) = &chain.adaptive {
                     let rtt = now.saturating_sub(self.start);
-                    limit.on_sample(now, rtt, inside, outcome);
+                    if !abandoned || limit.timed_out(rtt) {
+                        let outcome = if error || abandoned {
+                            Outcome::Dropped
+                        } else {
+                            Outcome::Success
+                        };
+                        limit.on_sample(now, rtt, inside, outcome);
+                    }
                 }
             });
         }

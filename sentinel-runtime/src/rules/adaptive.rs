@@ -24,7 +24,9 @@ pub const MAX_ADAPTIVE_LIMIT: u32 = 1_000_000;
 /// * a window where at least 1% of the calls failed (an error at the exit, a panic, the tower
 ///   layer's 5xx) or took longer than `timeout` shrinks the limit by 10% and never grows it
 ///   (Gradient2 ignores them, its issues #176 and #137);
-/// * a call cancelled half-way (its future dropped) is not a sample at all (#146).
+/// * a call cancelled half-way (its future dropped) is not a sample at all (#146), unless it
+///   had already run longer than `timeout`: then it is a drop (an outer timeout cuts exactly the
+///   calls that would have been drops).
 ///
 /// The long RTT follows the short one down (at once after a clear fall of 10% or more, else
 /// weighted by how many samples a window holds, over `long_window` samples) but never up on its

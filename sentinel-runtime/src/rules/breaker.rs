@@ -57,6 +57,11 @@ pub enum BreakerStrategy {
 /// whose future is dropped gives its place back, and a half-open breaker that has no verdict
 /// `recovery` after it opened its probes starts a new round of probes.
 ///
+/// A call whose future is dropped before it finishes (a client that went away) is no verdict,
+/// unless it had already run longer than a slow-request breaker's `max_rt`: then it counts as a
+/// slow call (and a slow probe), so a timeout in front of the resource, which drops exactly the
+/// slowest calls, cannot hide them.
+///
 /// ```
 /// use sentinel_runtime::rules::CircuitBreakerRule;
 /// use std::time::Duration;

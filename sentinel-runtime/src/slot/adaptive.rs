@@ -11,7 +11,8 @@ use std::sync::Mutex;
 
 use crate::rules::adaptive::AdaptiveConcurrency;
 
-/// How an admitted call ended, for the limit. A call cancelled half-way is not reported.
+/// How an admitted call ended, for the limit. A call cancelled half-way is not reported, unless
+/// it was cut after the timeout (a drop).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// It finished.
@@ -87,6 +88,14 @@ impl AdaptiveLimit {
         self.limit.load(Relaxed)
     }
 
+    /// Whether a call of `rtt_nanos` took longer than the timeout (a drop).
+    #[inline]
+    pub(crate) fn timed_out(&self, rtt_nanos: u64) -> bool {
+        self.config
+            .timeout
+            .is_some_and(|t| u128::from(rtt_nanos) > t.as_nanos())
+    }
+
     /// One finished call at `now`, `rtt_nanos` after it was admitted, with `inside` calls inside
     /// as it finished (itself included).
     pub(crate) fn on_sample(&self, now: u64, rtt_nanos: u64, inside: u64, outcome: Outcome) {
@@ -103,11 +112,7 @@ impl AdaptiveLimit {
                 self.close_window(&mut state, now);
             }
         }
-        let timed_out = self
-            .config
-            .timeout
-            .is_some_and(|t| u128::from(rtt_nanos) > t.as_nanos());
-        if outcome == Outcome::Dropped || timed_out {
+        if outcome == Outcome::Dropped || self.timed_out(rtt_nanos) {
             w.drops.fetch_add(1, Relaxed);
         } else {
             w.rtt_sum_ns.fetch_add(rtt_nanos, Relaxed);

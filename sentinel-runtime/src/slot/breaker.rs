@@ -204,7 +204,12 @@ impl CircuitBreaker {
         abandoned: bool,
         probe: Option<Probe>,
     ) {
-        let bad = failed || self.slow_above_us.is_some_and(|max| rt_us > max);
+        let slow = self.slow_above_us.is_some_and(|max| rt_us > max);
+        // An abandoned call (its future dropped) says nothing if a client went away, unless it
+        // was already slow when dropped: then it was slow, whatever cut it short (an outer
+        // timeout drops exactly the slowest calls, which must not hide them from this breaker).
+        let abandoned = abandoned && !slow;
+        let bad = failed || slow;
         if let Some(probe) = probe {
             if abandoned {
                 self.release_probe(probe);
@@ -434,6 +439,40 @@ mod tests {
         let p = b.try_enter("r", T0, false).unwrap();
         b.on_exit("r", T0, 500_000, false, false, p);
         assert_eq!(b.state(), CircuitState::Open, "3 of 6 = 0.5");
+    }
+
+    #[test]
+    fn a_call_abandoned_after_it_was_already_slow_counts_as_slow() {
+        // An outer timeout drops the slow calls: they still say the resource is slow.
+        let rule = CircuitBreakerRule::slow_request_ratio("r", Duration::from_millis(100), 0.5)
+            .min_requests(2);
+        let b = breaker(rule);
+        // Abandoned within max_rt (a client went away): says nothing.
+        for _ in 0..4 {
+            let p = b.try_enter("r", T0, false).unwrap();
+            b.on_exit("r", T0, 100_000, false, true, p);
+        }
+        assert_eq!(b.state(), CircuitState::Closed);
+        let p = b.try_enter("r", T0, false).unwrap();
+        b.on_exit("r", T0, 20_000, false, false, p);
+        let p = b.try_enter("r", T0, false).unwrap();
+        b.on_exit("r", T0, 200_000, false, true, p);
+        assert_eq!(
+            b.state(),
+            CircuitState::Open,
+            "1 slow of 2 (the 4 say nothing)"
+        );
+        // A probe abandoned after max_rt decides: the breaker opens again.
+        let later = T0 + 5_000 * MS;
+        let probe = b.try_enter("r", later, false).unwrap();
+        assert!(probe.is_some());
+        b.on_exit("r", later, 200_000, false, true, probe);
+        assert_eq!(b.state(), CircuitState::Open);
+        // An error-ratio breaker has no max_rt: an abandoned call is never a verdict.
+        let b = breaker(CircuitBreakerRule::error_ratio("r", 0.5).min_requests(1));
+        let p = b.try_enter("r", T0, false).unwrap();
+        b.on_exit("r", T0, 60_000_000, true, true, p);
+        assert_eq!(b.state(), CircuitState::Closed);
     }
 }
 

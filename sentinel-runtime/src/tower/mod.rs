@@ -67,7 +67,9 @@
 //! `grpc-status` comes in the trailers (a stream), at the trailers. A request dropped before
 //! that (the client went away) is counted as complete but decides nothing for the circuit
 //! breakers: a half-open breaker's probe is given back for another request, not counted as a
-//! success. A response body dropped after its head still counts by its status.
+//! success. Unless it was slow already: a request dropped after a slow-request breaker's
+//! `max_rt` (an outer timeout cut it) counts as slow, and one dropped after an adaptive limit's
+//! `timeout` as a drop. A response body dropped after its head still counts by its status.
 
 use std::fmt;
 use std::sync::Arc;

@@ -124,7 +124,7 @@ where
 /// The entry is marked finished (not abandoned) once the call's outcome is known: at the
 /// response's head, or for a gRPC response without `grpc-status` in its head (a stream), at its
 /// trailers. Dropped before that, the call counts as abandoned: a half-open probe's place is
-/// given back rather than decided.
+/// given back rather than decided (unless the call was already slow: see the module docs).
 pub(super) fn finish<B, E>(
     result: Result<Response<B>, E>,
     entry: Entry,
