@@ -264,7 +264,7 @@ pub(crate) async fn wait_turn(reservation: &Reservation) {
 #[inline(never)]
 fn wait_for_turn(waiting: Waiting) -> Entry {
     clock::sleep_until(waiting.admission.turn);
-    Reservation(Inner::Waiting(waiting)).into_entry()
+    Reservation(Inner::Waiting(Box::new(waiting))).into_entry()
 }
 
 /// Runs the slot chain without waiting: the admitted call, to be turned into an [`Entry`] once
@@ -326,7 +326,7 @@ pub(crate) fn reserve_with(
             }
             Ok(()) => {
                 let waiting = Waiting::new(node, chain.to_arc(), count, admission, cancellable);
-                Ok(Reservation(Inner::Waiting(waiting)))
+                Ok(Reservation(Inner::Waiting(Box::new(waiting))))
             }
             Err(block) => {
                 on_block(node, now, count, params, &block);
@@ -347,8 +347,9 @@ pub struct Reservation(Inner);
 enum Inner {
     /// No wait: the entry is made.
     Ready(Entry),
-    /// A throttling turn to wait for.
-    Waiting(Waiting),
+    /// A throttling turn to wait for (rare: boxed, so that the common reservation moves as the
+    /// small entry it holds).
+    Waiting(Box<Waiting>),
 }
 
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! Default resource names: `"{METHOD}:{route}"`, a gRPC method path, or `<unmatched>`; never
 //! anything a client can vary without bound.
 
-use super::response::is_grpc;
+use super::response::is_grpc_request;
 use super::{MatchedPath, View};
 use crate::rules::node_by_name;
 
@@ -57,14 +57,11 @@ pub(super) fn grpc_service_route(route: &str) -> Option<&str> {
 /// ([`grpc_service_route`]). Any other request under a route is named by the route, so a
 /// client cannot leave the route's rules by adding a header.
 fn grpc_name<'a>(view: View<'a>, route: Option<&str>) -> Option<&'a str> {
-    if view.method != http::Method::POST {
-        return None;
-    }
     let service = match route {
         Some(route) => Some(grpc_service_route(route)?),
         None => None,
     };
-    if !is_grpc(view.headers) {
+    if !is_grpc_request(view.method, view.headers) {
         return None;
     }
     let path = grpc_method_path(view.uri.path())?;

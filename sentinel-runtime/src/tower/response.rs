@@ -18,6 +18,13 @@ pub(super) fn is_grpc(headers: &HeaderMap) -> bool {
 
 pub(super) const GRPC: &[u8] = b"application/grpc";
 
+/// Whether a request is gRPC: a `POST` (gRPC calls are nothing else) with a gRPC content type.
+/// A response is read as gRPC only if its request may be one, so a plain `GET` reads no
+/// content type.
+pub(super) fn is_grpc_request(method: &http::Method, headers: &HeaderMap) -> bool {
+    method == http::Method::POST && is_grpc(headers)
+}
+
 pub(super) static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
 
 /// Whether a response counts as an error, by its status and `headers` (its head, or its
@@ -62,11 +69,15 @@ pub(super) fn retry_after_secs(block: &BlockError) -> u64 {
     })
 }
 
-/// The default response to a blocked request with the headers `request`.
-pub(super) fn rejection(block: &BlockError, request: &HeaderMap) -> Response<String> {
+/// The default response to a blocked request with `method` and the headers `request`.
+pub(super) fn rejection(
+    block: &BlockError,
+    method: &http::Method,
+    request: &HeaderMap,
+) -> Response<String> {
     let (status, grpc_status) = answer(block.kind());
     let message = block.to_string();
-    if is_grpc(request) {
+    if is_grpc_request(method, request) {
         // The request's own gRPC content type: a gRPC-Web client expects its own back.
         let content_type = request
             .get(CONTENT_TYPE)

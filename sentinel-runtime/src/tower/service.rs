@@ -71,6 +71,8 @@ pin_project_lite::pin_project! {
             future: F,
             entry: Option<Entry>,
             is_error: Option<Arc<IsErrorFn>>,
+            // The request was a POST: its response may be gRPC.
+            post: bool,
         },
         /// Waiting for a throttling turn first (rare: boxed), until it completes.
         Throttled { future: Option<BoxFuture<Result<Response<SentinelBody<B>>, E>>> },
@@ -96,6 +98,7 @@ where
                 future,
                 entry,
                 is_error,
+                post,
             } => {
                 // Polled again after completion: the inner future is done, leave it alone.
                 let Some(held) = entry.as_ref() else {
@@ -105,7 +108,7 @@ where
                 let Some(entry) = entry.take() else {
                     return Poll::Pending;
                 };
-                Poll::Ready(finish(result, entry, is_error.take()))
+                Poll::Ready(finish(result, entry, is_error.take(), *post))
             }
             StateProj::Throttled { future } => {
                 let Some(throttled) = future.as_mut() else {
@@ -125,16 +128,18 @@ where
 /// response's head, or for a gRPC response without `grpc-status` in its head (a stream), at its
 /// trailers. Dropped before that, the call counts as abandoned: a half-open probe's place is
 /// given back rather than decided (unless the call was already slow: see the module docs).
+/// `post`: the request was a `POST`, so the response may be gRPC.
 pub(super) fn finish<B, E>(
     result: Result<Response<B>, E>,
     entry: Entry,
     is_error: Option<Arc<IsErrorFn>>,
+    post: bool,
 ) -> Result<Response<SentinelBody<B>>, E> {
     match result {
         Ok(response) => {
             let status = response.status();
             let head = response.headers();
-            let grpc = is_grpc(head);
+            let grpc = post && is_grpc(head);
             if classify(is_error.as_deref(), status, head, grpc) {
                 entry.set_error();
             }
@@ -181,24 +186,25 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+    #[inline]
+    fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let config = &*self.config;
         // The request is split into parts only for the user's functions, which take `&Parts`
-        // (splitting and joining moves the whole request twice).
-        let (req, admitted) = if config.needs_parts() {
+        // (splitting and joining moves the whole request twice); otherwise it stays in place.
+        let admitted = if config.needs_parts() {
             let (parts, body) = req.into_parts();
             let admitted = admit(config, View::of_parts(&parts), Some(&parts));
-            (Request::from_parts(parts, body), admitted)
+            req = Request::from_parts(parts, body);
+            admitted
         } else {
-            let admitted = admit(config, View::of_request(&req), None);
-            (req, admitted)
+            admit(config, View::of_request(&req), None)
         };
         let reservation = match admitted {
             Ok(reservation) => reservation,
             Err(block) => {
                 let response = match &config.on_block {
                     Some(f) => f(&block, &req.into_parts().0),
-                    None => rejection(&block, req.headers()),
+                    None => rejection(&block, req.method(), req.headers()),
                 };
                 let response = Some(Box::new(response.map(SentinelBody::rejected)));
                 return ResponseFuture {
@@ -207,6 +213,7 @@ where
             }
         };
         let is_error = config.is_error.clone();
+        let post = req.method() == http::Method::POST;
         if reservation.turn() != 0 {
             // The service that was polled ready handles this request after the wait; a fresh
             // clone stays behind for the next `poll_ready`.
@@ -215,7 +222,7 @@ where
             let future = Box::pin(async move {
                 crate::entry::wait_turn(&reservation).await;
                 let entry = reservation.into_entry();
-                finish(inner.call(req).await, entry, is_error)
+                finish(inner.call(req).await, entry, is_error, post)
             });
             return ResponseFuture {
                 state: State::Throttled {
@@ -229,6 +236,7 @@ where
                 future: self.inner.call(req),
                 entry,
                 is_error,
+                post,
             },
         }
     }

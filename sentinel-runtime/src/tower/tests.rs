@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::request::Parts;
-use http::{Request, StatusCode};
+use http::{Method, Request, StatusCode};
 
 use super::naming::{default_resource, grpc_service_route, names_route, MAX_GRPC_PATH};
 use super::params::{client_ip, hash_ip, hash_value};
@@ -209,19 +209,26 @@ fn classification_and_rejections() {
     assert_eq!(retry_after_secs(&flow), 1);
     let http = HeaderMap::new();
     let grpc_web = grpc("/a.B/C").headers;
-    let r = rejection(&flow, &http);
+    let r = rejection(&flow, &Method::POST, &http);
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(r.headers()[RETRY_AFTER], "1");
     let cb = BlockError::circuit_breaker("r", 0.5, "open");
     assert_eq!(
-        rejection(&cb, &http).status(),
+        rejection(&cb, &Method::POST, &http).status(),
         StatusCode::SERVICE_UNAVAILABLE
     );
-    let g = rejection(&cb, &grpc_web);
+    let g = rejection(&cb, &Method::POST, &grpc_web);
     assert_eq!(g.status(), StatusCode::OK);
     assert_eq!(g.headers()[CONTENT_TYPE], "Application/GRPC+proto");
     assert_eq!(g.headers()["grpc-status"], "14");
-    assert_eq!(rejection(&flow, &grpc_web).headers()["grpc-status"], "8");
+    assert_eq!(
+        rejection(&flow, &Method::POST, &grpc_web).headers()["grpc-status"],
+        "8"
+    );
+    // gRPC is always a POST: any other method gets the HTTP answer.
+    let get = rejection(&flow, &Method::GET, &grpc_web);
+    assert_eq!(get.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(get.headers()[CONTENT_TYPE], "text/plain; charset=utf-8");
     assert_eq!(percent_encode("a`b` 100%é"), "a`b` 100%25%C3%A9");
 }
 
