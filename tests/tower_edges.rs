@@ -595,3 +595,56 @@ async fn calls_cut_by_an_outer_timeout_still_count_as_slow() {
         "2 calls of 200 ms > 100 ms"
     );
 }
+
+/// A gRPC response body: its status in the trailers, and nothing else.
+struct StatusInTrailers {
+    sent: bool,
+}
+
+impl http_body::Body for StatusInTrailers {
+    type Data = axum::body::Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Infallible>>> {
+        if std::mem::replace(&mut self.sent, true) {
+            return Poll::Ready(None);
+        }
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+        Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+    }
+}
+
+#[tokio::test]
+async fn an_is_error_that_panics_on_the_trailers_counts_as_an_error() {
+    let _clock = MockClock::install();
+    let name = "edges-panicking-is-error";
+    let inner = service_fn(|_: Request<Body>| async {
+        let response = Response::builder().header("content-type", "application/grpc");
+        Ok::<_, Infallible>(response.body(StatusInTrailers { sent: false }).unwrap())
+    });
+    let svc = SentinelLayer::new()
+        .resource(move |_| name.into())
+        .is_error(|_, headers| {
+            assert!(!headers.contains_key("grpc-status"), "a bug in is_error");
+            false
+        })
+        .layer(inner);
+    let r = Request::post("/pkg.Svc/Call").header("content-type", "application/grpc");
+    let response = svc.oneshot(r.body(Body::default()).unwrap()).await.unwrap();
+    let mut body = response.into_body();
+    // A panic-catching layer outside catches the panic, and drops the body only afterwards.
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        poll_once(std::pin::pin!(body.frame()))
+    }));
+    assert!(caught.is_err());
+    drop(body);
+    let stats = metrics::snapshot(name).unwrap();
+    assert_eq!(
+        (stats.error_total, stats.complete_total, stats.concurrency),
+        (1, 1, 0)
+    );
+}

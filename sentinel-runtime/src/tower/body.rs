@@ -95,12 +95,16 @@ where
             }
             Some(Ok(frame)) => {
                 if let (Some(trailers), Some(guard)) = (frame.trailers_ref(), this.guard.as_ref()) {
-                    if classify(
-                        guard.is_error.as_deref(),
-                        guard.status,
-                        trailers,
-                        guard.grpc,
-                    ) {
+                    // The user's `is_error` may panic: an error, whoever drops the body later.
+                    let error = poll_unwinding(&guard.entry, || {
+                        classify(
+                            guard.is_error.as_deref(),
+                            guard.status,
+                            trailers,
+                            guard.grpc,
+                        )
+                    });
+                    if error {
                         guard.entry.set_error();
                     }
                     guard.entry.finish();
