@@ -532,6 +532,19 @@ impl Entry {
         self.flags.fetch_and(!PENDING, Ordering::Relaxed);
     }
 
+    /// [`set_error`](Entry::set_error) through `&mut` (an entry held by value): no other
+    /// reference can race, so a plain write does it without a locked instruction.
+    #[inline]
+    pub(crate) fn set_error_mut(&mut self) {
+        *self.flags.get_mut() |= ERROR;
+    }
+
+    /// [`finish`](Entry::finish) through `&mut`, as [`set_error_mut`](Entry::set_error_mut).
+    #[inline]
+    pub(crate) fn finish_mut(&mut self) {
+        *self.flags.get_mut() &= !PENDING;
+    }
+
     /// The entered resource's name.
     pub fn resource(&self) -> &'static str {
         self.node.name()

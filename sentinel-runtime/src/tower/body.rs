@@ -83,18 +83,18 @@ where
         let frame = std::task::ready!(frame);
         match &frame {
             None => {
-                if let Some(guard) = this.guard.take() {
-                    guard.entry.finish();
+                if let Some(mut guard) = this.guard.take() {
+                    guard.entry.finish_mut();
                 }
             }
             Some(Err(_)) => {
-                if let Some(guard) = this.guard.take() {
-                    guard.entry.set_error();
-                    guard.entry.finish();
+                if let Some(mut guard) = this.guard.take() {
+                    guard.entry.set_error_mut();
+                    guard.entry.finish_mut();
                 }
             }
             Some(Ok(frame)) => {
-                if let (Some(trailers), Some(guard)) = (frame.trailers_ref(), this.guard.as_ref()) {
+                if let (Some(trailers), Some(guard)) = (frame.trailers_ref(), this.guard.as_mut()) {
                     // The user's `is_error` may panic: an error, whoever drops the body later.
                     let error = poll_unwinding(&guard.entry, || {
                         classify(
@@ -105,14 +105,14 @@ where
                         )
                     });
                     if error {
-                        guard.entry.set_error();
+                        guard.entry.set_error_mut();
                     }
-                    guard.entry.finish();
+                    guard.entry.finish_mut();
                 }
                 if body.is_end_stream() {
                     // The last frame: exit now, before the transport flushes it.
-                    if let Some(guard) = this.guard.take() {
-                        guard.entry.finish();
+                    if let Some(mut guard) = this.guard.take() {
+                        guard.entry.finish_mut();
                     }
                 }
             }

@@ -131,7 +131,7 @@ where
 /// `post`: the request was a `POST`, so the response may be gRPC.
 pub(super) fn finish<B, E>(
     result: Result<Response<B>, E>,
-    entry: Entry,
+    mut entry: Entry,
     is_error: Option<Arc<IsErrorFn>>,
     post: bool,
 ) -> Result<Response<SentinelBody<B>>, E> {
@@ -141,11 +141,11 @@ pub(super) fn finish<B, E>(
             let head = response.headers();
             let grpc = post && is_grpc(head);
             if classify(is_error.as_deref(), status, head, grpc) {
-                entry.set_error();
+                entry.set_error_mut();
             }
             // A gRPC response's outcome is in its trailers unless its head has it.
             if !grpc || head.contains_key(&GRPC_STATUS) {
-                entry.finish();
+                entry.finish_mut();
             }
             let guard = Guard {
                 entry,
@@ -156,8 +156,8 @@ pub(super) fn finish<B, E>(
             Ok(response.map(|body| SentinelBody::inner(body, guard)))
         }
         Err(error) => {
-            entry.set_error();
-            entry.finish();
+            entry.set_error_mut();
+            entry.finish_mut();
             drop(entry);
             Err(error)
         }
