@@ -115,16 +115,28 @@ static THREAD_KEYS_START: AtomicU64 = AtomicU64::new(0);
 /// Runs `op` `iters` times on each of `threads` threads released together; returns the
 /// aggregate time per operation (scaled by `iters`, as criterion expects). The threads walk
 /// the keyed cases' keys in step from where the previous sample stopped (every thread the same
-/// keys in the same order, as before).
+/// keys in the same order, as before: two threads race for each key's state within
+/// nanoseconds).
 fn on_threads(threads: u32, iters: u64, op: &(impl Fn() + Sync)) -> Duration {
+    on_threads_from(threads, iters, 0, op)
+}
+
+/// [`on_threads`], each thread starting `KEYS / threads` keys after the previous one: the
+/// threads walk different keys (as requests of different clients on different threads do).
+fn on_threads_apart(threads: u32, iters: u64, op: &(impl Fn() + Sync)) -> Duration {
+    on_threads_from(threads, iters, KEYS / u64::from(threads), op)
+}
+
+fn on_threads_from(threads: u32, iters: u64, apart: u64, op: &(impl Fn() + Sync)) -> Duration {
     let barrier = Barrier::new(threads as usize + 1);
     let first_key = THREAD_KEYS_START.load(Relaxed);
     THREAD_KEYS_START.store((first_key + iters) % KEYS, Relaxed);
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    NEXT_KEY.with(|k| k.set(first_key));
+        let handles: Vec<_> = (0..u64::from(threads))
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    NEXT_KEY.with(|k| k.set((first_key + t * apart) % KEYS));
                     barrier.wait();
                     for _ in 0..iters {
                         op();
@@ -266,6 +278,13 @@ fn bench(c: &mut Criterion) {
     });
     two.bench_function("governor keyed check_key, 1M keys", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &governor_keyed_check))
+    });
+    two.bench_function(
+        "sentinel #[sentinel(hotspot)] guarded call, 1M keys, threads apart",
+        |b| b.iter_custom(|iters| on_threads_apart(2, iters, &sentinel_hot_attr)),
+    );
+    two.bench_function("governor keyed check_key, 1M keys, threads apart", |b| {
+        b.iter_custom(|iters| on_threads_apart(2, iters, &governor_keyed_check))
     });
     two.bench_function("governor check", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &governor_check))
