@@ -461,16 +461,24 @@ async fn a_panic_after_a_throttling_wait_counts_as_an_error() {
 
 /// Counts the calls of a `get` handler on `route` behind the layer.
 fn counted_get_route(route: &str) -> (axum::Router, Arc<AtomicUsize>) {
+    counted_route(route, false)
+}
+
+/// A route whose handler (`GET`, or `POST` if `post`) counts its runs.
+fn counted_route(route: &str, post: bool) -> (axum::Router, Arc<AtomicUsize>) {
     let served = Arc::new(AtomicUsize::new(0));
     let counter = served.clone();
+    let handler = move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { "done" }
+    };
+    let method = if post {
+        axum::routing::post(handler)
+    } else {
+        axum::routing::get(handler)
+    };
     let app = axum::Router::new()
-        .route(
-            route,
-            axum::routing::get(move || {
-                counter.fetch_add(1, Ordering::SeqCst);
-                async { "done" }
-            }),
-        )
+        .route(route, method)
         .layer(SentinelLayer::new());
     (app, served)
 }
@@ -489,6 +497,26 @@ async fn a_grpc_content_type_does_not_escape_a_wildcard_routes_rule() {
     rules::load_flow_rules(vec![]).unwrap();
     assert_eq!(served.load(Ordering::SeqCst), 1, "ran past a 1 qps rule");
     assert_eq!(names_with("/wildfiles"), ["GET:/wildfiles/{*path}"]);
+}
+
+/// A `POST` (as every gRPC call is) under a REST catch-all route of one plain segment: the route's
+/// shape is a tonic service's (`/{service}/{*rest}`), but its segment is no package-qualified
+/// service name, so a gRPC content type must not turn its paths into names.
+#[tokio::test]
+async fn a_grpc_content_type_does_not_escape_a_one_segment_catch_all_routes_rule() {
+    let _clock = MockClock::install();
+    rules::load_flow_rules(vec![FlowRule::qps("POST:/catchall/{*rest}", 1.0)]).unwrap();
+    let (app, served) = counted_route("/catchall/{*rest}", true);
+    for i in 0..5 {
+        let r = Request::post(format!("/catchall/login{i}"))
+            .header("content-type", "application/grpc")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        drop(app.clone().oneshot(r).await.unwrap());
+    }
+    rules::load_flow_rules(vec![]).unwrap();
+    assert_eq!(served.load(Ordering::SeqCst), 1, "ran past a 1 qps rule");
+    assert_eq!(names_with("/catchall"), ["POST:/catchall/{*rest}"]);
 }
 
 #[tokio::test]

@@ -25,16 +25,19 @@
 //! not `GET:/users/42`); apply the layer with `Router::layer` (or `route_layer`) so that axum
 //! has matched the route when the layer sees the request. A gRPC request (`content-type:
 //! application/grpc...`, always a `POST`) without a matched route, or under the route of its own
-//! service (`/{service}/{*rest}`, as tonic's `Routes` in axum are:
+//! package-qualified service (`/{package.Service}/{*rest}`, as tonic's `Routes` in axum are:
 //! `/helloworld.Greeter/{*rest}`), is named by its method path
 //! (`POST:/helloworld.Greeter/SayHello`) if the path is one: `/package.Service/Method` in
 //! protobuf identifiers, at most 256 bytes. Under any other route, a gRPC content type changes
-//! nothing: the route names the request. Anything else is `"{METHOD}:<unmatched>"`: the
-//! raw URI never becomes a name, so a flood of requests to unknown paths is one resource.
+//! nothing: the route names the request (so `/api/{*rest}`, a REST catch-all, keeps its rules;
+//! a service declared without a package, `/Greeter/{*rest}`, is named by that route). Anything
+//! else is `"{METHOD}:<unmatched>"`: the raw URI never becomes a name, so a flood of requests
+//! to unknown paths is one resource.
 //! `HEAD` is named `GET` (axum answers a `HEAD` with the `get` handler, doing its work).
 //! Methods other than the nine standard ones are all named `OTHER` (`OTHER:/users/{id}`).
-//! Without a router, every well-formed gRPC method path a client sends is a name: the cap on
-//! resources below bounds them.
+//! Without a router, every well-formed gRPC method path a client sends is a name, and under a
+//! service's route every method name it sends for that service (methods the service does not
+//! have included): the cap on resources below bounds them.
 //! [`SentinelLayer::resource`] replaces the naming. However names are made, how many
 //! resources exist is capped ([`registry::set_max_resources`](crate::registry::set_max_resources)):
 //! beyond the cap, new names pass unchecked.

@@ -44,12 +44,15 @@ pub(super) fn grpc_method_path(path: &str) -> Option<&str> {
 }
 
 /// The service of a route that serves one gRPC service, as tonic's routes in axum are:
-/// `/{service}/{*rest}` with a service name (`/helloworld.Greeter/{*rest}` gives
-/// `helloworld.Greeter`). Any other route, wildcard or not, names its requests itself.
+/// `/{service}/{*rest}` with a package-qualified service name (`/helloworld.Greeter/{*rest}`
+/// gives `helloworld.Greeter`). Any other route, wildcard or not, names its requests itself:
+/// a REST catch-all of one plain segment (`/api/{*rest}`) has the same shape, and a client must
+/// not leave its rules by sending a gRPC content type. (A service declared without a package,
+/// `/Greeter/{*rest}`, is therefore named by its route.)
 pub(super) fn grpc_service_route(route: &str) -> Option<&str> {
     let (service, rest) = route.strip_prefix('/')?.split_once('/')?;
     let wildcard = rest.starts_with("{*") && rest.ends_with('}') && !rest.contains('/');
-    (wildcard && service_name(service)).then_some(service)
+    (wildcard && service.contains('.') && service_name(service)).then_some(service)
 }
 
 /// The method path that names a gRPC request, if it has one: a `POST` with a gRPC content type,

@@ -159,9 +159,12 @@ fn default_names_never_use_the_raw_uri() {
 #[test]
 fn wildcard_routes_are_recognised() {
     assert_eq!(grpc_service_route("/pkg.Svc/{*rest}"), Some("pkg.Svc"));
-    assert_eq!(grpc_service_route("/Svc/{*rest}"), Some("Svc"));
-    // Routes that do not serve one gRPC service: their requests are named by the route.
+    assert_eq!(grpc_service_route("/a.b.Svc/{*rest}"), Some("a.b.Svc"));
+    // Routes that do not serve one gRPC service: their requests are named by the route. A plain
+    // segment is a REST catch-all's as much as a package-less service's: the route names it.
     for route in [
+        "/Svc/{*rest}",
+        "/api/{*rest}",
         "/{*path}",
         "/users/{id}",
         "/users",
