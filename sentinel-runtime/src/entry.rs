@@ -534,12 +534,14 @@ impl Entry {
 
     /// [`set_error`](Entry::set_error) through `&mut` (an entry held by value): no other
     /// reference can race, so a plain write does it without a locked instruction.
+    #[cfg(feature = "tower")]
     #[inline]
     pub(crate) fn set_error_mut(&mut self) {
         *self.flags.get_mut() |= ERROR;
     }
 
     /// [`finish`](Entry::finish) through `&mut`, as [`set_error_mut`](Entry::set_error_mut).
+    #[cfg(feature = "tower")]
     #[inline]
     pub(crate) fn finish_mut(&mut self) {
         *self.flags.get_mut() &= !PENDING;
