@@ -476,3 +476,82 @@ fn a_dropped_wait_gives_back_its_slot_at_the_pace_it_was_charged() {
     );
     rules::load_hotspot_rules(vec![]).unwrap();
 }
+
+/// Admits calls of `value` at the frozen time until one is blocked (at most 10 000).
+fn drain(resource: &str, value: u64) -> usize {
+    (0..10_000)
+        .take_while(|_| call(resource, value).is_ok())
+        .count()
+}
+
+/// Two rules of one shape (parameter, metric, capacity) on a resource, 10/s and 100/min: a reload
+/// that drops the per-second rule leaves the per-minute rule its own values' state, not the
+/// per-second rule's (whose debt is at most a second: about 98 fresh calls at once).
+#[test]
+fn a_reload_that_drops_a_rule_leaves_the_others_their_own_state() {
+    let clock = MockClock::install();
+    let resource = "hot-reload-drop-sibling";
+    let per_second = HotspotRule::qps(resource, 0, 10.0);
+    let per_minute = HotspotRule::qps(resource, 0, 100.0).window(Duration::from_secs(60));
+    rules::load_hotspot_rules(vec![per_second, per_minute.clone()]).unwrap();
+    let mut admitted = 0;
+    for _ in 0..100 {
+        admitted += drain(resource, 7);
+        clock.advance(Duration::from_millis(100));
+    }
+    rules::load_hotspot_rules(vec![per_minute]).unwrap();
+    let at_once = drain(resource, 7);
+    admitted += at_once;
+    for _ in 0..490 {
+        clock.advance(Duration::from_millis(100));
+        admitted += drain(resource, 7);
+    }
+    rules::load_hotspot_rules(vec![]).unwrap();
+    assert!(at_once <= 10, "{at_once} calls at once after the reload");
+    // Within one 60 s window a 100/min rule admits at most 2 x 100 (any interval of k windows:
+    // (k + 1) x threshold + burst).
+    assert!(admitted <= 200, "{admitted} calls within 60 s");
+}
+
+/// The same rules loaded again in another order change nothing: each keeps its own state. Two
+/// resources go through the same calls; only the second's rules are reordered.
+#[test]
+fn a_reload_that_reorders_the_same_rules_changes_nothing() {
+    let clock = MockClock::install();
+    let rules_of = |resource: &str| {
+        [
+            HotspotRule::qps(resource, 0, 10.0),
+            HotspotRule::qps(resource, 0, 100.0).window(Duration::from_secs(60)),
+        ]
+    };
+    let [kept_second, kept_minute] = rules_of("hot-reorder-kept");
+    let [moved_second, moved_minute] = rules_of("hot-reorder-moved");
+    rules::load_hotspot_rules(vec![
+        kept_second.clone(),
+        kept_minute.clone(),
+        moved_second.clone(),
+        moved_minute.clone(),
+    ])
+    .unwrap();
+    let both = |admitted: &mut [usize; 2]| {
+        admitted[0] += drain("hot-reorder-kept", 7);
+        admitted[1] += drain("hot-reorder-moved", 7);
+    };
+    let mut admitted = [0; 2];
+    for _ in 0..100 {
+        both(&mut admitted);
+        clock.advance(Duration::from_millis(100));
+    }
+    rules::load_hotspot_rules(vec![kept_second, kept_minute, moved_minute, moved_second]).unwrap();
+    let before = admitted;
+    for _ in 0..100 {
+        clock.advance(Duration::from_millis(100));
+        both(&mut admitted);
+    }
+    rules::load_hotspot_rules(vec![]).unwrap();
+    assert_eq!(before[0], before[1]);
+    assert_eq!(
+        admitted[0], admitted[1],
+        "after the reload (before it: {before:?})"
+    );
+}

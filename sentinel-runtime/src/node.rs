@@ -11,8 +11,8 @@ use crate::rules::breaker::CircuitBreakerRule;
 use crate::rules::flow::{FlowMetric, FlowRule};
 use crate::rules::hotspot::HotspotRule;
 use crate::slot::{
-    AdaptiveLimit, Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape, HotspotGate,
-    HotspotShape, Resolve, Target,
+    hotspot_successions, AdaptiveLimit, Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape,
+    HotspotGate, Resolve, Target,
 };
 use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
@@ -325,13 +325,11 @@ impl ResourceNode {
             };
             chain.gates.push(gate);
         }
-        for rule in hotspot {
-            let shape = HotspotShape::of(rule);
-            let kept = old
-                .hotspots
-                .iter()
-                .find(|g| g.fits(&shape) && !chain.hotspots.iter().any(|c| c.same_table(g)));
-            let gate = match kept {
+        for (rule, kept) in hotspot
+            .iter()
+            .zip(hotspot_successions(&old.hotspots, hotspot))
+        {
+            let gate = match kept.and_then(|i| old.hotspots.get(i)) {
                 Some(gate) => gate.succeed(rule),
                 None => HotspotGate::new(rule),
             };

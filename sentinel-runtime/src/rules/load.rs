@@ -322,7 +322,10 @@ fn replace_all_counted(
 /// default-versus-loaded semantics as [`load_flow_rules`]. A loaded rule for the same
 /// parameter, metric and capacity as one in force keeps every value's state (a TAT, or the
 /// calls inside) and puts its thresholds, burst, window, wait and exceptions in force on it: a
-/// reload grants no fresh burst, and calls inside a value still count against its limit.
+/// reload grants no fresh burst, and calls inside a value still count against its limit. With
+/// several such rules on one resource, each keeps its own state: a rule loaded unchanged keeps
+/// its table wherever it moved in the list, then a changed rule takes the table of a rule that
+/// counted over the same window, then any of the same parameter, metric and capacity.
 ///
 /// ```
 /// use sentinel_runtime::rules::{self, HotspotRule};

@@ -29,6 +29,42 @@ impl HotspotShape {
     }
 }
 
+/// Which gate of `old` each of `rules` takes over (its index in `old`; `None`: a new table), so
+/// that every value keeps its state across a reload. A table goes to one rule at most, chosen
+/// in three rounds over all the rules: the gate of an identical rule (a rule kept, wherever it
+/// moved in the list), then a gate of the same [shape](HotspotShape) counting over the same
+/// window (a threshold or exceptions change: the values' debts mean the same), then any gate of
+/// the same shape (a window change). So a rule never inherits a sibling's state while its own
+/// table is there for it: a 100/min rule does not take over a 10/s rule's table (a second's
+/// debt at most) when the 10/s rule is dropped.
+pub(crate) fn successions(old: &[HotspotGate], rules: &[HotspotRule]) -> Vec<Option<usize>> {
+    let mut kept: Vec<Option<usize>> = vec![None; rules.len()];
+    let mut taken = vec![false; old.len()];
+    type Round = fn(&HotspotGate, &HotspotRule) -> bool;
+    let rounds: [Round; 3] = [
+        |gate, rule| gate.is_of(rule),
+        |gate, rule| gate.fits(&HotspotShape::of(rule)) && gate.counts_over_window_of(rule),
+        |gate, rule| gate.fits(&HotspotShape::of(rule)),
+    ];
+    for round in rounds {
+        for (rule, kept) in rules.iter().zip(kept.iter_mut()) {
+            if kept.is_some() {
+                continue;
+            }
+            let free = old
+                .iter()
+                .zip(taken.iter_mut())
+                .enumerate()
+                .find(|(_, (gate, taken))| !**taken && round(gate, rule));
+            if let Some((i, (_, taken))) = free {
+                *taken = true;
+                *kept = Some(i);
+            }
+        }
+    }
+    kept
+}
+
 /// The GCRA parameters of a threshold: emission interval and tolerance, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Pace {
@@ -71,6 +107,8 @@ impl Pace {
 #[derive(Debug)]
 pub(crate) struct HotspotGate {
     shape: HotspotShape,
+    /// The rule, to find its table again at a reload ([`is_of`](Self::is_of)).
+    rule: HotspotRule,
     table: Arc<ParamTable>,
     /// The rule's threshold as given, for the error.
     given: f64,
@@ -195,6 +233,7 @@ impl HotspotGate {
         }
         HotspotGate {
             shape: HotspotShape::of(rule),
+            rule: rule.clone(),
             table,
             given: rule.threshold,
             pace: pace(rule.threshold),
@@ -212,9 +251,16 @@ impl HotspotGate {
         self.shape == *shape
     }
 
-    /// Whether `self` and `other` share a table.
-    pub(crate) fn same_table(&self, other: &HotspotGate) -> bool {
-        Arc::ptr_eq(&self.table, &other.table)
+    /// Whether this gate enforces `rule` exactly (a reload that keeps the rule, in any place of
+    /// the list).
+    pub(crate) fn is_of(&self, rule: &HotspotRule) -> bool {
+        self.rule == *rule
+    }
+
+    /// Whether this gate's rule counts over `rule`'s window (its values' debts mean the same
+    /// under `rule`).
+    pub(crate) fn counts_over_window_of(&self, rule: &HotspotRule) -> bool {
+        self.rule.window == rule.window
     }
 
     /// The kind of value the table holds.

@@ -42,7 +42,7 @@ pub(crate) use adaptive::{AdaptiveLimit, Outcome};
 pub(crate) use breaker::{CircuitBreaker, Probe};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use gate::{Gate, GateShape};
-pub(crate) use hotspot::{HotPass, HotPasses, HotspotGate, HotspotShape};
+pub(crate) use hotspot::{successions as hotspot_successions, HotPass, HotPasses, HotspotGate};
 pub(crate) use related::Resolve;
 pub(crate) use system::SystemPass;
 
