@@ -353,3 +353,33 @@ fn a_panicking_state_listener_is_contained_and_the_exit_is_recorded() {
     rules::load_circuit_breaker_rules(vec![]).unwrap();
     rules::load_flow_rules(vec![]).unwrap();
 }
+
+/// Two throttling rules of one shape (same window and `max_wait`), 10/s and 100/s: loaded again
+/// in the other order, each keeps its own pacing. Before, the rules took the kept gates in list
+/// order, so the 10/s rule inherited the 100/s rule's latest turn and let a call through 90 ms
+/// early.
+#[test]
+fn a_reload_that_reorders_the_same_throttling_rules_keeps_each_ones_pace() {
+    let clock = MockClock::install();
+    let resource = "reload-throttle-order";
+    let slow = FlowRule::qps(resource, 10.0).throttle(Duration::from_secs(1));
+    let fast = FlowRule::qps(resource, 100.0).throttle(Duration::from_secs(1));
+    rules::load_flow_rules(vec![slow.clone(), fast.clone()]).unwrap();
+    // A sync caller sleeps until its turn: under the mock clock, the clock moves to it.
+    for _ in 0..5 {
+        drop(entry(resource).unwrap());
+    }
+    assert_eq!(
+        clock.elapsed(),
+        Duration::from_millis(400),
+        "10/s: 100 ms apart"
+    );
+    rules::load_flow_rules(vec![fast, slow]).unwrap();
+    drop(entry(resource).unwrap());
+    rules::load_flow_rules(vec![]).unwrap();
+    assert_eq!(
+        clock.elapsed(),
+        Duration::from_millis(500),
+        "the next call waits its 100 ms"
+    );
+}

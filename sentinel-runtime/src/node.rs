@@ -11,8 +11,8 @@ use crate::rules::breaker::CircuitBreakerRule;
 use crate::rules::flow::{FlowMetric, FlowRule};
 use crate::rules::hotspot::HotspotRule;
 use crate::slot::{
-    hotspot_successions, AdaptiveLimit, Chain, CircuitBreaker, ConcurrencyCounter, Gate, GateShape,
-    HotspotGate, Resolve, Target,
+    gate_successions, hotspot_successions, AdaptiveLimit, Chain, CircuitBreaker,
+    ConcurrencyCounter, Gate, HotspotGate, Resolve, Target,
 };
 use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
@@ -286,6 +286,12 @@ impl ResourceNode {
             authority: authority.unwrap_or_default().to_vec(),
             ..Chain::default()
         };
+        // The gate each QPS rule takes over, decided before any threshold is set in place.
+        let gated: Vec<&FlowRule> = flow
+            .iter()
+            .filter(|r| r.metric == FlowMetric::Qps)
+            .collect();
+        let mut successions = gate_successions(&old.gates, &gated).into_iter();
         for rule in flow {
             if rule.metric == FlowMetric::AdaptiveConcurrency {
                 // One adaptive limit per resource: the first rule's (validation refuses none of
@@ -306,11 +312,7 @@ impl ResourceNode {
                 }
                 continue;
             }
-            let shape = GateShape::of(rule);
-            let kept = old
-                .gates
-                .iter()
-                .find(|g| g.fits(&shape) && !chain.gates.iter().any(|c| Arc::ptr_eq(c, g)));
+            let kept = successions.next().flatten().and_then(|i| old.gates.get(i));
             let gate = match kept {
                 Some(gate) => {
                     gate.set_threshold(rule.threshold);

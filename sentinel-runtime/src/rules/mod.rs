@@ -10,7 +10,8 @@
 //! Loading never grants what the old rules had already spent:
 //!
 //! * a loaded rule of the same shape (window, sample count, strictness, behaviour) as one in force
-//!   keeps that rule's counts and only changes the threshold;
+//!   keeps that rule's counts and only changes the threshold (with several rules of one shape,
+//!   a rule loaded unchanged keeps its own, wherever it moved in the list);
 //! * a rule of a new shape starts with the passes the resource admitted within its window (taken
 //!   from the resource's statistics, to within one 100 ms statistics bucket, on the side of
 //!   blocking), so a reload never opens a second full window;

@@ -7,6 +7,8 @@
 //! limit (one CAS), and rolls it back if the window moved meanwhile: so at a fixed time exactly
 //! `limit` callers pass.
 
+use std::sync::Arc;
+
 use super::qps::{QpsGate, Recent};
 use super::related::{RelatedGate, Resolve};
 use super::throttle::ThrottleGate;
@@ -41,6 +43,24 @@ impl GateShape {
             relate: rule.relate.clone(),
         }
     }
+}
+
+/// Which gate of `old` each of the QPS `rules` takes over (its index in `old`; `None`: a new
+/// gate): the gate of the same shape and threshold (a rule kept, wherever it moved in the
+/// list), then any of the same shape (a threshold change, set in place). So two throttling
+/// rules of one shape keep their own pacing when the list is reordered.
+pub(crate) fn successions(old: &[Arc<Gate>], rules: &[&FlowRule]) -> Vec<Option<usize>> {
+    super::succession::assign(
+        old,
+        rules,
+        &[
+            |gate, rule| {
+                gate.fits(&GateShape::of(rule))
+                    && gate.given_threshold().to_bits() == rule.threshold.to_bits()
+            },
+            |gate, rule| gate.fits(&GateShape::of(rule)),
+        ],
+    )
 }
 
 /// A gate's admission of a call.
@@ -91,6 +111,15 @@ impl Gate {
     /// Whether this gate can serve `shape` (then only its threshold changes).
     pub(crate) fn fits(&self, shape: &GateShape) -> bool {
         self.shape == *shape
+    }
+
+    /// The threshold in force, as given.
+    fn given_threshold(&self) -> f64 {
+        match &self.kind {
+            Kind::Qps(g) => g.threshold.given(),
+            Kind::Throttle(g) => g.threshold.given(),
+            Kind::Related(g) => g.threshold.given(),
+        }
     }
 
     pub(crate) fn set_threshold(&self, threshold: f64) {

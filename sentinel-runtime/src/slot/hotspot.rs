@@ -30,39 +30,21 @@ impl HotspotShape {
 }
 
 /// Which gate of `old` each of `rules` takes over (its index in `old`; `None`: a new table), so
-/// that every value keeps its state across a reload. A table goes to one rule at most, chosen
-/// in three rounds over all the rules: the gate of an identical rule (a rule kept, wherever it
-/// moved in the list), then a gate of the same [shape](HotspotShape) counting over the same
-/// window (a threshold or exceptions change: the values' debts mean the same), then any gate of
-/// the same shape (a window change). So a rule never inherits a sibling's state while its own
-/// table is there for it: a 100/min rule does not take over a 10/s rule's table (a second's
-/// debt at most) when the 10/s rule is dropped.
+/// that every value keeps its state across a reload: the gate of an identical rule (a rule kept,
+/// wherever it moved in the list), then a gate of the same [shape](HotspotShape) counting over
+/// the same window (a threshold or exceptions change: the values' debts mean the same), then
+/// any gate of the same shape (a window change). So a 100/min rule does not take over a 10/s
+/// sibling's table (a second's debt at most) when the 10/s rule is dropped.
 pub(crate) fn successions(old: &[HotspotGate], rules: &[HotspotRule]) -> Vec<Option<usize>> {
-    let mut kept: Vec<Option<usize>> = vec![None; rules.len()];
-    let mut taken = vec![false; old.len()];
-    type Round = fn(&HotspotGate, &HotspotRule) -> bool;
-    let rounds: [Round; 3] = [
-        |gate, rule| gate.is_of(rule),
-        |gate, rule| gate.fits(&HotspotShape::of(rule)) && gate.counts_over_window_of(rule),
-        |gate, rule| gate.fits(&HotspotShape::of(rule)),
-    ];
-    for round in rounds {
-        for (rule, kept) in rules.iter().zip(kept.iter_mut()) {
-            if kept.is_some() {
-                continue;
-            }
-            let free = old
-                .iter()
-                .zip(taken.iter_mut())
-                .enumerate()
-                .find(|(_, (gate, taken))| !**taken && round(gate, rule));
-            if let Some((i, (_, taken))) = free {
-                *taken = true;
-                *kept = Some(i);
-            }
-        }
-    }
-    kept
+    super::succession::assign(
+        old,
+        rules,
+        &[
+            |gate, rule| gate.is_of(rule),
+            |gate, rule| gate.fits(&HotspotShape::of(rule)) && gate.counts_over_window_of(rule),
+            |gate, rule| gate.fits(&HotspotShape::of(rule)),
+        ],
+    )
 }
 
 /// The GCRA parameters of a threshold: emission interval and tolerance, in nanoseconds.
