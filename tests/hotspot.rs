@@ -555,3 +555,34 @@ fn a_reload_that_reorders_the_same_rules_changes_nothing() {
         "after the reload (before it: {before:?})"
     );
 }
+
+/// A rule so slow that its burst's worth of calls (or one call) does not fit in the clock's
+/// nanoseconds would quietly admit less than `threshold + burst` from idle: such a rule is
+/// refused, naming the field, and a slow rule that fits admits exactly its promise.
+#[test]
+fn a_rule_too_slow_to_keep_its_promise_is_refused_by_field() {
+    let _clock = MockClock::install();
+    let resource = "hot-too-slow";
+    // One call per 31.7 years, and 20 more at once: 634 years of debt.
+    let err =
+        rules::load_hotspot_rules(vec![HotspotRule::qps(resource, 0, 1e-9).burst(20)]).unwrap_err();
+    assert_eq!((err.resource(), err.field()), (resource, "burst"));
+    assert!(err.to_string().contains("at most 8"), "{err}");
+    // One call per ~585 years: even the first call's debt does not fit.
+    let err =
+        rules::load_hotspot_rules(vec![HotspotRule::qps(resource, 0, 1.0 / 1.8e10)]).unwrap_err();
+    assert_eq!(err.field(), "threshold");
+    let err = rules::load_hotspot_rules(vec![HotspotRule::qps(resource, 0, 1.0)
+        .exception(&1u64, 1e-9)
+        .burst(20)])
+    .unwrap_err();
+    assert_eq!(err.field(), "exceptions");
+    // The largest burst that fits is honoured exactly.
+    rules::load_hotspot_rules(vec![HotspotRule::qps(resource, 0, 1e-9).burst(8)]).unwrap();
+    assert_eq!(
+        (0..20).filter(|_| call(resource, 5).is_ok()).count(),
+        9,
+        "threshold (at least 1) + burst from idle"
+    );
+    rules::load_hotspot_rules(vec![]).unwrap();
+}

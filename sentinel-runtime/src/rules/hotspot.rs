@@ -20,6 +20,30 @@ pub const MAX_HOTSPOT_RULES_PER_RESOURCE: usize = 8;
 /// The longest window a hotspot rule accepts.
 pub const MAX_HOTSPOT_WINDOW: Duration = Duration::from_secs(24 * 3_600);
 
+/// The most debt, in nanoseconds, a value may be allowed from idle (`threshold + burst` calls'
+/// worth): 2^63, so that it fits in the clock's `u64` nanoseconds with 292 years to spare for
+/// the clock itself.
+const MAX_DEBT_NANOS: u128 = 1 << 63;
+
+/// The nanoseconds between two calls of one value at `threshold` (> 0) per `window`:
+/// `window / threshold`, rounded up (never faster than the rule), at least 1.
+pub(crate) fn interval_nanos(threshold: f64, window: Duration) -> u128 {
+    let window = window.as_nanos();
+    if threshold.fract() == 0.0 {
+        // Exact in integers.
+        window.div_ceil(threshold as u128)
+    } else {
+        (window as f64 / threshold).ceil() as u128
+    }
+    .max(1)
+}
+
+/// How many calls of one value at `threshold` (> 0) per `window` may be owed at once: a value
+/// admits `max(floor(threshold), 1) + burst` from idle, which must not exceed it.
+fn calls_that_fit(threshold: f64, window: Duration) -> u128 {
+    MAX_DEBT_NANOS / interval_nanos(threshold, window)
+}
+
 /// What a hotspot rule limits per value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
@@ -101,7 +125,9 @@ pub struct HotspotRule {
     /// Calls per window (QPS) or calls inside (concurrency), per value: finite,
     /// `0..=MAX_THRESHOLD`, fractions rounded down for concurrency.
     pub threshold: f64,
-    /// Extra calls a value may make at once from idle (QPS). Default 0.
+    /// Extra calls a value may make at once from idle (QPS). Default 0. With the threshold, at
+    /// most what a value may owe: `max(threshold, 1) + burst` calls of `window / threshold`
+    /// each must not pass 2^63 ns (292 years; only absurdly slow rules come near it).
     #[cfg_attr(feature = "rule-files", serde(default))]
     pub burst: u32,
     /// The window `threshold` counts over (QPS): whole milliseconds, at most a day. Default 1 s.
@@ -255,35 +281,53 @@ impl HotspotRule {
                         ),
                     );
                 }
-                // A positive threshold so small that one call per window / threshold does not
-                // fit in u64 nanoseconds would act as 0 (its burst ignored): refused instead.
-                let window_ns = w.as_nanos() as f64;
-                let too_slow = |t: f64| t > 0.0 && window_ns / t >= u64::MAX as f64;
-                if too_slow(self.threshold) {
-                    return err(
-                        "threshold",
-                        format!(
-                            "must be 0 or at least one call per {} years of window, got {}",
-                            u64::MAX / 1_000_000_000 / 31_557_600,
-                            self.threshold
-                        ),
-                    );
-                }
-                if let Some(e) = self.exceptions.iter().find(|e| too_slow(e.threshold)) {
-                    return err(
-                        "exceptions",
-                        format!(
-                            "a threshold must be 0 or at least one call per {} years, got {}",
-                            u64::MAX / 1_000_000_000 / 31_557_600,
-                            e.threshold
-                        ),
-                    );
-                }
                 if f64::from(self.burst) > MAX_THRESHOLD {
                     return err(
                         "burst",
                         format!("must be at most {MAX_THRESHOLD}, got {}", self.burst),
                     );
+                }
+                // A value's debt from idle, `threshold + burst` calls of window / threshold
+                // each, must fit in the clock's nanoseconds, or the value would quietly admit
+                // fewer calls than promised (none, for a threshold too slow for one call).
+                let years = MAX_DEBT_NANOS / 1_000_000_000 / 31_557_600;
+                // For `t` > 0: `Some(None)` if not even one call fits, `Some(Some(most))` if
+                // the burst is over the `most` that fits, `None` if the promise fits.
+                let too_slow = |t: f64| -> Option<Option<u128>> {
+                    if t <= 0.0 {
+                        return None;
+                    }
+                    let (fit, own) = (calls_that_fit(t, w), (t.floor() as u128).max(1));
+                    if fit == 0 {
+                        Some(None)
+                    } else {
+                        (own + u128::from(self.burst) > fit).then(|| Some(fit - own))
+                    }
+                };
+                let slow = |t: f64| {
+                    format!("must be 0 or at least one call per {years} years, got {t} per {w:?}")
+                };
+                let owes = |most: u128, whose: &str, t: f64| {
+                    format!(
+                        "must be at most {most} with {whose} threshold of {t} per {w:?} (a value \
+                         may owe at most {years} years from idle), got {}",
+                        self.burst
+                    )
+                };
+                match too_slow(self.threshold) {
+                    Some(None) => return err("threshold", slow(self.threshold)),
+                    Some(Some(most)) => return err("burst", owes(most, "a", self.threshold)),
+                    None => {}
+                }
+                for e in &self.exceptions {
+                    let why = match too_slow(e.threshold) {
+                        Some(None) => format!("an exception's threshold {}", slow(e.threshold)),
+                        Some(Some(most)) => {
+                            format!("the burst {}", owes(most, "an exception's", e.threshold))
+                        }
+                        None => continue,
+                    };
+                    return err("exceptions", why);
                 }
                 if let Some(max_wait) = self.max_wait {
                     if max_wait > MAX_WAIT_LIMIT {

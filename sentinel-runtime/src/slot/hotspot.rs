@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
 use crate::error::BlockError;
 use crate::param::Params;
-use crate::rules::hotspot::{HotspotMetric, HotspotRule};
+use crate::rules::hotspot::{interval_nanos, HotspotMetric, HotspotRule};
 
 /// What makes two hotspot rules need different tables. Everything else (thresholds, burst,
 /// window, wait, exceptions) is per gate: a reload builds a new gate on the table in force, so
@@ -66,15 +66,7 @@ impl Pace {
                 tolerance: 0,
             };
         }
-        let window = window.as_nanos();
-        let interval = if threshold.fract() == 0.0 {
-            // Exact in integers: window / threshold, rounded up.
-            let t = threshold as u128;
-            window.div_ceil(t)
-        } else {
-            (window as f64 / threshold).ceil() as u128
-        }
-        .clamp(1, u128::from(u64::MAX));
+        let interval = interval_nanos(threshold, window).min(u128::from(u64::MAX));
         let calls = (threshold.floor() as u128).max(1) + u128::from(burst) - 1;
         Pace {
             interval: interval as u64,
