@@ -291,17 +291,25 @@ impl HotspotRule {
                 // each, must fit in the clock's nanoseconds, or the value would quietly admit
                 // fewer calls than promised (none, for a threshold too slow for one call).
                 let years = MAX_DEBT_NANOS / 1_000_000_000 / 31_557_600;
-                // For `t` > 0: `Some(None)` if not even one call fits, `Some(Some(most))` if
-                // the burst is over the `most` that fits, `None` if the promise fits.
-                let too_slow = |t: f64| -> Option<Option<u128>> {
+                /// What a value at one threshold may owe from idle.
+                enum Debt {
+                    Fits,
+                    /// Not even one call's worth fits.
+                    NoCall,
+                    /// The burst is over the most that fits.
+                    BurstOver(u128),
+                }
+                let debt = |t: f64| {
                     if t <= 0.0 {
-                        return None;
+                        return Debt::Fits;
                     }
                     let (fit, own) = (calls_that_fit(t, w), (t.floor() as u128).max(1));
                     if fit == 0 {
-                        Some(None)
+                        Debt::NoCall
+                    } else if own + u128::from(self.burst) > fit {
+                        Debt::BurstOver(fit - own)
                     } else {
-                        (own + u128::from(self.burst) > fit).then(|| Some(fit - own))
+                        Debt::Fits
                     }
                 };
                 let slow = |t: f64| {
@@ -314,18 +322,18 @@ impl HotspotRule {
                         self.burst
                     )
                 };
-                match too_slow(self.threshold) {
-                    Some(None) => return err("threshold", slow(self.threshold)),
-                    Some(Some(most)) => return err("burst", owes(most, "a", self.threshold)),
-                    None => {}
+                match debt(self.threshold) {
+                    Debt::NoCall => return err("threshold", slow(self.threshold)),
+                    Debt::BurstOver(most) => return err("burst", owes(most, "a", self.threshold)),
+                    Debt::Fits => {}
                 }
                 for e in &self.exceptions {
-                    let why = match too_slow(e.threshold) {
-                        Some(None) => format!("an exception's threshold {}", slow(e.threshold)),
-                        Some(Some(most)) => {
+                    let why = match debt(e.threshold) {
+                        Debt::NoCall => format!("an exception's threshold {}", slow(e.threshold)),
+                        Debt::BurstOver(most) => {
                             format!("the burst {}", owes(most, "an exception's", e.threshold))
                         }
-                        None => continue,
+                        Debt::Fits => continue,
                     };
                     return err("exceptions", why);
                 }

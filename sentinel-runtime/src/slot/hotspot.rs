@@ -80,12 +80,12 @@ impl Pace {
 /// life (a reload builds a new gate; entries exit through the gate they entered by).
 #[derive(Debug)]
 pub(crate) struct HotspotGate {
+    /// The rule's parameter, metric and capacity (read on every call).
     shape: HotspotShape,
-    /// The rule, to find its table again at a reload ([`is_of`](Self::is_of)).
+    /// The rule: its threshold as given, for the error, and to find its table again at a
+    /// reload ([`is_of`](Self::is_of)).
     rule: HotspotRule,
     table: Arc<ParamTable>,
-    /// The rule's threshold as given, for the error.
-    given: f64,
     pace: Pace,
     max_wait: u64,
     /// The concurrency limit per value.
@@ -209,7 +209,6 @@ impl HotspotGate {
             shape: HotspotShape::of(rule),
             rule: rule.clone(),
             table,
-            given: rule.threshold,
             pace: pace(rule.threshold),
             max_wait: rule
                 .max_wait
@@ -272,7 +271,7 @@ impl HotspotGate {
             return Ok(HotPass::Free);
         };
         let exception = self.exception(key);
-        let given = exception.map_or(self.given, |e| e.given);
+        let given = exception.map_or(self.rule.threshold, |e| e.given);
         match self.shape.metric {
             HotspotMetric::Qps => {
                 let pace = exception.map_or(self.pace, |e| e.pace);
