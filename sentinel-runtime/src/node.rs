@@ -152,13 +152,16 @@ impl ResourceNode {
 
     /// The resource's statistics over the second-level window, with its running totals.
     pub fn snapshot(&self) -> ResourceStats {
-        let (circuit, limit) = self.with_chain(|c| {
+        let (circuit, limit, evictions) = self.with_chain(|c| {
             let circuit = c.breakers.iter().map(|b| b.state()).max();
-            (circuit, c.adaptive.as_ref().map(|a| a.limit()))
+            let evictions = (!c.hotspots.is_empty())
+                .then(|| c.hotspots.iter().map(|g| g.live_evictions()).sum());
+            (circuit, c.adaptive.as_ref().map(|a| a.limit()), evictions)
         });
         let mut stats = ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
             .with_running(self.stats.totals());
         stats.concurrency_limit = limit;
+        stats.hotspot_live_evictions = evictions;
         stats
     }
 

@@ -11,6 +11,7 @@
 //! | `sentinel_response_time_seconds_total` | `resource` | response times added up |
 //! | `sentinel_concurrency` | `resource` | calls inside now |
 //! | `sentinel_concurrency_limit` | `resource` | the current limit of an adaptive concurrency rule (resources with one) |
+//! | `sentinel_hotspot_live_evictions_total` | `resource` | values the resource's hotspot rules forgot while still limiting them (their tables were full: raise `capacity`); resources with hotspot rules |
 //! | `sentinel_circuit_breaker_state` | `resource`, `state` | 1 for the current state (the most restrictive of the resource's breakers), else 0 |
 //! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
 //! | `sentinel_rule_loads_total` | `kind`, `result` | rule loads (`success` or `failure`) |
@@ -179,6 +180,16 @@ impl Collector for SentinelCollector {
         )?;
         family(
             e,
+            "sentinel_hotspot_live_evictions",
+            "Values the resource's hotspot rules forgot while still limiting them (tables full of live values).",
+            MetricType::Counter,
+            resources.iter().filter_map(|(name, s)| {
+                let evictions = s.hotspot_live_evictions?;
+                Some(([("resource", name.as_str())], ConstCounter::new(evictions)))
+            }),
+        )?;
+        family(
+            e,
             "sentinel_circuit_breaker_state",
             "1 for the state the resource's circuit breakers are in (the most restrictive), else 0.",
             MetricType::Gauge,
@@ -279,8 +290,8 @@ mod tests {
     use std::time::Duration;
 
     use crate::clock::MockClock;
-    use crate::entry;
-    use crate::rules::{self, CircuitBreakerRule, FlowRule};
+    use crate::rules::{self, CircuitBreakerRule, FlowRule, HotspotRule};
+    use crate::{entry, EntryBuilder};
 
     /// One parsed sample: its name, labels and value.
     type Sample = (String, BTreeMap<String, String>, f64);
@@ -399,6 +410,7 @@ mod tests {
     fn the_text_parses_as_open_metrics_with_every_family() {
         const R: &str = "prom-test \"quoted\\ name\"";
         const B: &str = "prom-test-breaker";
+        const H: &str = "prom-test-hotspot";
         let clock = MockClock::install();
         rules::load_flow_rules(vec![FlowRule::qps(R, 2.0)]).unwrap();
         assert!(rules::load_flow_rules(vec![FlowRule::qps(R, -2.0)]).is_err());
@@ -414,6 +426,23 @@ mod tests {
         assert!(entry(R).is_err() && entry(R).is_err());
         entry(B).unwrap().set_error(); // opens the breaker
         assert!(entry(B).is_err());
+        // A hotspot table of the smallest size (128 slots) flooded with 1 000 values, each
+        // limited for a second after its call while the clock stands still: it must forget
+        // live values to take the later ones.
+        rules::load_hotspot_rules(vec![HotspotRule::qps(H, 0, 1.0).capacity(1)]).unwrap();
+        for value in 0..1_000u32 {
+            drop(EntryBuilder::new(H).param(&value).enter().unwrap());
+        }
+        let evicted = crate::metrics::hotspot_live_evictions(H).unwrap();
+        assert!(evicted >= 1_000 - 128, "{evicted}");
+        assert_eq!(
+            crate::metrics::snapshot(H).unwrap().hotspot_live_evictions,
+            Some(evicted)
+        );
+        assert_eq!(
+            crate::metrics::snapshot(R).unwrap().hotspot_live_evictions,
+            None
+        );
 
         let text = super::encode_text();
         let samples = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -438,6 +467,19 @@ mod tests {
             Some(0.25)
         );
         assert_eq!(value(&samples, "sentinel_concurrency", &r), Some(0.0));
+        let evictions = |resource| {
+            value(
+                &samples,
+                "sentinel_hotspot_live_evictions_total",
+                &[("resource", resource)],
+            )
+        };
+        assert_eq!(evictions(H), Some(evicted as f64));
+        assert_eq!(
+            evictions(R),
+            None,
+            "a resource without hotspot rules has no sample"
+        );
         let state = |s| {
             value(
                 &samples,
@@ -489,6 +531,7 @@ mod tests {
         }
         rules::load_flow_rules(vec![]).unwrap();
         rules::load_circuit_breaker_rules(vec![]).unwrap();
+        rules::load_hotspot_rules(vec![]).unwrap();
         drop(clock);
     }
 

@@ -132,6 +132,11 @@ pub struct ResourceStats {
     /// ([`FlowRule::adaptive_concurrency`](crate::rules::FlowRule::adaptive_concurrency)); `None`
     /// without one.
     pub concurrency_limit: Option<u64>,
+    /// Values the resource's hotspot rules forgot while they were still being limited, because
+    /// their tables were full of such values (raise the rule's
+    /// [`capacity`](crate::rules::HotspotRule::capacity) if this grows); `None` without hotspot
+    /// rules. The same as [`metrics::hotspot_live_evictions`](crate::metrics::hotspot_live_evictions).
+    pub hotspot_live_evictions: Option<u64>,
 }
 
 impl ResourceStats {
@@ -152,6 +157,7 @@ impl ResourceStats {
             rt_total: Duration::ZERO,
             block_total_by_rule: BlockTotals::default(),
             concurrency_limit: None,
+            hotspot_live_evictions: None,
         }
     }
 
