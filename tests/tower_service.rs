@@ -334,3 +334,62 @@ async fn the_service_polled_ready_handles_the_request_admitted_or_throttled() {
     assert!(clock.elapsed() >= Duration::from_secs(3), "two waited");
     reset_rules();
 }
+
+/// `block_response` is the default rejection: an `on_block` that starts from it and only
+/// changes the body keeps the status, `Retry-After` and, for gRPC, the trailers-only answer.
+#[tokio::test]
+async fn on_block_can_start_from_the_default_response_and_change_only_the_body() {
+    use sentinel_runtime::tower::block_response;
+    let _clock = MockClock::install();
+    reset_rules();
+    let breaker = CircuitBreakerRule::error_count("svc-json", 1)
+        .min_requests(1)
+        .recovery(Duration::from_secs(7));
+    rules::load_circuit_breaker_rules(vec![breaker]).unwrap();
+    let inner = service_fn(|_req: Request<Body>| async {
+        Ok::<_, Infallible>(
+            Response::builder()
+                .status(500)
+                .body(Body::default())
+                .unwrap(),
+        )
+    });
+    let svc = SentinelLayer::new()
+        .resource(|_| "svc-json".to_owned())
+        .on_block(|err, parts| {
+            let mut response = block_response(err, parts);
+            if response.status() != StatusCode::OK {
+                *response.body_mut() = format!("{{\"blocked\":\"{:?}\"}}", err.kind());
+            }
+            response
+        })
+        .layer(inner);
+    // A 500 opens the breaker; the next request is answered by the hook.
+    let first = svc
+        .clone()
+        .oneshot(Request::new(Body::default()))
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 500);
+    drop(first);
+    let blocked = svc
+        .clone()
+        .oneshot(Request::new(Body::default()))
+        .await
+        .unwrap();
+    assert_eq!(blocked.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        blocked.headers()["retry-after"],
+        "7",
+        "the breaker's recovery"
+    );
+    let body = blocked.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], br#"{"blocked":"CircuitBreaker"}"#);
+    // A gRPC request gets the default trailers-only rejection, untouched by the hook.
+    let grpc = svc.clone().oneshot(grpc_request("/x.Y/Z")).await.unwrap();
+    assert_eq!(grpc.status(), StatusCode::OK);
+    assert_eq!(grpc.headers()["grpc-status"], "14");
+    let body = grpc.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.is_empty());
+    reset_rules();
+}

@@ -53,7 +53,8 @@
 //! `Retry-After` is in whole seconds, rounded up from [`BlockError::retry_after`], at least 1
 //! (1 when the rule cannot tell). The rejection is the layer's own response, returned from the
 //! service's future: no `Buffer` or `HandleError` layer is needed to keep the status.
-//! [`SentinelLayer::on_block`] replaces it.
+//! [`SentinelLayer::on_block`] replaces it ([`block_response`] gives the default, to start
+//! from).
 //!
 //! # Exits and errors
 //!
@@ -243,15 +244,23 @@ impl SentinelLayer {
     }
 
     /// Builds the response of a blocked request: replaces the default 429/503/403 (or gRPC
-    /// trailers-only) responses. The `String` is the body.
+    /// trailers-only) responses. The `String` is the body. To change only the body (a JSON
+    /// error, say) and keep the status, `Retry-After` and gRPC trailers, start from
+    /// [`block_response`].
     ///
     /// ```
-    /// use sentinel_runtime::tower::SentinelLayer;
-    /// let layer = SentinelLayer::new().on_block(|err, _parts| {
-    ///     http::Response::builder()
-    ///         .status(503)
-    ///         .body(format!("{{\"error\":\"busy\",\"resource\":\"{}\"}}", err.resource()))
-    ///         .unwrap()
+    /// use sentinel_runtime::tower::{block_response, SentinelLayer};
+    /// let layer = SentinelLayer::new().on_block(|err, parts| {
+    ///     let mut response = block_response(err, parts);
+    ///     if response.status() != http::StatusCode::OK {
+    ///         // Not gRPC (a gRPC rejection is a 200 whose outcome is in its headers).
+    ///         *response.body_mut() = format!("{{\"error\":\"{:?}\"}}", err.kind());
+    ///         response.headers_mut().insert(
+    ///             http::header::CONTENT_TYPE,
+    ///             http::HeaderValue::from_static("application/json"),
+    ///         );
+    ///     }
+    ///     response
     /// });
     /// ```
     pub fn on_block(
@@ -261,6 +270,29 @@ impl SentinelLayer {
         self.config_mut().on_block = Some(Arc::new(f));
         self
     }
+}
+
+/// The response the layer sends for a blocked request by default (see the module docs): 429,
+/// 503 or 403 with `Retry-After` and the block's text as a `text/plain` body, or for a gRPC
+/// request (a `POST` with a gRPC content type) a trailers-only response (status 200, empty
+/// body, `grpc-status` and `grpc-message` in its headers). A starting point for
+/// [`SentinelLayer::on_block`].
+///
+/// ```
+/// use sentinel_runtime::tower::block_response;
+/// use sentinel_runtime::{rules::{self, FlowRule}, entry};
+///
+/// rules::load_flow_rules(vec![FlowRule::qps("doc-block-response", 0.0)])?;
+/// let err = entry("doc-block-response").unwrap_err();
+/// let (parts, ()) = http::Request::get("/x").body(()).unwrap().into_parts();
+/// let response = block_response(&err, &parts);
+/// assert_eq!(response.status(), 429);
+/// assert_eq!(response.headers()["retry-after"], "1");
+/// # rules::load_flow_rules(vec![])?;
+/// # Ok::<(), sentinel_runtime::RuleError>(())
+/// ```
+pub fn block_response(err: &BlockError, parts: &Parts) -> Response<String> {
+    response::rejection(err, &parts.method, &parts.headers)
 }
 
 impl<S> Layer<S> for SentinelLayer {
