@@ -341,3 +341,51 @@ async fn a_client_that_disconnects_from_a_slow_handler_leaves_no_call_inside() {
         "{stats:?}"
     );
 }
+
+/// Guarded by the attribute inside a handler: 2 renders a second, the fallback beyond.
+#[sentinel_runtime::sentinel(resource = "tower-inner-render", qps = 2, fallback = render_busy)]
+async fn render(id: u32) -> String {
+    format!("fresh {id}")
+}
+
+fn render_busy(id: u32, _err: sentinel_runtime::BlockError) -> String {
+    format!("busy {id}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attribute_guarded_function_inside_a_handler_keeps_its_own_resource_and_limit() {
+    let _clock = MockClock::install();
+    reset_rules();
+    // The route's own limit (3) and the function's (2) are separate resources.
+    rules::load_flow_rules(vec![FlowRule::qps("GET:/render/{id}", 3.0)]).unwrap();
+    let app = Router::new()
+        .route(
+            "/render/{id}",
+            get(|axum::extract::Path(id): axum::extract::Path<u32>| render(id)),
+        )
+        .layer(SentinelLayer::new());
+    let addr = serve(app).await;
+    let mut bodies = Vec::new();
+    for i in 0..5 {
+        let reply = fetch(addr, &format!("/render/{i}")).await;
+        bodies.push((reply.status, reply.body));
+    }
+    let seen: Vec<(u16, &str)> = bodies.iter().map(|(s, b)| (*s, b.as_str())).collect();
+    assert_eq!(
+        seen,
+        [
+            (200, "fresh 0"),
+            (200, "fresh 1"),
+            (200, "busy 2"),
+            (429, seen[3].1),
+            (429, seen[4].1),
+        ],
+        "the function's limit inside the route's"
+    );
+    let route = metrics::snapshot("GET:/render/{id}").unwrap();
+    assert_eq!((route.pass_total, route.block_total), (3, 2), "{route:?}");
+    let inner = metrics::snapshot("tower-inner-render").unwrap();
+    assert_eq!((inner.pass_total, inner.block_total), (2, 1), "{inner:?}");
+    assert_eq!((route.concurrency, inner.concurrency), (0, 0));
+    reset_rules();
+}
