@@ -1,7 +1,8 @@
-//! Model tests of the lock-free windows and the name table: loom models of every interleaving, and property tests
+//! Model tests of the lock-free windows, the name table and the hazard-pointer publication: loom models of every interleaving, and property tests
 //! against plain reference models.
 
 mod loom_name_table;
+mod loom_publish;
 mod loom_qps;
 mod loom_ring;
 mod qps_model;

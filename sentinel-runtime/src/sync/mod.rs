@@ -15,6 +15,8 @@ mod thread_slot;
 
 pub(crate) use huge_slice::HugeSlice;
 pub(crate) use name_table::{NameTable, Named};
+#[cfg(test)]
+pub(crate) use publish::{Domain, Hazards};
 pub(crate) use publish::{Held, Published};
 pub(crate) use thread_slot::{thread_slot, MAX_SLOTS};
 

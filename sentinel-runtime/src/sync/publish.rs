@@ -28,33 +28,69 @@
 //!
 //! A thread without a slot, or nested deeper than [`DEPTH`], reads through a shared counter of
 //! such readers (a `SeqCst` read-modify-write): while it is non-zero, writers free nothing.
+//!
+//! The hazard words and barriers are a [`Domain`]: the process's own ([`Process`]) in the
+//! product; `model_tests::loom_publish` runs the same code on a domain of loom's atomics and
+//! checks the symmetric form over every interleaving of a reader and a writer.
 
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::marker::PhantomData;
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError};
 
 use crossbeam_utils::CachePadded;
 
 use super::thread_slot::{thread_slot, MAX_SLOTS};
+use super::AtomicWord;
 
 /// Hazard words per thread: how deeply reads may nest before they take the slow path.
 const DEPTH: usize = 4;
 
-/// One thread's hazard words.
-struct Hazards {
-    words: [AtomicUsize; DEPTH],
+/// One thread's hazard words: each holds the address a read of that nesting depth protects
+/// (0: none).
+pub(crate) struct Hazards<W> {
+    words: [W; DEPTH],
     /// Words in use (reads nested so far); written only by the slot's thread.
     used: AtomicUsize,
 }
 
-static HAZARDS: [CachePadded<Hazards>; MAX_SLOTS] = [const {
+impl<W: AtomicWord> Hazards<W> {
+    /// Hazard words holding nothing (for a domain of the model tests).
+    #[cfg(test)]
+    pub(crate) fn new() -> Hazards<W> {
+        Hazards {
+            words: std::array::from_fn(|_| W::new(0)),
+            used: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Where the readers of a [`Published`] announce what they read, and the two halves of the
+/// store-load order (module docs). The product has one domain, the process ([`Process`]); the
+/// model tests run the same protocol on a small domain of loom's atomics.
+pub(crate) trait Domain: Send + Sync {
+    /// The atomic word of the hazards, the slow-reader count and the published address.
+    type Word: AtomicWord;
+    /// Each thread slot's hazard words, by slot.
+    fn hazards(&self) -> &[CachePadded<Hazards<Self::Word>>];
+    /// Readers without a hazard word, reading now.
+    fn slow_readers(&self) -> &Self::Word;
+    /// Step 2 of a read: publishes `address` in `word`, ordered before the reader's next load
+    /// of the pointer as the writer's [`heavy_barrier`](Domain::heavy_barrier) requires.
+    fn publish(&self, word: &Self::Word, address: u64);
+    /// The writer's half of the store-load order: whether it is in place (if not, the writer
+    /// frees nothing this time).
+    fn heavy_barrier(&self) -> bool;
+}
+
+static HAZARDS: [CachePadded<Hazards<AtomicU64>>; MAX_SLOTS] = [const {
     CachePadded::new(Hazards {
-        words: [const { AtomicUsize::new(0) }; DEPTH],
+        words: [const { AtomicU64::new(0) }; DEPTH],
         used: AtomicUsize::new(0),
     })
 }; MAX_SLOTS];
 
 /// Readers without a hazard word, reading now.
-static SLOW_READERS: AtomicUsize = AtomicUsize::new(0);
+static SLOW_READERS: AtomicU64 = AtomicU64::new(0);
 
 /// Whether writers issue `membarrier`, so readers may publish with a plain store.
 static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
@@ -97,21 +133,63 @@ fn register() {
     });
 }
 
-/// The writer's half of the store-load order (see the module docs): whether it is in place.
-fn heavy_barrier() -> bool {
-    fence(Ordering::SeqCst);
-    // Once registered, readers publish with a plain store and rely on the barrier; should the
-    // kernel refuse it after all, the writer frees nothing this time (a later replace will).
-    !ASYMMETRIC.load(Ordering::SeqCst) || membarrier::barrier()
+/// The process's domain: every thread slot's hazard words, in statics.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Process;
+
+impl Domain for Process {
+    type Word = AtomicU64;
+
+    #[inline(always)]
+    fn hazards(&self) -> &[CachePadded<Hazards<AtomicU64>>] {
+        &HAZARDS
+    }
+
+    #[inline(always)]
+    fn slow_readers(&self) -> &AtomicU64 {
+        &SLOW_READERS
+    }
+
+    #[inline(always)]
+    fn publish(&self, word: &AtomicU64, address: u64) {
+        if ASYMMETRIC.load(Ordering::Relaxed) {
+            // The writer's membarrier orders it (module docs).
+            word.store(address, Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            word.swap(address, Ordering::SeqCst);
+        }
+    }
+
+    fn heavy_barrier(&self) -> bool {
+        fence(Ordering::SeqCst);
+        // Once registered, readers publish with a plain store and rely on the barrier; should
+        // the kernel refuse it after all, the writer frees nothing this time (a later replace
+        // will).
+        !ASYMMETRIC.load(Ordering::SeqCst) || membarrier::barrier()
+    }
+}
+
+/// The address of a pointer, as the atomic words hold it (its provenance exposed, so that
+/// [`pointer`] may turn it back).
+#[inline(always)]
+fn address<T>(p: *const T) -> u64 {
+    p.expose_provenance() as u64
+}
+
+/// The pointer at an address that [`address`] gave.
+#[inline(always)]
+fn pointer<T>(address: u64) -> *const T {
+    std::ptr::with_exposed_provenance(address as usize)
 }
 
 /// Clears a hazard word when a read ends, however it ends (a panic unwinding through it too).
-struct HazardGuard {
-    hazards: &'static Hazards,
+struct HazardGuard<'a, W: AtomicWord> {
+    hazards: &'a Hazards<W>,
     depth: usize,
 }
 
-impl Drop for HazardGuard {
+impl<W: AtomicWord> Drop for HazardGuard<'_, W> {
     #[inline]
     fn drop(&mut self) {
         self.hazards.words[self.depth].store(0, Ordering::Release);
@@ -120,11 +198,12 @@ impl Drop for HazardGuard {
 }
 
 /// Ends a slow-path read.
-struct SlowGuard;
+struct SlowGuard<'a, W: AtomicWord>(&'a W);
 
-impl Drop for SlowGuard {
+impl<W: AtomicWord> Drop for SlowGuard<'_, W> {
     fn drop(&mut self) {
-        SLOW_READERS.fetch_sub(1, Ordering::SeqCst);
+        // A wrapping add of -1: the count goes back down.
+        self.0.fetch_add(u64::MAX, Ordering::SeqCst);
     }
 }
 
@@ -158,20 +237,37 @@ impl<T> Held<'_, T> {
 }
 
 /// A value behind an `Arc`, read lock-free and replaced whole (see the module docs).
-#[derive(Debug)]
-pub(crate) struct Published<T: Send + Sync> {
-    /// Always a pointer from `Arc::into_raw`, owning one strong count.
-    ptr: AtomicPtr<T>,
-    /// Replaced pointers not yet freed (each owning one strong count); also the writers' lock.
-    retired: Mutex<Vec<usize>>,
+pub(crate) struct Published<T: Send + Sync, D: Domain = Process> {
+    /// Always the address of a pointer from `Arc::into_raw`, owning one strong count.
+    ptr: D::Word,
+    /// Replaced addresses not yet freed (each owning one strong count); also the writers' lock.
+    retired: Mutex<Vec<u64>>,
+    domain: D,
+    /// The published and retired values are owned `Arc<T>`s.
+    owns: PhantomData<Arc<T>>,
+}
+
+impl<T: Send + Sync, D: Domain> std::fmt::Debug for Published<T, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Published").finish_non_exhaustive()
+    }
 }
 
 impl<T: Send + Sync> Published<T> {
     pub(crate) fn new(value: Arc<T>) -> Published<T> {
         register();
+        Published::in_domain(value, Process)
+    }
+}
+
+impl<T: Send + Sync, D: Domain> Published<T, D> {
+    /// `value`, published in `domain`.
+    pub(crate) fn in_domain(value: Arc<T>, domain: D) -> Published<T, D> {
         Published {
-            ptr: AtomicPtr::new(Arc::into_raw(value).cast_mut()),
+            ptr: D::Word::new(address(Arc::into_raw(value))),
             retired: Mutex::new(Vec::new()),
+            domain,
+            owns: PhantomData,
         }
     }
 
@@ -184,7 +280,7 @@ impl<T: Send + Sync> Published<T> {
     /// [`read`](Self::read) for a caller that already knows its [`thread_slot`].
     #[inline]
     pub(crate) fn read_in<R>(&self, slot: usize, f: impl FnOnce(Held<'_, T>) -> R) -> R {
-        let Some(hazards) = HAZARDS.get(slot) else {
+        let Some(hazards) = self.domain.hazards().get(slot) else {
             return self.read_slow(f);
         };
         // Only this thread writes its slot's `used` (nested reads restore it as they end).
@@ -195,15 +291,9 @@ impl<T: Send + Sync> Published<T> {
         let word = &hazards.words[depth];
         hazards.used.store(depth + 1, Ordering::Relaxed);
         let _guard = HazardGuard { hazards, depth };
-        let asymmetric = ASYMMETRIC.load(Ordering::Relaxed);
         let mut p = self.ptr.load(Ordering::Acquire);
         loop {
-            if asymmetric {
-                word.store(p as usize, Ordering::Relaxed);
-                compiler_fence(Ordering::SeqCst);
-            } else {
-                word.swap(p as usize, Ordering::SeqCst);
-            }
+            self.domain.publish(word, p);
             let again = self.ptr.load(Ordering::SeqCst);
             if again == p {
                 break;
@@ -215,21 +305,22 @@ impl<T: Send + Sync> Published<T> {
         // sees the hazard (module docs) and does not free it until the guard clears the word,
         // which happens after `f` returns. The value is `Sync`, so sharing `&T` is sound.
         f(Held {
-            value: unsafe { &*p },
+            value: unsafe { &*pointer::<T>(p) },
         })
     }
 
     #[cold]
     fn read_slow<R>(&self, f: impl FnOnce(Held<'_, T>) -> R) -> R {
-        SLOW_READERS.fetch_add(1, Ordering::SeqCst);
-        let _guard = SlowGuard;
+        let slow_readers = self.domain.slow_readers();
+        slow_readers.fetch_add(1, Ordering::SeqCst);
+        let _guard = SlowGuard(slow_readers);
         let p = self.ptr.load(Ordering::SeqCst);
         // SAFETY: the SeqCst increment above precedes this load; a writer frees nothing while it
-        // reads SLOW_READERS as non-zero after its swap and barrier, and a writer whose scan read
-        // zero did so before this increment, so its swap precedes this load, which then cannot
-        // return the pointer that writer frees.
+        // reads the slow readers as non-zero after its swap and barrier, and a writer whose scan
+        // read zero did so before this increment, so its swap precedes this load, which then
+        // cannot return the pointer that writer frees.
         f(Held {
-            value: unsafe { &*p },
+            value: unsafe { &*pointer::<T>(p) },
         })
     }
 
@@ -243,44 +334,46 @@ impl<T: Send + Sync> Published<T> {
         let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
         let old = self
             .ptr
-            .swap(Arc::into_raw(value).cast_mut(), Ordering::SeqCst);
-        retired.push(old as usize);
-        if heavy_barrier() {
+            .swap(address(Arc::into_raw(value)), Ordering::SeqCst);
+        retired.push(old);
+        if self.domain.heavy_barrier() {
             retired.retain(|&p| {
-                if protected(p) {
+                if self.protected(p) {
                     return true;
                 }
                 // SAFETY: `p` came from `Arc::into_raw` and owns one strong count; it is no
                 // longer published, and no hazard word or slow reader holds it after the barrier
                 // (module docs), so no reader can still use it.
-                unsafe { drop(Arc::from_raw(p as *const T)) };
+                unsafe { drop(Arc::from_raw(pointer::<T>(p))) };
                 false
             });
         }
     }
+
+    /// Whether a reader may hold address `p`.
+    fn protected(&self, p: u64) -> bool {
+        self.domain.slow_readers().load(Ordering::SeqCst) != 0
+            || self
+                .domain
+                .hazards()
+                .iter()
+                .any(|h| h.words.iter().any(|w| w.load(Ordering::Acquire) == p))
+    }
 }
 
-/// Whether a reader may hold `p`.
-fn protected(p: usize) -> bool {
-    SLOW_READERS.load(Ordering::SeqCst) != 0
-        || HAZARDS
-            .iter()
-            .any(|h| h.words.iter().any(|w| w.load(Ordering::Acquire) == p))
-}
-
-impl<T: Send + Sync> Drop for Published<T> {
+impl<T: Send + Sync, D: Domain> Drop for Published<T, D> {
     fn drop(&mut self) {
         // `&mut self`: no reader can hold any of these any more.
-        let ptr = *self.ptr.get_mut();
-        // SAFETY: `ptr` came from `Arc::into_raw` and owns one strong count.
-        unsafe { drop(Arc::from_raw(ptr.cast_const())) };
+        let p = self.ptr.load(Ordering::Relaxed);
+        // SAFETY: `p` came from `Arc::into_raw` and owns one strong count.
+        unsafe { drop(Arc::from_raw(pointer::<T>(p))) };
         let retired = self
             .retired
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
         for &p in retired.iter() {
-            // SAFETY: as above, each retired pointer owns one strong count.
-            unsafe { drop(Arc::from_raw(p as *const T)) };
+            // SAFETY: as above, each retired address owns one strong count.
+            unsafe { drop(Arc::from_raw(pointer::<T>(p))) };
         }
     }
 }
