@@ -205,6 +205,11 @@ impl SentinelLayer {
     /// may have a port and IPv6 brackets (`[2001:db8::1]:443`); an entry that is not an address
     /// counts as an entry (it cannot shift the others) and gives no address.
     ///
+    /// Without a peer address (served without connect info) and without a usable
+    /// `X-Forwarded-For` entry, a request has no address: all such requests share one value,
+    /// that is one client's limit, and with the `tracing` feature the first one is reported as
+    /// a warning.
+    ///
     /// The address hashes as its text: `HotspotRule::exception("10.0.0.1", 100.0)` matches
     /// the client `10.0.0.1`, also when a dual-stack listener reports it as the IPv4-mapped
     /// `::ffff:10.0.0.1` (a mapped address is the IPv4 address it maps).

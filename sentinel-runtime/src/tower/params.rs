@@ -108,6 +108,36 @@ fn raw_client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
         .or_else(|| view.extensions.get::<SocketAddr>().map(SocketAddr::ip))
 }
 
+/// Whether a request without a peer address was reported ([`no_client_address`]).
+#[cfg(feature = "tracing")]
+pub(super) static REPORTED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// `client_ip` found no address for a request. Without a peer address (the service was served
+/// without connect info) every request shares one value, so a per-client limit limits every
+/// client together: with the `tracing` feature, the first such request is reported as a
+/// warning (once per process). A request whose `X-Forwarded-For` entry is not an address has a
+/// peer address and is not reported (it is the client's doing).
+#[cold]
+pub(super) fn no_client_address(view: View<'_>) {
+    #[cfg(feature = "tracing")]
+    {
+        use std::sync::atomic::Ordering;
+        let no_peer = view.extensions.get::<ConnectInfo<SocketAddr>>().is_none()
+            && view.extensions.get::<SocketAddr>().is_none();
+        if no_peer && !REPORTED.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                target: "sentinel",
+                "SentinelLayer::client_ip: a request has no peer address (serve with \
+                 `into_make_service_with_connect_info::<SocketAddr>()`); every request without \
+                 one shares one client's limit"
+            );
+        }
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = view;
+}
+
 /// An `X-Forwarded-For` entry: an IP address, possibly with a port; an IPv6 address possibly
 /// in brackets (`[2001:db8::1]`, `[2001:db8::1]:443`).
 pub(super) fn parse_addr(s: &str) -> Option<IpAddr> {

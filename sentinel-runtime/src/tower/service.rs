@@ -13,7 +13,7 @@ use tower_service::Service;
 
 use super::body::{poll_unwinding, Guard, SentinelBody};
 use super::naming::default_node;
-use super::params::{client_ip, hash_ip, hash_value};
+use super::params::{client_ip, hash_ip, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::{Config, IsErrorFn, ParamSource, View};
 use crate::param::Params;
@@ -259,7 +259,10 @@ pub(super) fn admit(
             (ParamSource::ClientIp { trusted_proxies }, _) => {
                 match client_ip(view, *trusted_proxies) {
                     Some(ip) => hash_ip(ip),
-                    None => hash_value(None),
+                    None => {
+                        no_client_address(view);
+                        hash_value(None)
+                    }
                 }
             }
         };

@@ -269,3 +269,71 @@ fn x_forwarded_for_entries_may_be_bracketed_ipv6_with_or_without_a_port() {
     assert_eq!(forwarded_for(&[b"1.1.1.1, [2001:db8::1"], 1), None);
     assert_eq!(forwarded_for(&[b"1.1.1.1, [1.2.3.4]"], 1), None);
 }
+
+/// A layer whose `client_ip` finds no peer address (the service was served without connect
+/// info) says so once, as a warning: every client then shares one limit.
+#[cfg(feature = "tracing")]
+#[test]
+fn client_ip_without_a_peer_address_is_reported_once() {
+    use std::sync::{Arc, Mutex};
+    use tracing::field::{Field, Visit};
+
+    /// Keeps the messages of the warnings on target `sentinel`.
+    struct Warnings(Arc<Mutex<Vec<String>>>);
+    struct Message(String);
+    impl Visit for Message {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+    impl tracing::Subscriber for Warnings {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let meta = event.metadata();
+            if meta.target() == "sentinel" && *meta.level() == tracing::Level::WARN {
+                let mut message = Message(String::new());
+                event.record(&mut message);
+                self.0.lock().unwrap().push(message.0);
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let config = super::Config {
+        params: vec![super::ParamSource::ClientIp { trusted_proxies: 0 }],
+        ..super::Config::default()
+    };
+    let with_peer = parts(|b| {
+        b.uri("/no-peer-test")
+            .extension(ConnectInfo("10.0.0.9:4000".parse::<SocketAddr>().unwrap()))
+    });
+    let without = parts(|b| b.uri("/no-peer-test"));
+    super::params::REPORTED.store(false, std::sync::atomic::Ordering::Relaxed);
+    tracing::subscriber::with_default(Warnings(seen.clone()), || {
+        let admit = |p: &Parts| {
+            let reservation = super::service::admit(&config, View::of_parts(p), None).unwrap();
+            drop(reservation.into_entry());
+        };
+        admit(&with_peer);
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "a peer address: nothing to say"
+        );
+        admit(&without);
+        admit(&without);
+    });
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "reported once: {seen:?}");
+    assert!(seen[0].contains("no peer address"), "{seen:?}");
+}
