@@ -109,15 +109,18 @@ async fn main() {
         // The default rejection (status, Retry-After), with a JSON body.
         .on_block(|err, parts| {
             let mut response = block_response(err, parts);
-            *response.body_mut() = format!(
-                "{{\"error\":\"blocked\",\"kind\":\"{:?}\",\"resource\":{}}}",
-                err.kind(),
-                json_string(err.resource())
-            );
-            response.headers_mut().insert(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("application/json"),
-            );
+            // A gRPC rejection (status 200, the code in its headers) stays as it is.
+            if response.status() != StatusCode::OK {
+                *response.body_mut() = format!(
+                    "{{\"error\":\"blocked\",\"kind\":\"{:?}\",\"resource\":{}}}",
+                    err.kind(),
+                    json_string(err.resource())
+                );
+                response.headers_mut().insert(
+                    axum::http::header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("application/json"),
+                );
+            }
             response
         });
     let app = Router::new()
