@@ -376,6 +376,31 @@ fn a_future_dropped_half_way_releases_its_slot_and_plain_fallbacks_work_in_async
     assert_eq!(block_on(hold(gate3)), "done");
 }
 
+// An `async fn`'s `return`s coerce to its declared type, as they do without the attribute: two
+// boxed types behind one `dyn` return type, and `.into()` into the declared error type.
+#[sentinel(resource = "attr-async-coerce", qps = 2)]
+async fn describe_async(n: u32) -> Result<Box<dyn std::fmt::Display>, Box<dyn std::error::Error>> {
+    if n == 0 {
+        return Err("zero".into());
+    }
+    if n == 1 {
+        return Ok(Box::new("one"));
+    }
+    Ok(Box::new(n))
+}
+
+#[test]
+fn an_async_body_returns_coerce_to_the_declared_type() {
+    let _clock = MockClock::install();
+    assert_eq!(block_on(describe_async(1)).unwrap().to_string(), "one");
+    let Err(zero) = block_on(describe_async(0)) else {
+        panic!("0 is an error")
+    };
+    assert_eq!(zero.to_string(), "zero");
+    assert!(block_on(describe_async(7)).is_err(), "blocked after two");
+    assert_eq!(stats("attr-async-coerce").error_qps, 1.0);
+}
+
 // ---- renamed crate ----
 
 mod renamed {

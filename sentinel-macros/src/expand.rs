@@ -357,8 +357,33 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
     // come back here. The closure declares the return type, so the body is checked against it
     // as it would be in the function (coercions included).
     let run = if is_async {
-        let annotation = declared.filter(|_| !never).map(|ty| quote!(: #ty));
-        quote!(let #result #annotation = async move #block .await;)
+        let declared = declared.filter(|_| !never);
+        let annotation = declared.map(|ty| quote!(: #ty));
+        // An async block has no declared return type: its first `return` would fix it, and
+        // later ones (or `.into()`, `Box::new(..)` as `Box<dyn Trait>`) would not coerce to
+        // the function's type. A return edge of that type, never taken, comes first
+        // (tracing-attributes' fake return edge).
+        let edge = declared.map(|ty| {
+            let ret = syn::Ident::new("__sentinel_ret", Span::mixed_site());
+            quote! {
+                #[allow(
+                    unknown_lints,
+                    unreachable_code,
+                    clippy::diverging_sub_expression,
+                    clippy::empty_loop,
+                    clippy::let_unit_value,
+                    clippy::needless_return,
+                    clippy::unreachable
+                )]
+                if false {
+                    let #ret: #ty = loop {};
+                    return #ret;
+                }
+            }
+        });
+        // The edge opens the body's own block (no extra braces for a lint to flag).
+        let stmts = &block.stmts;
+        quote!(let #result #annotation = async move { #edge #(#stmts)* }.await;)
     } else {
         let annotation = declared.map(|ty| quote!(-> #ty));
         quote!(let #result = #private::call_once(move || #annotation #block);)
