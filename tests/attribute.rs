@@ -401,6 +401,30 @@ fn an_async_body_returns_coerce_to_the_declared_type() {
     assert_eq!(stats("attr-async-coerce").error_qps, 1.0);
 }
 
+// Inner attributes of the body (`#![allow(..)]`) stay where they were written.
+#[sentinel(resource = "attr-inner-attrs", qps = 1)]
+fn with_inner_attribute(n: u32) -> Result<u32, BlockError> {
+    #![allow(unused_variables)]
+    let unused = n;
+    Ok(n)
+}
+
+#[sentinel(resource = "attr-inner-attrs-async", qps = 1)]
+async fn with_inner_attribute_async(n: u32) -> Result<u32, BlockError> {
+    #![allow(unused_variables)]
+    let unused = n;
+    Ok(n)
+}
+
+#[test]
+fn inner_attributes_of_the_body_are_kept() {
+    let _clock = MockClock::install();
+    assert_eq!(with_inner_attribute(1), Ok(1));
+    assert!(with_inner_attribute(2).is_err());
+    assert_eq!(block_on(with_inner_attribute_async(1)), Ok(1));
+    assert!(block_on(with_inner_attribute_async(2)).is_err());
+}
+
 // ---- renamed crate ----
 
 mod renamed {

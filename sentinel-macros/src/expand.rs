@@ -104,6 +104,11 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
         sig,
         block,
     } = func;
+    // The body's inner attributes (`#![allow(..)]`) open the function's new body: before the
+    // function they would be an error.
+    let (inner, attrs): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
     let krate: syn::Path = args
         .krate
         .clone()
@@ -466,6 +471,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
     quote! {
         #(#attrs)*
         #vis #sig {
+            #(#inner)*
             static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
             #slot_decl
             #hash_params
