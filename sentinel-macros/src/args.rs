@@ -90,8 +90,22 @@ impl Parse for RawArg {
                 format!("expected `=` after `{key}`: arguments are written `{key} = value`"),
             )
         })?;
-        let value = input.parse()?;
+        let value = ungroup(input.parse()?);
         Ok(RawArg::Value { key, value })
+    }
+}
+
+/// `value` without the invisible groups a `macro_rules!` macro wraps its fragments in
+/// (`$name:literal`, `$fallback:path`, `$qps:expr`), so a value passed through one reads as
+/// written.
+fn ungroup(value: Expr) -> Expr {
+    match value {
+        Expr::Group(g) => ungroup(*g.expr),
+        Expr::Array(mut list) => {
+            list.elems = list.elems.into_iter().map(ungroup).collect();
+            Expr::Array(list)
+        }
+        other => other,
     }
 }
 
