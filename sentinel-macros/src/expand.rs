@@ -79,6 +79,15 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// A direct call of the fallback: in an `unsafe fn`, in an unsafe block (the fallback may be
+/// unsafe too, and its call is an unsafe operation of our code, not the user's).
+fn direct_call(sig: &syn::Signature, call: TokenStream) -> TokenStream {
+    match sig.unsafety {
+        Some(_) => quote!(unsafe { #call }),
+        None => call,
+    }
+}
+
 fn not_a_function(item: TokenStream) -> TokenStream {
     let message = match syn::parse2::<syn::TraitItemFn>(item.clone()) {
         Ok(f) if f.default.is_none() => {
@@ -278,8 +287,12 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
                     }
                 }
                 None if is_async => {
+                    let call = direct_call(
+                        &sig,
+                        quote_spanned!(span=> #fallback(#(#passed,)* #blocked)),
+                    );
                     let value = quote_spanned! {span=>
-                        #private::Fallback(#fallback(#(#passed,)* #blocked)).resolve().await
+                        #private::Fallback(#call).resolve().await
                     };
                     let value = match opaque {
                         // Bound first: rustc reports an awaited argument at the attribute.
@@ -303,7 +316,10 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
                 }
                 None => {
                     let slot = located(&slot, span);
-                    let value = quote_spanned!(span=> #fallback(#(#passed,)* #blocked));
+                    let value = direct_call(
+                        &sig,
+                        quote_spanned!(span=> #fallback(#(#passed,)* #blocked)),
+                    );
                     match opaque {
                         true => quote_spanned!(span=> #slot.fallback(#value)),
                         false => value,
