@@ -460,28 +460,21 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
         let private = respan(private.clone(), p.span());
         quote_spanned!(p.span()=> #private::param_hash(&#p))
     });
+    // Also arguments the body leaves unused (`_tenant`) may be named.
+    let hash_let = quote! {
+        #[allow(clippy::used_underscore_binding)]
+        let #hashes = [#(#hashed),*];
+    };
     let inbound = args.inbound.is_some_and(|i| i.value);
     let (hash_params, admission) = match (params.is_empty() && !inbound, is_async) {
         (true, true) => (quote!(), quote!(#node.reserve_async())),
         (true, false) => (quote!(), quote!(#node.enter())),
         (false, true) if params.is_empty() => (quote!(), quote!(#node.reserve_async_inbound(&[]))),
         (false, false) if params.is_empty() => (quote!(), quote!(#node.enter_inbound(&[]))),
-        (false, true) if inbound => (
-            quote!(let #hashes = [#(#hashed),*];),
-            quote!(#node.reserve_async_inbound(&#hashes)),
-        ),
-        (false, false) if inbound => (
-            quote!(let #hashes = [#(#hashed),*];),
-            quote!(#node.enter_inbound(&#hashes)),
-        ),
-        (false, true) => (
-            quote!(let #hashes = [#(#hashed),*];),
-            quote!(#node.reserve_async_with(&#hashes)),
-        ),
-        (false, false) => (
-            quote!(let #hashes = [#(#hashed),*];),
-            quote!(#node.enter_with(&#hashes)),
-        ),
+        (false, true) if inbound => (hash_let, quote!(#node.reserve_async_inbound(&#hashes))),
+        (false, false) if inbound => (hash_let, quote!(#node.enter_inbound(&#hashes))),
+        (false, true) => (hash_let, quote!(#node.reserve_async_with(&#hashes))),
+        (false, false) => (hash_let, quote!(#node.enter_with(&#hashes))),
     };
 
     quote! {
@@ -493,6 +486,8 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
             #hash_params
             match #admission {
                 #admitted
+                // The fallback gets every argument, also those the body leaves unused.
+                #[allow(clippy::used_underscore_binding)]
                 ::core::result::Result::Err(#blocked) => #ret #on_block,
             }
         }
