@@ -416,7 +416,12 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
                 #run
                 let #result = #slot.body(#result);
             };
-            (quote!(let #slot = #private::ReturnSlot::default();), run)
+            // `Default` by its path: a module may have no prelude.
+            let slot_type = quote!(#private::ReturnSlot<_>);
+            (
+                quote!(let #slot = <#slot_type as ::core::default::Default>::default();),
+                run,
+            )
         }
         false => (quote!(), run),
     };
