@@ -670,6 +670,11 @@ fn hotspot(
             ),
         ));
     }
+    if let Some(HotspotLimit::Qps(threshold)) = limit {
+        let qps = get("qps").map(|(_, v)| v);
+        let window_ms = window.map_or(1_000, |w| w.value);
+        hotspot_debt(threshold, window_ms, qps, burst, errors);
+    }
     Some(Hotspot {
         param: param?,
         limit: limit?,
@@ -679,6 +684,57 @@ fn hotspot(
         capacity,
         span: key.span(),
     })
+}
+
+/// What one value of a `qps` hotspot limit may owe from idle must fit in the run-time's clock
+/// (its validation refuses the rule otherwise): `threshold + burst` calls of
+/// `window / threshold` each, at most `MAX_HOTSPOT_DEBT_NANOS`.
+fn hotspot_debt(
+    threshold: f64,
+    window_ms: u64,
+    qps: Option<&Expr>,
+    burst: Option<WithSpan<u32>>,
+    errors: &mut Errors,
+) {
+    if threshold <= 0.0 {
+        return;
+    }
+    // `rules::hotspot::interval_nanos`: window / threshold, rounded up, at least 1.
+    let window = u128::from(window_ms) * 1_000_000;
+    let interval = if threshold.fract() == 0.0 {
+        window.div_ceil(threshold as u128)
+    } else {
+        (window as f64 / threshold).ceil() as u128
+    }
+    .max(1);
+    let fit = limits::MAX_HOTSPOT_DEBT_NANOS / interval;
+    let years = limits::MAX_HOTSPOT_DEBT_NANOS / 1_000_000_000 / 31_557_600;
+    let window = crate::duration::show(window_ms);
+    if fit == 0 {
+        if let Some(qps) = qps {
+            errors.at(
+                qps,
+                format!(
+                    "`qps` of `hotspot(...)` must be 0 or at least one call per {years} years \
+                     (the run-time limit), got {threshold} per {window}"
+                ),
+            );
+        }
+        return;
+    }
+    let own = (threshold.floor() as u128).max(1);
+    if let Some(b) = burst.filter(|b| own + u128::from(b.value) > fit) {
+        errors.push(syn::Error::new(
+            b.value_span,
+            format!(
+                "`burst` of `hotspot(...)` must be at most {} with `qps = {threshold}` per \
+                 {window} (the run-time limit: a value may owe at most {years} years from idle), \
+                 got {}",
+                fit - own,
+                b.value
+            ),
+        ));
+    }
 }
 
 fn whole(value: &Expr, name: &str, min: u32, max: u32, errors: &mut Errors) -> Option<u32> {

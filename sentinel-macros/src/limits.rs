@@ -27,3 +27,6 @@ pub(crate) const MAX_HOTSPOT_WINDOW_MS: u64 = 86_400_000;
 pub(crate) const MAX_HOTSPOTS: usize = 8;
 /// `param::MAX_PARAMS`: the most parameters an entry carries.
 pub(crate) const MAX_PARAMS: usize = 8;
+/// `rules::hotspot`'s `MAX_DEBT_NANOS`: what one value of a `qps` hotspot limit may owe from
+/// idle, `threshold + burst` calls of `window / threshold` each (2^63 ns, about 292 years).
+pub(crate) const MAX_HOTSPOT_DEBT_NANOS: u128 = 1 << 63;

@@ -402,9 +402,9 @@ pub use node::ResourceNode;
 /// | `error_count` | 1 to 4294967295 |
 /// | `min_requests` | 1 to 1000000000 |
 /// | `probes` | 1 to 1000 |
-/// | `hotspot(qps)` | 0 to 2147483647 |
+/// | `hotspot(qps)` | 0 to 2147483647; above 0, at least one call per 292 years |
 /// | `hotspot(concurrency)` | 0 to 2147483647 |
-/// | `hotspot(burst)` | 0 to 2147483647 |
+/// | `hotspot(burst)` | 0 to 2147483647, and `qps + burst` calls of `window / qps` within 292 years (at most 106750 with `qps = 1, window = "24h"`) |
 /// | `hotspot(window)` | 1 ms to 24 h |
 /// | `hotspot(max_wait)` | at most 1 h |
 /// | `hotspot(capacity)` | 1 to 16777216 |

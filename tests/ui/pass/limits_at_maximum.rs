@@ -56,6 +56,15 @@ fn breakers() -> Result<(), BlockError> {
     Ok(())
 }
 
+// One call a day per value and the largest burst whose debt from idle fits (2^63 ns).
+#[sentinel(
+    resource = "ui-max-hotspot-burst",
+    hotspot(param = user, qps = 1, window = "24h", burst = 106750)
+)]
+fn daily(user: u8) -> Result<u8, BlockError> {
+    Ok(user)
+}
+
 fn busy(_: BlockError) -> u8 {
     0
 }
@@ -98,6 +107,10 @@ fn main() {
             assert_eq!(rule.validate(), Ok(()), "{rule:?}");
         }
     }
+    // The hotspot default is in force: threshold + burst calls of one value from idle.
+    let passed = (0..106_752).filter(|_| daily(1).is_ok()).count();
+    assert_eq!(passed, 106_751, "the hotspot default failed run-time validation");
+
     let rules = breaker_node.default_circuit_breaker_rules();
     assert_eq!(
         rules.len(),
