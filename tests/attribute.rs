@@ -135,6 +135,36 @@ fn a_panic_keeps_unwinding_counts_an_error_and_releases_the_slot() {
     );
 }
 
+#[sentinel(resource = "attr-rollback")]
+fn rollback() -> Result<(), BlockError> {
+    Ok(())
+}
+
+/// Rolls back when dropped, also while a panic unwinds past it.
+struct Transaction;
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        assert_eq!(rollback(), Ok(()));
+    }
+}
+
+#[test]
+fn a_call_that_succeeds_while_another_panic_unwinds_is_no_error() {
+    let _clock = MockClock::install();
+    let caught = catch_unwind(|| {
+        let _tx = Transaction;
+        panic!("the request failed");
+    });
+    assert!(caught.is_err());
+    let s = stats("attr-rollback");
+    assert_eq!(
+        (s.complete_qps, s.error_qps, s.concurrency),
+        (1.0, 0.0, 0),
+        "the rollback ran to completion: the panic was not its own"
+    );
+}
+
 #[sentinel]
 fn statistics_only(x: u8) -> Result<u8, BlockError> {
     Ok(x)

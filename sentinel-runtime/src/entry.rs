@@ -453,11 +453,16 @@ const COUNTED: u64 = 4;
 const INBOUND: u64 = 8;
 /// The call took a place in the system rules' count of inbound calls inside.
 const SYSTEM_COUNTED: u64 = 16;
+/// The entry was made while the thread was already unwinding from a panic (a guarded call in a
+/// `Drop`): that panic is not the call's own (a panic of its own would abort the process).
+const ENTERED_UNWINDING: u64 = 32;
 
 /// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
 /// code: the call's concurrency is released, it is counted as complete with its response time,
 /// and as an error if [`set_error`](Entry::set_error) was called or the thread is unwinding from
-/// a panic. An async future that holds the entry and is dropped half-way releases it too.
+/// a panic (one that started after the entry: a call made while an earlier panic unwinds, in a
+/// `Drop`, is judged by its own outcome). An async future that holds the entry and is dropped
+/// half-way releases it too.
 ///
 /// A guarded `async fn` whose future is dropped before it finishes counts as complete but
 /// neither as an error nor as a success for circuit breakers: if it was a half-open probe, the
@@ -505,6 +510,9 @@ impl Entry {
         }
         if admission.system.counted {
             flags |= SYSTEM_COUNTED;
+        }
+        if std::thread::panicking() {
+            flags |= ENTERED_UNWINDING;
         }
         Entry {
             node,
@@ -586,7 +594,8 @@ impl Drop for Entry {
         let now = clock::now_nanos();
         let rt_us = now.saturating_sub(self.start) / 1_000;
         let flags = self.flags.load(Ordering::Relaxed);
-        let panicking = std::thread::panicking();
+        // A panic in the guarded code, not one that was already unwinding when it was entered.
+        let panicking = std::thread::panicking() && flags & ENTERED_UNWINDING == 0;
         let error = flags & ERROR != 0 || panicking;
         let abandoned = flags & PENDING != 0 && !panicking;
         // What was reserved and the statistics first: no user code runs before them.
