@@ -10,13 +10,29 @@ pub(crate) const ACCEPTED: &str =
 pub(crate) fn millis(lit: &LitStr) -> Result<u64, String> {
     let text = lit.value();
     let text = text.trim();
+    // Digits, with `_` separators as in Rust's literals (`"1_500ms"`).
     let split = text
-        .find(|c: char| !c.is_ascii_digit())
+        .find(|c: char| !c.is_ascii_digit() && c != '_')
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    if digits.is_empty() {
+    if !digits.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(format!("expected {ACCEPTED}, got {text:?}"));
     }
+    if let Some(fraction) = unit.strip_prefix('.') {
+        let unit = fraction
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .trim();
+        let smaller = match unit {
+            "h" => "m",
+            "m" => "s",
+            _ => "ms",
+        };
+        return Err(format!(
+            "{text:?} is not a whole number: write it in a smaller unit ({smaller}); expected \
+             {ACCEPTED}"
+        ));
+    }
+    let digits: String = digits.chars().filter(|&c| c != '_').collect();
     let per_unit: u64 = match unit.trim() {
         "ms" => 1,
         "s" => 1_000,
@@ -67,6 +83,7 @@ mod tests {
         assert_eq!(ms("2m"), Ok(120_000));
         assert_eq!(ms("1h"), Ok(3_600_000));
         assert_eq!(ms(" 7 s "), Ok(7_000));
+        assert_eq!(ms("1_500ms"), Ok(1_500));
     }
 
     #[test]
@@ -75,7 +92,14 @@ mod tests {
         assert!(ms("10d").unwrap_err().contains("unknown unit"));
         assert!(ms("0s").unwrap_err().contains("greater than zero"));
         assert!(ms("s").unwrap_err().contains("expected"));
-        assert!(ms("1.5s").unwrap_err().contains("unknown unit"));
+        assert!(
+            ms("1.5s").unwrap_err().contains("not a whole number"),
+            "{:?}",
+            ms("1.5s")
+        );
+        assert!(ms("1.5s").unwrap_err().contains("(ms)"));
+        assert!(ms("2.5h").unwrap_err().contains("(m)"));
+        assert!(ms("_5s").unwrap_err().contains("expected"));
         assert!(ms("99999999999999999999ms")
             .unwrap_err()
             .contains("too long"));

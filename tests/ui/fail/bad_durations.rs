@@ -25,4 +25,9 @@ fn bad_window() -> Result<(), BlockError> {
     Ok(())
 }
 
+#[sentinel(breaker(error_count = 3, recovery = "1.5s"))]
+fn fraction() -> Result<(), BlockError> {
+    Ok(())
+}
+
 fn main() {}
