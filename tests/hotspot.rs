@@ -586,3 +586,39 @@ fn a_rule_too_slow_to_keep_its_promise_is_refused_by_field() {
     );
     rules::load_hotspot_rules(vec![]).unwrap();
 }
+
+/// Each rule's table is allocated whole, so the tables of the loaded rules together have a
+/// budget (1 GiB by default): a set beyond it is refused before anything is built, naming the
+/// `capacity` of the first rule beyond it, and the rules in force stay. Without it, a rule file
+/// of a few dozen rules of the largest capacity (768 MiB each) takes every byte of the machine.
+#[test]
+fn rules_whose_tables_exceed_the_memory_budget_are_refused_by_capacity() {
+    // Loads replace every hotspot rule: one test at a time (the mock clock's lock).
+    let _clock = MockClock::install();
+    let kept = HotspotRule::qps("hot-budget-kept", 0, 1.0);
+    rules::load_hotspot_rules(vec![kept.clone()]).unwrap();
+    let largest =
+        |resource: &str| HotspotRule::qps(resource, 0, 10.0).capacity(rules::MAX_HOTSPOT_CAPACITY);
+    let too_much = vec![
+        kept.clone(),
+        largest("hot-budget-a"),
+        largest("hot-budget-b"),
+    ];
+    let err = rules::load_hotspot_rules(too_much.clone()).unwrap_err();
+    assert_eq!((err.resource(), err.field()), ("hot-budget-b", "capacity"));
+    assert!(err.message().contains("1024 MiB"), "{err}");
+    assert_eq!(rules::hotspot_rules(), vec![kept.clone()]);
+    // The same through a whole rule set (as from a file): its kind and position.
+    let mut set = rules::RuleSet::default();
+    set.hotspot = too_much;
+    let err = rules::load(set).unwrap_err();
+    let entry = &err.entries()[0];
+    assert_eq!(
+        (entry.kind, entry.index, entry.field.as_deref()),
+        (Some("hotspot"), Some(2), Some("capacity"))
+    );
+    assert_eq!(rules::hotspot_rules(), vec![kept.clone()]);
+    // One rule of the largest capacity fits.
+    rules::load_hotspot_rules(vec![kept, largest("hot-budget-a")]).unwrap();
+    rules::load_hotspot_rules(vec![]).unwrap();
+}

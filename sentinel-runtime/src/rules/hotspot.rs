@@ -88,8 +88,10 @@ pub struct HotspotException {
 ///
 /// Each rule tracks at most [`capacity`](Self::capacity) values (default 16 384) in a table
 /// allocated once, when the rule is loaded: about 48 bytes per value of capacity (768 KiB by
-/// default, 768 MiB at [`MAX_HOTSPOT_CAPACITY`]), which never grows. A value whose next slot is already free is indistinguishable from a value
-/// never seen, so such values are forgotten first; if the table is full of values being limited
+/// default, 768 MiB at [`MAX_HOTSPOT_CAPACITY`]), which never grows. The tables of the loaded
+/// rules together have a budget ([`set_max_hotspot_memory`](super::set_max_hotspot_memory),
+/// 1 GiB by default): a load beyond it is refused, naming `capacity`. A value whose next slot is
+/// already free is indistinguishable from a value never seen, so such values are forgotten first; if the table is full of values being limited
 /// right now, the one closest to being free is forgotten (counted in the metrics). Exception
 /// values are never forgotten; a value of a concurrency rule is never forgotten while calls are
 /// inside. A reload of a rule for the same parameter, metric and capacity keeps every value's
@@ -220,8 +222,11 @@ impl HotspotRule {
         self
     }
 
-    /// Tracks at most `capacity` values. A rule may list at most `capacity / 4`
-    /// [exceptions](Self::exception): they keep their place in the table for good.
+    /// Tracks at most `capacity` values, in a table of about 48 bytes per value allocated when
+    /// the rule is put in force; the loaded rules' tables together stay within
+    /// [`max_hotspot_memory`](super::max_hotspot_memory). A rule may list at most
+    /// `capacity / 4` [exceptions](Self::exception): they keep their place in the table for
+    /// good.
     pub fn capacity(mut self, capacity: usize) -> HotspotRule {
         self.capacity = capacity;
         self

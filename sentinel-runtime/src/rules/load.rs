@@ -6,6 +6,7 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 
 use super::authority::AuthorityRule;
 use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use super::budget;
 use super::flow::FlowRule;
 use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
 use super::system::SystemRule;
@@ -164,7 +165,8 @@ pub(crate) const AUTHORITY: &str = "authority";
 
 /// Every invalid rule, by kind and position in its kind's list: each rule's first bad field,
 /// then, for a resource with more than [`MAX_BREAKERS_PER_RESOURCE`] circuit breakers (or
-/// [`MAX_HOTSPOT_RULES_PER_RESOURCE`] hotspot rules), the first rule beyond the limit.
+/// [`MAX_HOTSPOT_RULES_PER_RESOURCE`] hotspot rules), the first rule beyond the limit, and the
+/// first hotspot rule beyond the memory budget ([`budget`]).
 pub(crate) fn problems(
     flow: &[FlowRule],
     breakers: &[CircuitBreakerRule],
@@ -185,6 +187,10 @@ pub(crate) fn problems(
         HotspotRule::validate,
         Some(HOTSPOT_CAP),
     ));
+    problems.extend(
+        budget::over_budget(hotspot, budget::max_hotspot_memory())
+            .map(|(at, error)| (HOTSPOT, at, error)),
+    );
     problems.extend(kind_problems(SYSTEM, system, SystemRule::validate, None));
     problems.extend(kind_problems(
         AUTHORITY,
@@ -341,6 +347,9 @@ pub fn load_hotspot_rules(rules: impl IntoIterator<Item = HotspotRule>) -> Resul
 
 fn load_hotspot(rules: impl IntoIterator<Item = HotspotRule>) -> Result<(), RuleError> {
     let rules = valid(HOTSPOT, rules, HotspotRule::validate, Some(HOTSPOT_CAP))?;
+    if let Some((_, error)) = budget::over_budget(&rules, budget::max_hotspot_memory()) {
+        return Err(error);
+    }
     let grouped = by_resource(rules, |r| &r.resource);
     replace(|l| &mut l.hotspot, grouped);
     Ok(())

@@ -23,6 +23,7 @@
 pub(crate) mod adaptive;
 pub(crate) mod authority;
 pub(crate) mod breaker;
+mod budget;
 #[cfg(feature = "rule-files")]
 pub mod files;
 pub(crate) mod flow;
@@ -47,6 +48,7 @@ pub use breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
     MAX_RECOVERY,
 };
+pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
 pub use flow::{

@@ -354,13 +354,28 @@ impl<A: AtomicWord> ParamTable<A> {
     /// values fit with room to spare.
     /// [`capacity`](Self::capacity) gives the slot count, the bound on [`len`](Self::len).
     pub(crate) fn new(capacity: usize, full: Full) -> Self {
+        let (shards, buckets_per_shard) = Self::geometry(capacity);
+        Self::with_geometry(shards, buckets_per_shard, full)
+    }
+
+    /// The shards and buckets per shard of [`new`](Self::new)`(capacity)`.
+    fn geometry(capacity: usize) -> (usize, usize) {
         let wanted = capacity.clamp(1, MAX_CAPACITY) * 2;
         let shards = wanted
             .div_ceil(256)
             .next_power_of_two()
             .clamp(MIN_SHARDS, MAX_SHARDS);
-        let buckets_per_shard = wanted.div_ceil(shards * BUCKET).max(2);
-        Self::with_geometry(shards, buckets_per_shard, full)
+        (shards, wanted.div_ceil(shards * BUCKET).max(2))
+    }
+
+    /// The bytes [`new`](Self::new)`(capacity)` allocates (its
+    /// [`allocated_bytes`](Self::allocated_bytes)), found without allocating them: what a rule's
+    /// table will cost before it is built.
+    pub(crate) fn bytes_for(capacity: usize) -> usize {
+        let (shards, buckets_per_shard) = Self::geometry(capacity);
+        shards * buckets_per_shard * std::mem::size_of::<Bucket<A>>()
+            + shards * std::mem::size_of::<CachePadded<Shard<A>>>()
+            + std::mem::size_of::<Self>()
     }
 
     /// A table of `shards` (a power of two in `8..=64`) of `buckets_per_shard` buckets of 8.
@@ -1007,6 +1022,11 @@ mod tests {
             );
             assert!(t.capacity() >= 2 * capacity, "{capacity}");
             assert_eq!(t.len(), 0);
+            assert_eq!(
+                Table::bytes_for(capacity),
+                bytes,
+                "{capacity}: known before it is built"
+            );
             if capacity >= 1_000 {
                 assert!(per_slot < 25.0, "{capacity}: {per_slot} B/slot");
                 assert!(per_value <= 52.0, "{capacity}: {per_value} B/value");
