@@ -61,9 +61,7 @@ pub(crate) fn over_budget(rules: &[HotspotRule], limit: usize) -> Option<(usize,
         if rule.capacity == 0 || rule.capacity > MAX_HOTSPOT_CAPACITY {
             continue;
         }
-        total = total.saturating_add(ParamTable::<std::sync::atomic::AtomicU64>::bytes_for(
-            rule.capacity,
-        ));
+        total = total.saturating_add(<ParamTable>::bytes_for(rule.capacity));
         if total > limit {
             let message = format!(
                 "the hotspot rules' tables would take {} with this rule's (capacity {}), more \
@@ -94,7 +92,7 @@ mod tests {
 
     #[test]
     fn the_first_rule_beyond_the_budget_is_named_by_its_capacity() {
-        let one = ParamTable::<std::sync::atomic::AtomicU64>::bytes_for(100_000);
+        let one = <ParamTable>::bytes_for(100_000);
         let rules = [rule("a", 100_000), rule("b", 100_000), rule("c", 100_000)];
         assert!(
             over_budget(&rules, 3 * one).is_none(),

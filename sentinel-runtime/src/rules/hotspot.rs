@@ -91,8 +91,9 @@ pub struct HotspotException {
 /// default, 768 MiB at [`MAX_HOTSPOT_CAPACITY`]), which never grows. The tables of the loaded
 /// rules together have a budget ([`set_max_hotspot_memory`](super::set_max_hotspot_memory),
 /// 1 GiB by default): a load beyond it is refused, naming `capacity`. A value whose next slot is
-/// already free is indistinguishable from a value never seen, so such values are forgotten first; if the table is full of values being limited
-/// right now, the one closest to being free is forgotten (counted in the metrics). Exception
+/// already free is indistinguishable from a value never seen, so such values are forgotten
+/// first; if the table is full of values being limited right now, the one closest to being
+/// free is forgotten (counted in the metrics). Exception
 /// values are never forgotten; a value of a concurrency rule is never forgotten while calls are
 /// inside. A reload of a rule for the same parameter, metric and capacity keeps every value's
 /// state (whatever else it changes: thresholds, burst, window, wait, exceptions).
