@@ -63,6 +63,9 @@ impl Loaded {
 static LOADED: LazyLock<Mutex<Loaded>> = LazyLock::new(Mutex::default);
 
 fn loaded() -> std::sync::MutexGuard<'static, Loaded> {
+    // Loading rules is the first thing many programs do: the process's one-time set-up happens
+    // here rather than in the first call (a no-op once done at start).
+    crate::sync::prepare();
     LOADED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 

@@ -15,9 +15,9 @@ mod thread_slot;
 
 pub(crate) use huge_slice::HugeSlice;
 pub(crate) use name_table::{NameTable, Named};
+pub(crate) use publish::{prepare, Held, Published};
 #[cfg(test)]
 pub(crate) use publish::{Domain, Hazards};
-pub(crate) use publish::{Held, Published};
 pub(crate) use thread_slot::{thread_slot, MAX_SLOTS};
 
 /// The operations the windows use on a 64-bit atomic word, plus how to wait for another thread

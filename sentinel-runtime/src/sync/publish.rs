@@ -133,6 +133,32 @@ fn register() {
     });
 }
 
+/// Does the process's one-time set-up for [`Published`] values now, off any call path.
+///
+/// The `membarrier` registration costs about 44 µs while a process has one thread, and about
+/// 10 ms once it has several (the kernel then waits for every thread of the process): done by
+/// the first call, it made a server's first request wait 10 ms. So it runs when the program
+/// starts (below), when rules are loaded and when a layer is built; by the time a call builds
+/// its first node it is done, and [`Published::new`] only checks that it is.
+pub(crate) fn prepare() {
+    register();
+}
+
+/// Registers for `membarrier` while the program starts, when it has one thread and the
+/// registration costs microseconds: an entry of the ELF `.init_array`, which the loader runs
+/// before `main` (or when a library holding it is loaded). The function only calls
+/// [`register`] (a `Once` around one system call), needs nothing of `main`'s set-up, and
+/// cannot unwind: a panic there would abort, and nothing in it panics.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static REGISTER_AT_START: extern "C" fn() = {
+    extern "C" fn register_at_start() {
+        register();
+    }
+    register_at_start
+};
+
 /// The process's domain: every thread slot's hazard words, in statics.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Process;

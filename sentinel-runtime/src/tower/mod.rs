@@ -304,6 +304,9 @@ impl<S> Layer<S> for SentinelLayer {
     type Service = SentinelService<S>;
 
     fn layer(&self, inner: S) -> SentinelService<S> {
+        // The process's one-time set-up, while the service is built, not in its first request
+        // (a no-op once done at start).
+        crate::sync::prepare();
         SentinelService::new(inner, self.config.clone())
     }
 }
