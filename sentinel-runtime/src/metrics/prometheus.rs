@@ -23,12 +23,19 @@
 //! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names only:
 //! never a parameter value, a host or a process id.
 //!
+//! The collector is written against `prometheus-client` 0.26 (its `Registry` type is in
+//! [`register`]'s signature, so a registry of another major version does not fit). The crate
+//! is re-exported as [`client`]: name it through this path and the versions always match.
+//!
 //! ```
-//! let mut registry = prometheus_client::registry::Registry::default();
-//! sentinel_runtime::metrics::prometheus::register(&mut registry);
+//! use sentinel_runtime::metrics::prometheus::{self, client};
+//!
+//! let mut registry = client::registry::Registry::default();
+//! prometheus::register(&mut registry);
+//! # let _ = prometheus::CONTENT_TYPE;
 //!
 //! let _ = sentinel_runtime::entry("doc-prometheus");
-//! let text = sentinel_runtime::metrics::prometheus::encode_text();
+//! let text = prometheus::encode_text();
 //! assert!(text.contains(r#"sentinel_pass_total{resource="doc-prometheus"} 1"#));
 //! ```
 
@@ -42,6 +49,19 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::breaker::CircuitState;
+
+/// The `prometheus-client` crate this collector is built against (0.26), for naming the
+/// [`Registry`] that [`register`] takes without adding a second, mismatched version.
+pub use prometheus_client as client;
+
+/// The `Content-Type` of [`encode_text`]'s output (and of any `prometheus-client` registry
+/// encoded as text): OpenMetrics 1.0, for a `/metrics` handler's response header.
+///
+/// ```
+/// let header = sentinel_runtime::metrics::prometheus::CONTENT_TYPE;
+/// assert!(header.starts_with("application/openmetrics-text"));
+/// ```
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Registers the collector of every resource's statistics in `registry`. Register it once per
 /// registry: twice would report every metric twice.

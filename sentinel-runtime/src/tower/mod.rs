@@ -99,6 +99,10 @@ pub use service::{ResponseFuture, SentinelService};
 
 #[doc(no_inline)]
 pub use axum::extract::{ConnectInfo, MatchedPath};
+/// The `http` crate (1.x) whose `Parts`, `Request` and `Response` this layer's callbacks take
+/// and return, re-exported so that a user's version always matches. The layer works with
+/// axum 0.8, tonic 0.14 and hyper 1 (all on `http` 1 and tower 0.5's traits).
+pub use http;
 
 type ResourceFn = dyn Fn(&Parts) -> String + Send + Sync;
 type ParamFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
