@@ -51,7 +51,8 @@
 //!   (`rules::load_file`, `rules::watch_file`).
 //! * `tower`: `tower::SentinelLayer` for axum, tonic and hyper services.
 //! * `prometheus`: `metrics::prometheus`, a `prometheus-client` collector read at scrape time.
-//! * `tracing`: rate-limited `tracing` events on target `sentinel`.
+//! * `tracing`: rate-limited `tracing` events on target `sentinel` (blocks at `INFO`,
+//!   [`metrics::set_block_event_level`]; breaker transitions and refused rules at `WARN`).
 //!
 //! # Promises
 //!
@@ -81,6 +82,8 @@ pub mod clock;
 pub mod context;
 mod entry;
 mod error;
+#[cfg(feature = "tracing")]
+mod events;
 pub mod metrics;
 mod node;
 mod param;

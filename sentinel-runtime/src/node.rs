@@ -179,6 +179,9 @@ impl ResourceNode {
     #[cfg(feature = "tracing")]
     fn block_event(&self, now: u64, kind: BlockKind) {
         use std::sync::atomic::Ordering::*;
+        let Some(level) = crate::events::block_level() else {
+            return;
+        };
         let second = now / 1_000_000_000 + 1;
         let events = &self.block_events;
         let last = events.last_second.load(Relaxed);
@@ -195,7 +198,8 @@ impl ResourceNode {
             blocked[i].saturating_sub(events.reported[i].fetch_max(blocked[i], AcqRel))
         });
         let rule = BlockTotals::RULES[BlockTotals::index_of(kind)];
-        tracing::warn!(
+        crate::events::event_at!(
+            level,
             target: "sentinel",
             resource = self.name,
             blocked = since.iter().sum::<u64>(),

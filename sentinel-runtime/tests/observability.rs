@@ -48,6 +48,7 @@ impl Subscriber for Recorder {
     fn event(&self, event: &Event<'_>) {
         let mut fields = Recorded::new();
         event.record(&mut Fields(&mut fields));
+        fields.insert("level".to_owned(), event.metadata().level().to_string());
         self.0.lock().unwrap().push(fields);
     }
     fn enter(&self, _: &Id) {}
@@ -93,6 +94,47 @@ fn an_overload_of_blocked_calls_gives_one_event_a_second() {
         rules::load_flow_rules(vec![]).unwrap();
     });
     assert_eq!(metrics::snapshot(R).unwrap().block_total, 10_001);
+}
+
+#[test]
+fn block_events_are_info_by_default_and_their_level_is_the_users_choice() {
+    const R: &str = "trace-block-level";
+    const B: &str = "trace-block-level-breaker";
+    let clock = MockClock::install();
+    let recorder = Recorder::default();
+    tracing::subscriber::with_default(recorder.clone(), || {
+        rules::load_flow_rules(vec![FlowRule::qps(R, 0.0)]).unwrap();
+        let rule = CircuitBreakerRule::error_count(B, 1)
+            .min_requests(1)
+            .recovery(Duration::from_secs(1));
+        rules::load_circuit_breaker_rules(vec![rule]).unwrap();
+        entry(B).unwrap().set_error(); // opens the breaker
+        assert!(entry(R).is_err());
+        let levels = |message: &str| -> Vec<String> {
+            recorder
+                .with(message)
+                .iter()
+                .map(|e| e["level"].clone())
+                .collect()
+        };
+        assert_eq!(levels("calls blocked"), ["INFO"], "a block is routine");
+        assert_eq!(levels("circuit breaker transition"), ["WARN"]);
+
+        metrics::set_block_event_level(Some(tracing::Level::WARN));
+        clock.advance(Duration::from_secs(1));
+        assert!(entry(R).is_err());
+        assert_eq!(levels("calls blocked"), ["INFO", "WARN"]);
+
+        metrics::set_block_event_level(None);
+        clock.advance(Duration::from_secs(1));
+        assert!(entry(R).is_err());
+        assert_eq!(levels("calls blocked"), ["INFO", "WARN"], "turned off");
+
+        metrics::set_block_event_level(Some(tracing::Level::INFO));
+        rules::load_flow_rules(vec![]).unwrap();
+        rules::load_circuit_breaker_rules(vec![]).unwrap();
+    });
+    assert_eq!(metrics::snapshot(R).unwrap().block_total, 3);
 }
 
 #[test]

@@ -11,6 +11,23 @@ pub use crate::stat::{BlockTotals, ResourceStats};
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 
+/// Sets the level of the block events (feature `tracing`): at most one event a second per
+/// resource, "calls blocked since the last report", with the counts by kind of rule. `INFO` by
+/// default, since a per-client limit blocks as a matter of course; `None` turns them off.
+/// Circuit-breaker transitions and refused rule loads stay `WARN`. `tracing` 0.1's [`Level`].
+///
+/// [`Level`]: tracing::Level
+///
+/// ```
+/// use sentinel_runtime::metrics;
+/// metrics::set_block_event_level(Some(tracing::Level::DEBUG));
+/// # metrics::set_block_event_level(Some(tracing::Level::INFO));
+/// ```
+#[cfg(feature = "tracing")]
+pub fn set_block_event_level(level: Option<tracing::Level>) {
+    crate::events::set_block_level(level);
+}
+
 /// The statistics of `resource`, or `None` if no node of that name exists. Allocates nothing.
 ///
 /// ```
