@@ -288,3 +288,42 @@ fn the_attribute_marks_inbound_functions_sync_and_async() {
     rules::load_system_rules(vec![]).unwrap();
     assert_eq!(runtime.block_on(served_async(3)), Ok(3));
 }
+
+#[test]
+fn the_cpu_source_in_use_is_reported_and_is_never_the_whole_host_on_linux() {
+    let _clock = MockClock::install();
+    let _reset = Reset;
+    rules::load_system_rules(vec![SystemRule::new().cpu_usage(0.99)]).unwrap();
+    // The sampler thread finds its source when it starts: poll for it (bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let system = loop {
+        let system = metrics::system();
+        if system.cpu_source.is_some() || std::time::Instant::now() > deadline {
+            break system;
+        }
+        std::thread::yield_now();
+    };
+    let source = system.cpu_source.expect("the sampler reports its source");
+    assert!(system.effective_cores > 0.0, "{system:?}");
+    let text = metrics::prometheus::encode_text();
+    let series = format!("sentinel_system_cpu_source{{source=\"{}\"}} 1", source.label());
+    assert!(text.contains(&series), "{series} in\n{text}");
+    if cfg!(target_os = "linux") {
+        // The process's own cgroup, or its own CPU time: the host's busy share would make the
+        // neighbours' load ours (a root cgroup's usage is the whole host's).
+        assert_ne!(source, metrics::CpuSourceKind::Host, "{system:?}");
+        let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let exists = |p: &str| std::path::Path::new(p).exists();
+        let v1_root = cgroup.lines().any(|l| {
+            l.contains(":cpuacct:/") && l.ends_with(":/") || l.ends_with(":cpu,cpuacct:/")
+        }) && exists("/sys/fs/cgroup/cpuacct/release_agent");
+        let v2_root = cgroup.lines().any(|l| l == "0::/")
+            && exists("/sys/fs/cgroup/cpu.stat")
+            && !exists("/sys/fs/cgroup/cgroup.type")
+            && !exists("/sys/fs/cgroup/cpu.max");
+        if v1_root || v2_root {
+            // This process sits in the root cgroup (as on this project's machines).
+            assert_eq!(source, metrics::CpuSourceKind::Process, "{cgroup}");
+        }
+    }
+}

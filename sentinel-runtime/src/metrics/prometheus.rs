@@ -18,6 +18,7 @@
 //! | `sentinel_resource_overflow_total` | | calls of resources beyond the cap ([`overflow`](super::overflow)) |
 //! | `sentinel_inbound_pass_total`, `sentinel_inbound_block_total`, `sentinel_inbound_concurrency` | | the inbound traffic as system rules see it ([`inbound`](super::inbound)) |
 //! | `sentinel_system_cpu_usage`, `sentinel_system_load_per_core` | | what system rules compare against ([`system_load`](super::system_load); 0 while none is loaded) |
+//! | `sentinel_system_cpu_source`, `sentinel_system_effective_cores` | `source` | where the CPU usage is read from (`cgroup_v2`, `cgroup_v1`, `process`, `host`) and the cores it is a share of ([`system`](super::system)) |
 //!
 //! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
 //! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names only:
@@ -300,6 +301,23 @@ impl Collector for SentinelCollector {
             "The 1-minute load average per effective core (0 while no system rule is loaded).",
             MetricType::Gauge,
             ConstGauge::new(load),
+        )?;
+        let system = super::system();
+        family(
+            e,
+            "sentinel_system_cpu_source",
+            "Where the CPU usage is read from (1 for the source in use: cgroup_v2, cgroup_v1, process or host); the effective cores as a separate gauge.",
+            MetricType::Gauge,
+            system
+                .cpu_source
+                .map(|source| ([("source", source.label())], ConstGauge::new(1i64))),
+        )?;
+        single(
+            e,
+            "sentinel_system_effective_cores",
+            "The cores the CPU usage is a share of (0 while no system rule has been loaded).",
+            MetricType::Gauge,
+            ConstGauge::new(system.effective_cores),
         )
     }
 }

@@ -22,9 +22,11 @@ pub const MAX_SYSTEM_RT: Duration = Duration::from_secs(60);
 ///   what the process has shown it can finish (the largest completions per second in the last
 ///   second × the smallest response time), so a busy but healthy process keeps its throughput.
 ///   As in go-kratos/aegis's BBR, that check stays on for 1 s after the first block even if the
-///   CPU has dropped meanwhile. The CPU usage is the process's cgroup's (v2, then v1) over its
-///   effective cores (a 1.25-core quota counts as 1.25), else the host's from `/proc/stat`,
-///   sampled every 500 ms by a background thread that runs only while a system rule is loaded
+///   CPU has dropped meanwhile. The CPU usage is what the process can be blamed for: its own
+///   cgroup's (v2, then v1) over its effective cores (a 1.25-core quota counts as 1.25) when it
+///   has one of its own (a container, a systemd service), else, and always in the root cgroup
+///   (whose usage is the whole host's), the process's own CPU time (`/proc/self/stat`) over its
+///   available cores; [`metrics::system`](crate::metrics::system) says which. It is sampled every 500 ms by a background thread that runs only while a system rule is loaded
 ///   (Linux; elsewhere the readings are 0 and these two limits never block).
 /// * `avg_rt`, `concurrency` and `qps` are checked directly against the inbound traffic's
 ///   statistics over the last second (average response time, calls inside, passes per second).

@@ -1,10 +1,21 @@
 //! Where the process's CPU time is read from, and how many cores it may use.
 //!
-//! Sources, in order: cgroup v2 (`cpu.stat` `usage_usec`, `cpu.max`,
-//! `cpuset.cpus.effective`), cgroup v1 (`cpuacct.usage`, `cpu.cfs_quota_us` /
-//! `cpu.cfs_period_us`, `cpuset.cpus`), then the host's `/proc/stat`. The process's cgroup is
-//! found in `/proc/self/cgroup`; inside a container that path often does not exist in the
-//! container's view of `/sys/fs/cgroup`, which is then the cgroup itself.
+//! The CPU a system rule compares against is what the **process** can be blamed for. Sources,
+//! in order:
+//!
+//! 1. cgroup v2 (`cpu.stat` `usage_usec`, `cpu.max`, `cpuset.cpus.effective`) or cgroup v1
+//!    (`cpuacct.usage`, `cpu.cfs_quota_us` / `cpu.cfs_period_us`, `cpuset.cpus`), when the
+//!    process has a cgroup of its own (a container, a systemd service): the group's usage;
+//! 2. otherwise, and always when the process sits in the **root** cgroup (whose usage is the
+//!    whole host's, neighbours' builds included), the process's own CPU time from
+//!    `/proc/self/stat` (`utime + stime`, every thread) over its effective cores;
+//! 3. the host's `/proc/stat` only when neither can be read.
+//!
+//! The process's cgroup is found in `/proc/self/cgroup`; inside a container that path often
+//! does not exist in the container's view of `/sys/fs/cgroup`, which is then the cgroup
+//! itself. A cgroup directory is the root when it lacks the files only non-root groups have
+//! (v2: `cgroup.type` and `cpu.max`) or has those only the root has (v1: `release_agent`,
+//! `cgroup.sane_behavior`).
 //!
 //! **Effective cores** are the quota over the period as a fraction (a 1.25-core quota is 1.25,
 //! not 2), bounded by the cores of the cpuset and by the host's. Every path is taken under a
@@ -13,22 +24,39 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Which counters a [`CpuSource`] reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CpuSourceKind {
-    /// cgroup v2: `cpu.stat`'s `usage_usec`.
+/// Which counters the CPU usage of the system rules is read from
+/// ([`metrics::system`](crate::metrics::system)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CpuSourceKind {
+    /// The process's own cgroup, v2: `cpu.stat`'s `usage_usec`.
     CgroupV2,
-    /// cgroup v1: `cpuacct.usage` (nanoseconds).
+    /// The process's own cgroup, v1: `cpuacct.usage`.
     CgroupV1,
-    /// The whole host: `/proc/stat`'s first line (jiffies).
-    ProcStat,
+    /// The process's own CPU time (`/proc/self/stat`), every thread: the process has no cgroup
+    /// of its own (it sits in the root cgroup, or there are none).
+    Process,
+    /// The whole host's busy share (`/proc/stat`): nothing else could be read.
+    Host,
+}
+
+impl CpuSourceKind {
+    /// The name used in metrics: `cgroup_v2`, `cgroup_v1`, `process` or `host`.
+    pub fn label(self) -> &'static str {
+        match self {
+            CpuSourceKind::CgroupV2 => "cgroup_v2",
+            CpuSourceKind::CgroupV1 => "cgroup_v1",
+            CpuSourceKind::Process => "process",
+            CpuSourceKind::Host => "host",
+        }
+    }
 }
 
 /// The cumulative counters at one instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CpuReading {
-    /// CPU time used by the cgroup, in nanoseconds.
-    Cgroup { used_ns: u64 },
+    /// CPU time used by the cgroup or the process, in nanoseconds.
+    Used { used_ns: u64 },
     /// Busy and total jiffies of the host.
     Host { busy: u64, total: u64 },
 }
@@ -37,15 +65,16 @@ pub(crate) enum CpuReading {
 #[derive(Clone, Debug)]
 pub(crate) struct CpuSource {
     kind: CpuSourceKind,
-    /// `cpu.stat`, `cpuacct.usage` or `/proc/stat`.
+    /// `cpu.stat`, `cpuacct.usage`, `/proc/self/stat` or `/proc/stat`.
     counter: PathBuf,
     cores: f64,
     loadavg: PathBuf,
 }
 
 impl CpuSource {
-    /// Finds the source under `root`: cgroup v2, then v1, then `/proc/stat`; `None` if nothing
-    /// can be read. `host_cpus` bounds the effective cores (the host's parallelism).
+    /// Finds the source under `root`: the process's own cgroup (v2, then v1), then the
+    /// process's CPU time, then `/proc/stat`; `None` if nothing can be read. `host_cpus` bounds
+    /// the effective cores (the process's available parallelism).
     pub(crate) fn detect(root: &Path, host_cpus: usize) -> Option<CpuSource> {
         let host = host_cpus.max(1) as f64;
         let cgroups = fs::read_to_string(root.join("proc/self/cgroup")).unwrap_or_default();
@@ -53,7 +82,7 @@ impl CpuSource {
         if let Some(path) = v2_path(&cgroups) {
             let mount = root.join("sys/fs/cgroup");
             if let Some(dir) = cgroup_dir(&mount, path, "cpu.stat") {
-                if read_usage_usec(&dir.join("cpu.stat")).is_some() {
+                if !is_v2_root(&dir) && read_usage_usec(&dir.join("cpu.stat")).is_some() {
                     let quota = read(&dir.join("cpu.max")).and_then(|t| parse_cpu_max(&t));
                     let cpuset = read(&dir.join("cpuset.cpus.effective"))
                         .or_else(|| read(&mount.join("cpuset.cpus.effective")))
@@ -70,10 +99,19 @@ impl CpuSource {
         if let Some(source) = detect_v1(root, &cgroups, host, &loadavg) {
             return Some(source);
         }
+        let own = root.join("proc/self/stat");
+        if read(&own).and_then(|t| parse_self_stat(&t)).is_some() {
+            return Some(CpuSource {
+                kind: CpuSourceKind::Process,
+                counter: own,
+                cores: host,
+                loadavg,
+            });
+        }
         let stat = root.join("proc/stat");
         read(&stat).and_then(|t| parse_proc_stat(&t))?;
         Some(CpuSource {
-            kind: CpuSourceKind::ProcStat,
+            kind: CpuSourceKind::Host,
             counter: stat,
             cores: host,
             loadavg,
@@ -81,13 +119,11 @@ impl CpuSource {
     }
 
     /// Which counters this source reads.
-    #[cfg(test)]
     pub(crate) fn kind(&self) -> CpuSourceKind {
         self.kind
     }
 
     /// The cores the process may use (a fraction for a fractional quota).
-    #[cfg(test)]
     pub(crate) fn effective_cores(&self) -> f64 {
         self.cores
     }
@@ -95,15 +131,20 @@ impl CpuSource {
     /// The counters now.
     pub(crate) fn read(&self) -> Option<CpuReading> {
         match self.kind {
-            CpuSourceKind::CgroupV2 => {
-                read_usage_usec(&self.counter).map(|us| CpuReading::Cgroup {
-                    used_ns: us.saturating_mul(1_000),
-                })
-            }
+            CpuSourceKind::CgroupV2 => read_usage_usec(&self.counter).map(|us| CpuReading::Used {
+                used_ns: us.saturating_mul(1_000),
+            }),
             CpuSourceKind::CgroupV1 => read(&self.counter)
                 .and_then(|t| t.trim().parse().ok())
-                .map(|ns| CpuReading::Cgroup { used_ns: ns }),
-            CpuSourceKind::ProcStat => read(&self.counter)
+                .map(|ns| CpuReading::Used { used_ns: ns }),
+            CpuSourceKind::Process => {
+                read(&self.counter)
+                    .and_then(|t| parse_self_stat(&t))
+                    .map(|ticks| CpuReading::Used {
+                        used_ns: ticks.saturating_mul(1_000_000_000 / clock_ticks_per_second()),
+                    })
+            }
+            CpuSourceKind::Host => read(&self.counter)
                 .and_then(|t| parse_proc_stat(&t))
                 .map(|(busy, total)| CpuReading::Host { busy, total }),
         }
@@ -113,7 +154,7 @@ impl CpuSource {
     /// busy share for `/proc/stat`); `None` if the counters went backwards or no time passed.
     pub(crate) fn usage(&self, before: CpuReading, after: CpuReading, wall_ns: u64) -> Option<f64> {
         let share = match (before, after) {
-            (CpuReading::Cgroup { used_ns: a }, CpuReading::Cgroup { used_ns: b }) => {
+            (CpuReading::Used { used_ns: a }, CpuReading::Used { used_ns: b }) => {
                 if b < a || wall_ns == 0 {
                     return None;
                 }
@@ -148,6 +189,10 @@ fn detect_v1(root: &Path, cgroups: &str, host: f64, loadavg: &Path) -> Option<Cp
     let acct = ["cpuacct", "cpu,cpuacct", "cpuacct,cpu"]
         .iter()
         .find_map(|m| cgroup_dir(&mount.join(m), acct_path, "cpuacct.usage"))?;
+    if is_v1_root(&acct) {
+        // The root group's usage is the whole host's: not the process's to answer for.
+        return None;
+    }
     let counter = acct.join("cpuacct.usage");
     read(&counter)?.trim().parse::<u64>().ok()?;
     let cpu_path = v1_path(cgroups, "cpu").unwrap_or(acct_path);
@@ -178,6 +223,45 @@ fn cgroup_dir(mount: &Path, path: &str, file: &str) -> Option<PathBuf> {
     [nested, mount.to_path_buf()]
         .into_iter()
         .find(|dir| dir.join(file).is_file())
+}
+
+/// Whether a cgroup v2 directory is the hierarchy's root: only non-root groups have
+/// `cgroup.type` and `cpu.max`. (Inside a container with its own cgroup namespace the
+/// container's group looks like a root by its path, but still has these files.)
+fn is_v2_root(dir: &Path) -> bool {
+    !dir.join("cgroup.type").is_file() && !dir.join("cpu.max").is_file()
+}
+
+/// Whether a cgroup v1 directory is the hierarchy's root: only the root has `release_agent`
+/// and `cgroup.sane_behavior`.
+fn is_v1_root(dir: &Path) -> bool {
+    dir.join("release_agent").is_file() || dir.join("cgroup.sane_behavior").is_file()
+}
+
+/// The kernel's clock ticks per second, the unit of `/proc/self/stat`'s times (100 almost
+/// everywhere).
+fn clock_ticks_per_second() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysconf takes an integer name and touches no memory of ours; -1 or 0 (unknown)
+        // is handled below.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if ticks > 0 && ticks <= 1_000_000_000 {
+            return ticks as u64;
+        }
+    }
+    100
+}
+
+/// `utime + stime` of every thread, in clock ticks, from `/proc/self/stat` (fields 14 and 15;
+/// the command name in field 2 may hold spaces and parentheses, so fields are counted after its
+/// last `)`).
+pub(crate) fn parse_self_stat(text: &str) -> Option<u64> {
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    utime.checked_add(stime)
 }
 
 /// The cgroup v2 path in `/proc/self/cgroup` (`0::/path`).
@@ -336,7 +420,7 @@ mod tests {
         assert_eq!(s.effective_cores(), 2.0);
         assert_eq!(
             s.read(),
-            Some(CpuReading::Cgroup {
+            Some(CpuReading::Used {
                 used_ns: 1_000_000_000
             })
         );
@@ -358,7 +442,7 @@ mod tests {
         assert_eq!(s.load_per_core(), Some(2.0), "2.50 over 1.25 cores");
         // Half of 1.25 cores over 500 ms: 312 500 us of CPU time.
         let before = s.read().unwrap();
-        let after = CpuReading::Cgroup {
+        let after = CpuReading::Used {
             used_ns: 5_000_000_000 + 312_500_000,
         };
         assert_eq!(s.usage(before, after, 500_000_000), Some(0.5));
@@ -387,7 +471,7 @@ mod tests {
         );
         assert_eq!(
             s.read(),
-            Some(CpuReading::Cgroup {
+            Some(CpuReading::Used {
                 used_ns: 2_000_000_000
             })
         );
@@ -398,7 +482,7 @@ mod tests {
     fn without_cgroups_the_host_share_from_proc_stat() {
         let scratch = Scratch::of("proc_only");
         let s = CpuSource::detect(&scratch.0, 4).unwrap();
-        assert_eq!(s.kind(), CpuSourceKind::ProcStat);
+        assert_eq!(s.kind(), CpuSourceKind::Host);
         let before = s.read().unwrap();
         assert_eq!(
             before,
@@ -416,6 +500,68 @@ mod tests {
         let after = s.read().unwrap();
         assert_eq!(s.usage(before, after, 0), Some(0.3));
         assert_eq!(s.load_per_core(), Some(0.25));
+    }
+
+    #[test]
+    fn in_the_root_cgroup_v2_the_process_is_measured_not_the_host() {
+        // The root group's cpu.stat counts every process of the host: a neighbour's build
+        // would read as this process's load. Its own CPU time is read instead.
+        let scratch = Scratch::of("v2_root");
+        let s = CpuSource::detect(&scratch.0, 2).unwrap();
+        assert_eq!(s.kind(), CpuSourceKind::Process);
+        assert_eq!(s.effective_cores(), 2.0, "the process's parallelism");
+        let ticks = clock_ticks_per_second();
+        let before = s.read().unwrap();
+        assert_eq!(
+            before,
+            CpuReading::Used {
+                used_ns: 200 * (1_000_000_000 / ticks)
+            },
+            "utime 150 + stime 50 ticks, every thread"
+        );
+        // Half a core of 2 for one second: 0.25.
+        let stat = scratch.0.join("proc/self/stat");
+        let text = fs::read_to_string(&stat).unwrap();
+        let half_second = (ticks / 2).to_string();
+        let later = text.replacen(" 150 50 ", &format!(" {} 50 ", 150 + ticks / 2), 1);
+        assert_ne!(later, text, "{half_second} ticks more of user time");
+        fs::write(&stat, later).unwrap();
+        let after = s.read().unwrap();
+        assert_eq!(s.usage(before, after, 1_000_000_000), Some(0.25));
+        assert_eq!(s.load_per_core(), Some(0.25), "0.50 over 2 cores");
+    }
+
+    #[test]
+    fn in_the_root_cgroup_v1_the_process_is_measured_not_the_host() {
+        // This is how a process started from a shell of a cgroup v1 host (or a VM) looks:
+        // `cpuacct:/`, whose `cpuacct.usage` is the whole host's.
+        let s = CpuSource::detect(&fixture("v1_root"), 4).unwrap();
+        assert_eq!(s.kind(), CpuSourceKind::Process);
+        assert_eq!(s.effective_cores(), 4.0);
+    }
+
+    #[test]
+    fn a_container_seeing_its_own_group_as_the_root_still_reads_its_group() {
+        // With a cgroup namespace, `0::/` and the group at the mount's root; its `cpu.max`
+        // (only non-root groups have one) tells it apart from the host's root.
+        let s = CpuSource::detect(&fixture("v2_no_limit"), 16).unwrap();
+        assert_eq!(s.kind(), CpuSourceKind::CgroupV2);
+        let s = CpuSource::detect(&fixture("v2_quota_1_25"), 8).unwrap();
+        assert_eq!(s.kind(), CpuSourceKind::CgroupV2);
+    }
+
+    #[test]
+    fn proc_self_stat_is_read_after_the_command_names_last_parenthesis() {
+        let line = "7 (a) b) (c) R 1 7 7 0 -1 0 0 0 0 0 30 12 0 0 20 0 1 0 5 0 0";
+        assert_eq!(parse_self_stat(line), Some(42));
+        assert_eq!(parse_self_stat("7 (x) R 1 2"), None, "too short");
+        assert_eq!(parse_self_stat("garbage"), None);
+        assert_eq!(
+            parse_self_stat("7 (x) R 1 7 7 0 -1 0 0 0 0 0 x 12"),
+            None,
+            "not a number"
+        );
+        assert!(clock_ticks_per_second() > 0);
     }
 
     #[test]
@@ -465,6 +611,6 @@ mod tests {
         )
         .unwrap();
         let s = CpuSource::detect(&scratch.0, 4).unwrap();
-        assert_eq!(s.kind(), CpuSourceKind::ProcStat);
+        assert_eq!(s.kind(), CpuSourceKind::Host);
     }
 }

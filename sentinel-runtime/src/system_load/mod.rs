@@ -7,7 +7,9 @@
 pub(crate) mod cpu;
 mod sampler;
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+
+pub use cpu::CpuSourceKind;
 
 #[cfg(test)]
 pub(crate) use sampler::is_running;
@@ -28,6 +30,33 @@ pub(crate) fn cpu_usage() -> f64 {
 #[inline]
 pub(crate) fn load_per_core() -> f64 {
     f64::from_bits(LOAD_PER_CORE.load(Relaxed))
+}
+
+/// The source the sampler found (0: none yet; else 1 + its index in [`SOURCES`]).
+static SOURCE: AtomicU8 = AtomicU8::new(0);
+/// The effective cores of that source (f64 bits).
+static CORES: AtomicU64 = AtomicU64::new(0);
+
+const SOURCES: [CpuSourceKind; 4] = [
+    CpuSourceKind::CgroupV2,
+    CpuSourceKind::CgroupV1,
+    CpuSourceKind::Process,
+    CpuSourceKind::Host,
+];
+
+/// Where the CPU usage is read from and the effective cores it is divided by; `None` until the
+/// sampler has run once (it runs while a system rule is loaded), or where nothing is readable.
+pub(crate) fn source() -> Option<(CpuSourceKind, f64)> {
+    let code = usize::from(SOURCE.load(Relaxed));
+    let kind = *SOURCES.get(code.checked_sub(1)?)?;
+    Some((kind, f64::from_bits(CORES.load(Relaxed))))
+}
+
+fn publish_source(kind: CpuSourceKind, cores: f64) {
+    if let Some(index) = SOURCES.iter().position(|&k| k == kind) {
+        CORES.store(cores.to_bits(), Relaxed);
+        SOURCE.store(index as u8 + 1, Relaxed);
+    }
 }
 
 fn publish(cpu: Option<f64>, load: Option<f64>) {

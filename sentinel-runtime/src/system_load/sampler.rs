@@ -75,6 +75,9 @@ fn stopped(stop: &(Mutex<bool>, Condvar)) -> bool {
 fn run(stop: &(Mutex<bool>, Condvar)) {
     let host = std::thread::available_parallelism().map_or(1, usize::from);
     let source = CpuSource::detect(Path::new("/"), host);
+    if let Some(source) = &source {
+        super::publish_source(source.kind(), source.effective_cores());
+    }
     let mut last: Option<(CpuReading, Instant)> = None;
     let mut smoothed: Option<f64> = None;
     loop {
