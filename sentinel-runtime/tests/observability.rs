@@ -138,6 +138,52 @@ fn block_events_are_info_by_default_and_their_level_is_the_users_choice() {
 }
 
 #[test]
+fn a_rule_that_matches_nothing_is_listed_and_warned_about_with_a_did_you_mean() {
+    const ROUTE: &str = "GET:/unmatched-users/{id}";
+    const TYPO: &str = "GET:/unmatched-users/:id"; // axum 0.7's syntax
+    let clock = MockClock::install();
+    let recorder = Recorder::default();
+    // The warning comes from the library's reporter thread: this recorder is the process's
+    // default (the only test here that sets one; the others scope theirs to their thread).
+    tracing::subscriber::set_global_default(recorder.clone()).unwrap();
+    tracing::subscriber::with_default(recorder.clone(), || {
+        drop(entry(ROUTE)); // the route the service really serves
+        rules::set_unmatched_grace(Duration::from_secs(30));
+        rules::load_flow_rules(vec![FlowRule::qps(TYPO, 5.0), FlowRule::qps(ROUTE, 5.0)]).unwrap();
+        assert_eq!(
+            rules::unmatched(),
+            [TYPO, ROUTE],
+            "nothing entered since the load"
+        );
+        drop(entry(ROUTE));
+        assert_eq!(rules::unmatched(), [TYPO]);
+        let text = metrics::prometheus::encode_text();
+        assert!(text.contains("sentinel_rules_unmatched 1"), "{text}");
+
+        // Within the grace period nothing is said; after it, one warning with the route meant.
+        clock.advance(Duration::from_secs(29));
+        assert!(recorder.with("rules name a resource").is_empty());
+        clock.advance(Duration::from_secs(2));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let warnings = loop {
+            let warnings = recorder.with("rules name a resource");
+            if !warnings.is_empty() || std::time::Instant::now() > deadline {
+                break warnings;
+            }
+            std::thread::sleep(Duration::from_millis(5)); // polling the reporter thread
+        };
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0]["resource"], TYPO);
+        assert_eq!(warnings[0]["did_you_mean"], ROUTE);
+        assert_eq!(warnings[0]["level"], "WARN");
+
+        rules::set_unmatched_grace(rules::DEFAULT_UNMATCHED_GRACE);
+        rules::load_flow_rules(vec![]).unwrap();
+        assert!(rules::unmatched().is_empty());
+    });
+}
+
+#[test]
 fn breaker_transitions_and_rule_loads_are_reported() {
     const B: &str = "trace-breaker";
     let clock = MockClock::install();

@@ -15,6 +15,7 @@
 //! | `sentinel_circuit_breaker_state` | `resource`, `state` | 1 for the current state (the most restrictive of the resource's breakers), else 0 |
 //! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
 //! | `sentinel_rule_loads_total` | `kind`, `result` | rule loads (`success` or `failure`) |
+//! | `sentinel_rules_unmatched` | | resources named by the rules in force that no call has entered since the load ([`rules::unmatched`](crate::rules::unmatched)) |
 //! | `sentinel_resource_overflow_total` | | calls of resources beyond the cap ([`overflow`](super::overflow)) |
 //! | `sentinel_inbound_pass_total`, `sentinel_inbound_block_total`, `sentinel_inbound_concurrency` | | the inbound traffic as system rules see it ([`inbound`](super::inbound)) |
 //! | `sentinel_system_cpu_usage`, `sentinel_system_load_per_core` | | what system rules compare against ([`system_load`](super::system_load); 0 while none is loaded) |
@@ -301,6 +302,13 @@ impl Collector for SentinelCollector {
             "The 1-minute load average per effective core (0 while no system rule is loaded).",
             MetricType::Gauge,
             ConstGauge::new(load),
+        )?;
+        single(
+            e,
+            "sentinel_rules_unmatched",
+            "Resources named by the rules in force that no call has entered since those rules were loaded (rules::unmatched).",
+            MetricType::Gauge,
+            ConstGauge::new(crate::rules::unmatched().len() as i64),
         )?;
         let system = super::system();
         family(

@@ -52,6 +52,21 @@ impl Loaded {
         }
     }
 
+    /// Every resource the loaded rules name.
+    fn named(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .flow
+            .keys()
+            .chain(self.breakers.keys())
+            .chain(self.hotspot.keys())
+            .chain(self.authority.keys())
+            .cloned()
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     fn names(&self, name: &str) -> bool {
         self.flow.contains_key(name)
             || self.breakers.contains_key(name)
@@ -94,6 +109,7 @@ fn replace<R>(
         .into_iter()
         .collect();
     loaded.apply_to(&names);
+    super::unmatched::loaded(loaded.named());
 }
 
 /// Replaces the loaded flow rules with `rules`.
@@ -322,6 +338,7 @@ fn replace_all_counted(
         .chain(loaded.authority.keys().cloned())
         .collect();
     loaded.apply_to(&names);
+    super::unmatched::loaded(loaded.named());
     put_system_in_force(&system);
     loaded.system = system;
     Ok(())

@@ -35,6 +35,7 @@ mod node;
 mod sentinel_format;
 mod set;
 pub(crate) mod system;
+mod unmatched;
 #[cfg(feature = "rule-files")]
 mod watch;
 mod window;
@@ -65,5 +66,6 @@ pub(crate) use load::{defined_node, load_counts, node_by_name};
 pub use load::{load_system_rules, system_rules};
 pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
 pub use system::{SystemRule, MAX_SYSTEM_RT};
+pub use unmatched::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};
 #[cfg(feature = "rule-files")]
 pub use watch::{watch_file, RuleWatcher, WatchStatus};
