@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which kind of check rejected a call.
@@ -46,7 +47,7 @@ pub struct BlockError {
     threshold: f64,
     window_ms: u64,
     reason: Option<Cow<'static, str>>,
-    related: Option<&'static str>,
+    related: Option<Arc<str>>,
     param_index: Option<usize>,
     retry_after: Option<Duration>,
 }
@@ -78,8 +79,8 @@ impl BlockError {
     }
 
     /// The same error, from a rule counting the `related` resource.
-    pub(crate) fn because_related(mut self, related: &'static str) -> BlockError {
-        self.related = Some(related);
+    pub(crate) fn because_related(mut self, related: &Arc<str>) -> BlockError {
+        self.related = Some(Arc::clone(related));
         self
     }
 
@@ -191,7 +192,7 @@ impl BlockError {
 
     /// The related resource whose traffic the blocking rule counts, if it counts another one.
     pub fn related(&self) -> Option<&str> {
-        self.related
+        self.related.as_deref()
     }
 
     /// Which parameter's value was blocked, for [`BlockKind::HotParam`] (0 is the entry's first
@@ -227,7 +228,7 @@ impl fmt::Display for BlockError {
                         self.threshold, self.window_ms
                     )?;
                 }
-                if let Some(related) = self.related {
+                if let Some(related) = &self.related {
                     write!(f, " counting related resource `{related}`")?;
                 }
                 match &self.reason {

@@ -168,7 +168,7 @@ impl Gate {
             Kind::Related(g) if g.admits(now, count) => Ok(Pass { at: now, turn: 0 }),
             Kind::Related(g) => {
                 Err(BlockError::flow(resource, g.threshold.given(), 1_000)
-                    .because_related(g.related))
+                    .because_related(&g.related))
             }
         }
     }
@@ -181,7 +181,7 @@ impl Gate {
                 BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
             }
             Kind::Related(g) => {
-                BlockError::flow(resource, g.threshold.given(), 1_000).because_related(g.related)
+                BlockError::flow(resource, g.threshold.given(), 1_000).because_related(&g.related)
             }
         }
     }

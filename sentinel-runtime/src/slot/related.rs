@@ -1,6 +1,6 @@
 //! A rule on one resource that counts another resource's traffic (Sentinel's RELATE strategy).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use super::threshold::Threshold;
 use crate::stat::NodeStats;
@@ -13,7 +13,8 @@ pub(crate) type Resolve = fn(&str) -> Option<&'static NodeStats>;
 /// The related node is looked up until it exists (calls pass meanwhile), then kept.
 #[derive(Debug)]
 pub(crate) struct RelatedGate {
-    pub(super) related: &'static str,
+    /// The related resource's name, freed with the gate when a reload replaces it.
+    pub(super) related: Arc<str>,
     node: OnceLock<&'static NodeStats>,
     resolve: Resolve,
     pub(super) threshold: Threshold,
@@ -22,7 +23,7 @@ pub(crate) struct RelatedGate {
 impl RelatedGate {
     pub(super) fn new(related: &str, threshold: f64, resolve: Resolve) -> RelatedGate {
         RelatedGate {
-            related: Box::leak(related.to_owned().into_boxed_str()),
+            related: Arc::from(related),
             node: OnceLock::new(),
             resolve,
             threshold: Threshold::new(threshold),
@@ -33,11 +34,26 @@ impl RelatedGate {
     pub(super) fn admits(&self, now: u64, count: u32) -> bool {
         let node = match self.node.get() {
             Some(node) => node,
-            None => match (self.resolve)(self.related) {
+            None => match (self.resolve)(&self.related) {
                 Some(node) => self.node.get_or_init(|| node),
                 None => return true, // no traffic on it yet
             },
         };
         node.passes(now) + u64::from(count) <= self.threshold.limit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replaced_gate_frees_the_related_name() {
+        // Every reload that builds a related gate used to leak a copy of the name.
+        let gate = RelatedGate::new("related-name", 10.0, |_| None);
+        let name = Arc::downgrade(&gate.related);
+        assert!(gate.admits(0, 1), "no traffic on the related resource yet");
+        drop(gate);
+        assert!(name.upgrade().is_none(), "the name is freed with its gate");
     }
 }
