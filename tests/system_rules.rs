@@ -306,7 +306,10 @@ fn the_cpu_source_in_use_is_reported_and_is_never_the_whole_host_on_linux() {
     let source = system.cpu_source.expect("the sampler reports its source");
     assert!(system.effective_cores > 0.0, "{system:?}");
     let text = metrics::prometheus::encode_text();
-    let series = format!("sentinel_system_cpu_source{{source=\"{}\"}} 1", source.label());
+    let series = format!(
+        "sentinel_system_cpu_source{{source=\"{}\"}} 1",
+        source.label()
+    );
     assert!(text.contains(&series), "{series} in\n{text}");
     if cfg!(target_os = "linux") {
         // The process's own cgroup, or its own CPU time: the host's busy share would make the
