@@ -126,8 +126,7 @@ impl WarmUpCurve {
         // `(int) count / coldFactor`: against the fraction `threshold / cold_factor`, a curve
         // admitting `floor(threshold / cold_factor)` a second refilled every second and never
         // warmed up (a threshold of 10 at cold factor 3 stayed at 3 a second for good).
-        let cooling =
-            old < self.warning || (old > self.warning && previous < self.cool_below);
+        let cooling = old < self.warning || (old > self.warning && previous < self.cool_below);
         // Whole tokens, as Sentinel's `(long) (oldValue + elapsed * count)`.
         let filled = if cooling { (old + refill).floor() } else { old }.min(self.max);
         let tokens = (filled - previous).max(0.0);
@@ -225,6 +224,8 @@ mod tests {
                     let refill = |old: i64| {
                         (old as f64 + (current - last_filled) as f64 * count / 1000.0) as i64
                     };
+                    // Two branches alike, as Sentinel writes them.
+                    #[allow(clippy::if_same_then_else)]
                     let new = if old < warning_token {
                         refill(old)
                     } else if old > warning_token && previous < count as i64 / cold_factor {
