@@ -9,8 +9,19 @@
 //! every value we do not support (chain strategy, origins on flow rules, cluster mode), is
 //! refused by name.
 //!
-//! Two of Sentinel's meanings differ from ours and are converted or kept on purpose:
+//! Numbers may be given as strings (`"count": "0.0"`, as fastjson reads them), and fields
+//! Sentinel writes with no meaning here (`controller`, `passCount`, `regex: false`) are
+//! ignored: in Sentinel's names only.
 //!
+//! Where Sentinel's meaning differs from ours, the value is converted so that the rule behaves
+//! as in Sentinel (the table is in [`super::files`]):
+//!
+//! * **Degrade rules** open *above* `count` in Sentinel, at the threshold here: an error count
+//!   `n` reads as `floor(n) + 1`, a ratio as the least `f64` above it (a slow ratio of exactly 1
+//!   is kept; an error ratio of 1, which never opens in Sentinel, is refused).
+//! * **Param-flow rules** count whole calls (`count` loses its fraction); the rate limiter
+//!   (`controlBehavior` 2) paces a value from its first call, read as a threshold per
+//!   millisecond (a burst of one), waiting less than `maxQueueingTimeMs`.
 //! * **System rules**: Sentinel writes `-1` for a limit it leaves unset, and every negative
 //!   value reads as unset. Sentinel's `highestSystemLoad` is the whole machine's load, our
 //!   `load_per_core` is per core: it is divided by [`std::thread::available_parallelism()`] (1
