@@ -71,10 +71,11 @@ impl ThrottleGate {
     /// 1–4 ms would make callers pass up to a tick late): the turn's time, or `None` if it is
     /// more than `max_wait` away, or if `count` is more than the threshold (a batch no window
     /// could hold is blocked at once, as with the reject behaviour and sentinel-golang's
-    /// `ThrottlingChecker`).
+    /// `ThrottlingChecker`). A single call always gets a turn: a threshold below 1 paces calls
+    /// more than a window apart.
     #[inline]
     pub(super) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
-        if u64::from(count) > self.threshold.limit() {
+        if u64::from(count) > self.threshold.limit().max(1) {
             return None;
         }
         let cost = self.cost(now, count)?;
@@ -131,5 +132,18 @@ mod tests {
         gate.set_threshold(10.5);
         assert_eq!(gate.try_acquire(T0, 11), None);
         assert_eq!(gate.try_acquire(T0, 10), Some(T0));
+    }
+
+    #[test]
+    fn a_threshold_below_one_paces_single_calls_more_than_a_window_apart() {
+        let gate = ThrottleGate::new(&FlowRule::qps("r", 0.5).throttle(Duration::ZERO), T0);
+        assert_eq!(gate.try_acquire(T0, 1), Some(T0));
+        assert_eq!(gate.try_acquire(T0 + 1_999 * MS, 1), None);
+        assert_eq!(gate.try_acquire(T0 + 2_000 * MS, 1), Some(T0 + 2_000 * MS));
+        assert_eq!(
+            gate.try_acquire(T0 + 4_000 * MS, 2),
+            None,
+            "a batch above 0.5"
+        );
     }
 }
