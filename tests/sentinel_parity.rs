@@ -37,8 +37,9 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::Duration;
 
+use sentinel_runtime::breaker::CircuitState;
 use sentinel_runtime::clock::MockClock;
-use sentinel_runtime::rules::{self, FlowRule, RuleSet};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
 use sentinel_runtime::{entry, metrics, BlockKind, EntryBuilder};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -498,6 +499,59 @@ fn response_time_circuit_breaker_test_max_slow_ratio_threshold() {
     clear();
 }
 
+fn circuit(resource: &str) -> Option<CircuitState> {
+    metrics::snapshot(resource).and_then(|s| s.circuit)
+}
+
+/// Ports alibaba/sentinel-golang `core/circuitbreaker/circuit_breaker_test.go`,
+/// `TestErrorCountCircuitBreaker_TryPass/TryPass_ProbeNum` and
+/// `TestErrorCount_OnRequestComplete/OnRequestComplete_ProbeNum_Success` and
+/// `.../OnRequestComplete_ProbeNum_Failed`: an error-count breaker (threshold 1, at least 10
+/// calls over 10 s, 3 s open). With 10 probes, each passes and the breaker stays half-open
+/// until the 10th succeeds, then closes; with 2 probes, one success leaves it half-open and a
+/// failed probe opens it. (sentinel-golang, like our own API, opens at the threshold.)
+#[test]
+fn error_count_circuit_breaker_probe_num() {
+    let clock = MockClock::install();
+    let open = |r: &str| {
+        for i in 0..10 {
+            assert!(call(r, i == 9), "call {i}");
+        }
+        assert_eq!(circuit(r), Some(CircuitState::Open), "1 error in 10 calls");
+        clock.advance(3 * SECOND);
+    };
+    let rule = |probes| {
+        CircuitBreakerRule::error_count("p-golang-probes", 1)
+            .min_requests(10)
+            .window(10 * SECOND, 10)
+            .recovery(3 * SECOND)
+            .probes(probes)
+    };
+    rules::load_circuit_breaker_rules(vec![rule(10)]).unwrap();
+    open("p-golang-probes");
+    for i in 0..10 {
+        assert_eq!(
+            circuit("p-golang-probes"),
+            Some(if i == 0 {
+                CircuitState::Open
+            } else {
+                CircuitState::HalfOpen
+            }),
+            "before probe {i}"
+        );
+        assert!(call("p-golang-probes", false), "probe {i} passes");
+    }
+    assert_eq!(circuit("p-golang-probes"), Some(CircuitState::Closed));
+
+    rules::load_circuit_breaker_rules(vec![rule(2)]).unwrap();
+    open("p-golang-probes");
+    assert!(call("p-golang-probes", false));
+    assert_eq!(circuit("p-golang-probes"), Some(CircuitState::HalfOpen));
+    assert!(call("p-golang-probes", true));
+    assert_eq!(circuit("p-golang-probes"), Some(CircuitState::Open));
+    clear();
+}
+
 /// Ports the rules of alibaba/Sentinel
 /// `sentinel-demo/sentinel-demo-dynamic-file-rule/src/main/resources/DegradeRule.json`, read
 /// as they are (`passCount` ignored): RT rules of 20 and 15 ms, slow ratio 1 (Sentinel's
@@ -512,7 +566,7 @@ fn the_demo_degrade_rule_json_reads_as_it_is() {
 ]}"#,
     )
     .unwrap();
-    use sentinel_runtime::rules::CircuitBreakerRule as Cb;
+    use CircuitBreakerRule as Cb;
     assert_eq!(
         set.circuit_breaker,
         vec![
