@@ -394,17 +394,18 @@ fn sentinel_json_files_are_read_as_they_are() {
                 secs(1)
             ),
             one_bucket(
-                CircuitBreakerRule::error_ratio("sentinel-errors", 0.25)
+                // Sentinel opens above `count`; ours at the threshold: the least value above.
+                CircuitBreakerRule::error_ratio("sentinel-errors", 0.25_f64.next_up())
                     .recovery(secs(30))
                     .min_requests(20),
                 secs(60)
             ),
             one_bucket(
-                CircuitBreakerRule::error_count("sentinel-errors", 100).recovery(secs(60)),
+                CircuitBreakerRule::error_count("sentinel-errors", 101).recovery(secs(60)),
                 secs(1)
             ),
             one_bucket(
-                CircuitBreakerRule::slow_request_ratio("sentinel-slow", ms(500), 0.3)
+                CircuitBreakerRule::slow_request_ratio("sentinel-slow", ms(500), 0.3_f64.next_up())
                     .recovery(secs(5)),
                 secs(1)
             ),
@@ -422,7 +423,7 @@ fn sentinel_json_files_are_read_as_they_are() {
     );
     assert_eq!(
         mixed.circuit_breaker,
-        vec![CircuitBreakerRule::error_count("mix-a", 3)
+        vec![CircuitBreakerRule::error_count("mix-a", 4)
             .recovery(secs(1))
             .window(secs(1), 1)]
     );
@@ -548,7 +549,7 @@ fn every_unsupported_field_is_refused_by_name() {
         ),
         (
             "degrade",
-            r#"{"resource": "u", "count": 1, "grade": 1}"#,
+            r#"{"resource": "u", "count": 0.5, "grade": 1}"#,
             "timeWindow",
             "required",
         ),
@@ -781,8 +782,16 @@ threshold = 2
     assert_eq!(RuleSet::from_json(json).unwrap().hotspot, expected);
     assert_eq!(RuleSet::from_toml(toml).unwrap().hotspot, expected);
     let mut from_sentinel = RuleSet::from_json(sentinel).unwrap().hotspot;
+    // Sentinel's rate limiter paces from a value's first call: a threshold per millisecond,
+    // waiting less than maxQueueingTimeMs.
+    assert_eq!(
+        from_sentinel[1],
+        HotspotRule::qps("hot-login", 1, 5.0 / 60_000.0)
+            .window(ms(1))
+            .throttle(ms(200) - Duration::from_nanos(1))
+    );
     // Sentinel has no capacity: the default.
-    from_sentinel[1] = from_sentinel[1].clone().capacity(50_000);
+    from_sentinel[1] = expected[1].clone();
     assert_eq!(from_sentinel, expected);
 
     // Rules without exceptions round-trip; exceptions keep only hashes and cannot be written.

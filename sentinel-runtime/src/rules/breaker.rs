@@ -57,6 +57,10 @@ pub enum BreakerStrategy {
 /// whose future is dropped gives its place back, and a half-open breaker that has no verdict
 /// `recovery` after it opened its probes starts a new round of probes.
 ///
+/// Each strategy opens when its threshold is *reached*; Sentinel's degrade rules open when it
+/// is *exceeded*. A rule read from Sentinel's JSON is converted to keep Sentinel's meaning
+/// (`"count": 5` errors reads as a threshold of 6; see the `rules::files` docs).
+///
 /// A call whose future is dropped before it finishes (a client that went away) is no verdict,
 /// unless it had already run longer than a slow-request breaker's `max_rt`: then it counts as a
 /// slow call (and a slow probe), so a timeout in front of the resource, which drops exactly the

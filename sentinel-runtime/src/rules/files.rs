@@ -448,15 +448,16 @@
 //! | `strategy`: `0` direct (default), `1` relate with `refResource`; `2` chain is refused | `relate` |
 //! | `limitApp`: only `"default"`; origins are refused | |
 //! | `clusterMode`: only `false`; `clusterConfig` is refused | |
+//! | `controller` (Sentinel's shaping object, written as `null` by its datasource tests): ignored | |
 //!
 //! Degrade rules (`degrade` or `circuit_breaker`), each counted in one bucket over
 //! `statIntervalMs` as Sentinel does:
 //!
 //! | Sentinel | here |
 //! |---|---|
-//! | `grade` `0` (default): `count` is the max response time in ms, `slowRatioThreshold` the ratio (default 1) | `slow_request_ratio` |
-//! | `grade` `1`: `count` is the error ratio | `error_ratio` |
-//! | `grade` `2`: `count` is the error count | `error_count` |
+//! | `grade` `0` (default): `count` is the max response time in ms (rounded to whole ms), `slowRatioThreshold` the ratio (default 1) | `slow_request_ratio` (the ratio converted: below) |
+//! | `grade` `1`: `count` is the error ratio | `error_ratio` (converted: below) |
+//! | `grade` `2`: `count` is the error count | `error_count` (converted: below) |
 //! | `timeWindow`: seconds open (required) | `recovery` |
 //! | `minRequestAmount` (default 5) | `min_requests` |
 //! | `statIntervalMs` (default 1000) | `window` (one bucket) |
@@ -523,12 +524,12 @@
 //! |---|---|
 //! | `resource` | `resource` (required) |
 //! | `paramIdx` (required; negative, from the end, is refused) | `param_index` |
-//! | `count` | `threshold` (required) |
+//! | `count` (whole calls: the fraction is dropped, as Sentinel does) | `threshold` (required) |
 //! | `grade`: `1` QPS (default), `0` thread count | `metric`: `qps`, `concurrency` |
 //! | `durationInSec` (default 1; QPS only) | `window` |
-//! | `burstCount` (default 0; QPS only) | `burst` |
-//! | `controlBehavior`: `0` reject (default), `2` rate limiter (QPS only); `1` is refused | `max_wait` with `2` |
-//! | `maxQueueingTimeMs` (default 0) | `max_wait` |
+//! | `burstCount` (default 0; QPS only; with `controlBehavior` `2` only 0, which Sentinel ignores there) | `burst` |
+//! | `controlBehavior`: `0` reject (default), `2` rate limiter (QPS only); `1` is refused | `2`: a threshold per millisecond and `max_wait` (converted: below) |
+//! | `maxQueueingTimeMs` (default 0) | `max_wait` (converted: below) |
 //! | `paramFlowItemList`: `[{ object, count, classType }]` | `exceptions`: `object` is the value, `count` its threshold; `classType` must be `java.lang.String` (or `String`, or absent): other types are refused, since values are matched as strings |
 //! | `limitApp`: only `"default"` | |
 //! | `clusterMode`: only `false`; `clusterConfig` is refused | |
@@ -547,7 +548,10 @@
 //! }"#)?;
 //! assert_eq!(set.hotspot, vec![
 //!     HotspotRule::qps("api", 0, 10.0).burst(5).exception("vip-7", 100.0),
-//!     HotspotRule::qps("login", 1, 5.0).throttle(Duration::from_millis(200)),
+//!     // The rate limiter: 5 a second is one call each 200 ms from the first call.
+//!     HotspotRule::qps("login", 1, 5.0 / 1_000.0)
+//!         .window(Duration::from_millis(1))
+//!         .throttle(Duration::from_millis(200) - Duration::from_nanos(1)),
 //! ]);
 //! let err = RuleSet::from_json(r#"{"paramFlow": [{ "resource": "api", "paramIdx": 0, "count": 1,
 //!   "paramFlowItemList": [{ "object": "7", "count": 2, "classType": "int" }] }]}"#).unwrap_err();
@@ -558,6 +562,41 @@
 //! `warmUpPeriodSec`, `maxQueueingTimeMs` and `slowRatioThreshold` are written by Sentinel's own
 //! serialisers on every rule; where their behaviour is not selected they are accepted at their
 //! defaults (10, 500, 1) and refused with any other value, which Sentinel would ignore.
+//!
+//! ## What Sentinel's fields mean here
+//!
+//! A rule read with Sentinel's names does what it did in Sentinel. Where our rule counts
+//! differently, the converter changes the value so that the behaviour stays Sentinel's; every
+//! such field is here:
+//!
+//! | Sentinel | Sentinel's meaning | read as |
+//! |---|---|---|
+//! | degrade `grade` `2`, `count` | opens when the errors are **more than** `count` | `error_count: floor(count) + 1` (ours opens at the threshold); `count` up to 4294967294 |
+//! | degrade `grade` `1`, `count` | opens when the error ratio is **more than** `count` | `error_ratio`: the least `f64` above `count` (`0.5` reads as `0.5000000000000001`: both divide the same counts, so they decide alike); `1.0`, which never opens in Sentinel, is refused |
+//! | degrade `grade` `0`, `slowRatioThreshold` | opens when the slow ratio is **more than** it, or equal at exactly 1 | below 1: the least `f64` above it; 1: kept |
+//! | degrade `grade` `0`, `count` | max response time: `Math.round(count)` ms, a call slower than it is slow | `max_rt` in whole ms (ours times calls in microseconds, Sentinel in whole ms) |
+//! | paramFlow `count`, `paramFlowItemList[].count` | whole calls (`(long) count`, `Integer`) | the fraction dropped |
+//! | paramFlow `controlBehavior` `2` | a value's first call passes at once, each next one `durationInSec / count` later (a burst of one) | `threshold: count / (1000 x durationInSec)` per `window: 1ms` (and each exception's likewise): the same spacing, one call from idle (above 1000 calls a second, one millisecond's worth); Sentinel rounds the spacing to whole ms, here it is exact to the nanosecond |
+//! | paramFlow `maxQueueingTimeMs` | waits while the wait is **less than** it | `max_wait`: one nanosecond less |
+//! | system `highestSystemLoad` | the whole machine's load | divided by the cores (above) |
+//! | authority `limitApp` | origins separated by commas | split and trimmed (above) |
+//!
+//! Sentinel's writers give some values differently; in Sentinel's names (only):
+//!
+//! * **Numbers may be strings**, as fastjson reads them: `"count": "0.0"` reads as `0.0`
+//!   (a string holding a finite number, spaces around it allowed).
+//! * **Fields with no meaning here are ignored**: `controller` (flow rules), `passCount`
+//!   (degrade rules, deprecated in Sentinel), `resource` and `limitApp` `"default"` on system
+//!   rules, and `regex` when `false` (Sentinel 1.8.7 writes it on every rule; `true`, a resource
+//!   name as a regular expression, is refused).
+//!
+//! Our own names stay strict: a number is a number, and a field we do not know is refused.
+//!
+//! Where the behaviour itself differs by design, it is not converted: a QPS limit admits
+//! exactly the threshold (Sentinel's concurrent check-then-add may admit more), a hotspot value
+//! is limited by GCRA (a burst of `count + burstCount` from idle, then `count` per
+//! `durationInSec` evenly spaced) instead of Sentinel's bucket refilled once per duration, and
+//! warm-up admits at least one call a second where Sentinel's cold rate would admit none.
 //!
 //! ```
 //! # use sentinel_runtime::rules::{CircuitBreakerRule, FlowRule, RuleSet};
@@ -594,15 +633,16 @@
 //!     FlowRule::concurrency("db", 8),
 //!     FlowRule::qps("reads", 50.0).relate("writes"),
 //! ]);
+//! // Sentinel opens above `count`, ours at the threshold: each reads as the least value above.
 //! assert_eq!(set.circuit_breaker, vec![
-//!     CircuitBreakerRule::error_ratio("payments", 0.5)
+//!     CircuitBreakerRule::error_ratio("payments", 0.5_f64.next_up())
 //!         .min_requests(10)
 //!         .window(secs(10), 1)
 //!         .recovery(secs(5)),
-//!     CircuitBreakerRule::slow_request_ratio("inventory", ms(200), 0.6)
+//!     CircuitBreakerRule::slow_request_ratio("inventory", ms(200), 0.6_f64.next_up())
 //!         .window(secs(1), 1)
 //!         .recovery(secs(30)),
-//!     CircuitBreakerRule::error_count("ledger", 5).window(secs(1), 1).recovery(secs(60)),
+//!     CircuitBreakerRule::error_count("ledger", 6).window(secs(1), 1).recovery(secs(60)),
 //! ]);
 //!
 //! // What is not supported is refused by name, with the line where its rule starts.

@@ -82,14 +82,19 @@ pub enum FlowMetric {
 /// # Control behaviours (QPS rules)
 ///
 /// * **Reject** (default): a call over the threshold is blocked at once.
-/// * **Warm-up** (`.warm_up(period, cold_factor)`): Sentinel's token model. With
-///   `warning = period_s * threshold / (cold_factor - 1)`,
-///   `max = warning + 2 * period_s * threshold / (1 + cold_factor)` and
+/// * **Warm-up** (`.warm_up(period, cold_factor)`): Sentinel's token model, in Sentinel's
+///   whole tokens. With `warning = floor(floor(period_s * threshold) / (cold_factor - 1))`,
+///   `max = warning + floor(2 * period_s * threshold / (1 + cold_factor))` and
 ///   `slope = (cold_factor - 1) / threshold / (max - warning)`, the stored tokens start at `max`
-///   (cold); once a second they are refilled at `threshold` per second while below `warning`
-///   (or while traffic is under `threshold / cold_factor`), capped at `max`, and reduced by the
+///   (cold); once a second they are refilled at `threshold` per second (rounded down) while
+///   below `warning`, or while the previous second passed fewer than
+///   `max(floor(floor(threshold) / cold_factor), 1)` calls, capped at `max`, and reduced by the
 ///   previous second's passes. Above `warning` the allowed rate is
-///   `1 / ((tokens - warning) * slope + 1 / threshold)`; below it, the threshold. Needs the
+///   `1 / ((tokens - warning) * slope + 1 / threshold)` (one ulp up, as Sentinel's
+///   `Math.nextUp`); below it, the threshold; never below one call a second (for a threshold of
+///   at least 1). So under full load each second admits what Sentinel's `WarmUpController`
+///   admits, and the threshold is reached within about `1.5 x period`. Sentinel differs where
+///   `threshold < cold_factor`: its cold rate admits nothing, and it never warms up. Needs the
 ///   default one-second window.
 /// * **Throttling** (`.throttle(max_wait)`): calls pass at evenly spaced times, `window /
 ///   threshold` apart (1 / QPS), kept in nanoseconds. A call whose turn is more than `max_wait`

@@ -9,8 +9,19 @@
 //! every value we do not support (chain strategy, origins on flow rules, cluster mode), is
 //! refused by name.
 //!
-//! Two of Sentinel's meanings differ from ours and are converted or kept on purpose:
+//! Numbers may be given as strings (`"count": "0.0"`, as fastjson reads them), and fields
+//! Sentinel writes with no meaning here (`controller`, `passCount`, `regex: false`) are
+//! ignored: in Sentinel's names only.
 //!
+//! Where Sentinel's meaning differs from ours, the value is converted so that the rule behaves
+//! as in Sentinel (the table is in [`super::files`]):
+//!
+//! * **Degrade rules** open *above* `count` in Sentinel, at the threshold here: an error count
+//!   `n` reads as `floor(n) + 1`, a ratio as the least `f64` above it (a slow ratio of exactly 1
+//!   is kept; an error ratio of 1, which never opens in Sentinel, is refused).
+//! * **Param-flow rules** count whole calls (`count` loses its fraction); the rate limiter
+//!   (`controlBehavior` 2) paces a value from its first call, read as a threshold per
+//!   millisecond (a burst of one), waiting less than `maxQueueingTimeMs`.
 //! * **System rules**: Sentinel writes `-1` for a limit it leaves unset, and every negative
 //!   value reads as unset. Sentinel's `highestSystemLoad` is the whole machine's load, our
 //!   `load_per_core` is per core: it is divided by [`std::thread::available_parallelism()`] (1
@@ -22,6 +33,7 @@
 
 use std::time::Duration;
 
+use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
 
 use super::authority::{AuthorityRule, AuthorityStrategy};
@@ -195,17 +207,25 @@ pub(crate) fn param_flow_field(field: &str) -> &str {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SentinelParamFlowRule {
     resource: String,
+    #[serde(deserialize_with = "number")]
     count: f64,
+    #[serde(deserialize_with = "number")]
     param_idx: f64,
+    #[serde(default, deserialize_with = "opt_number")]
     grade: Option<f64>,
     limit_app: Option<String>,
+    #[serde(default, deserialize_with = "opt_number")]
     duration_in_sec: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     burst_count: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     control_behavior: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     max_queueing_time_ms: Option<f64>,
     param_flow_item_list: Option<Vec<SentinelParamFlowItem>>,
     cluster_mode: Option<bool>,
     cluster_config: Option<Node>,
+    regex: Option<bool>,
 }
 
 /// Sentinel's `ParamFlowItem`: a value with its own threshold.
@@ -213,6 +233,7 @@ struct SentinelParamFlowRule {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SentinelParamFlowItem {
     object: String,
+    #[serde(deserialize_with = "number")]
     count: f64,
     class_type: Option<String>,
 }
@@ -222,16 +243,27 @@ struct SentinelParamFlowItem {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SentinelFlowRule {
     resource: String,
+    #[serde(deserialize_with = "number")]
     count: f64,
+    #[serde(default, deserialize_with = "opt_number")]
     grade: Option<f64>,
     limit_app: Option<String>,
+    #[serde(default, deserialize_with = "opt_number")]
     strategy: Option<f64>,
     ref_resource: Option<String>,
+    #[serde(default, deserialize_with = "opt_number")]
     control_behavior: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     warm_up_period_sec: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     max_queueing_time_ms: Option<f64>,
     cluster_mode: Option<bool>,
     cluster_config: Option<Node>,
+    regex: Option<bool>,
+    /// Sentinel's traffic shaping controller object, which its tests and some serialisers
+    /// write (`"controller": null`): built from the other fields, so ignored.
+    #[allow(dead_code)]
+    controller: Option<IgnoredAny>,
 }
 
 /// Sentinel's `DegradeRule` as JSON names it.
@@ -239,20 +271,102 @@ struct SentinelFlowRule {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SentinelDegradeRule {
     resource: String,
+    #[serde(deserialize_with = "number")]
     count: f64,
+    #[serde(default, deserialize_with = "opt_number")]
     grade: Option<f64>,
     limit_app: Option<String>,
+    #[serde(default, deserialize_with = "opt_number")]
     time_window: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     min_request_amount: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     stat_interval_ms: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     slow_ratio_threshold: Option<f64>,
     /// Deprecated in Sentinel (unused since 1.8): accepted and ignored.
     #[allow(dead_code)]
     pass_count: Option<Node>,
+    regex: Option<bool>,
 }
 
 fn refuse(field: &str, message: impl Into<String>) -> NodeError {
     NodeError::new(Some(field), message)
+}
+
+/// A number as Sentinel's JSON may give it: a number, or a string holding a finite one
+/// (fastjson reads both, and Sentinel's own datasource tests write `"count": "0.0"`).
+fn number<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    d.deserialize_any(NumberVisitor)
+}
+
+/// [`number`], or `null` (or absent, with `#[serde(default)]`) for none.
+fn opt_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    d.deserialize_option(OptNumber)
+}
+
+struct NumberVisitor;
+
+impl<'de> Visitor<'de> for NumberVisitor {
+    type Value = f64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a number (or a string holding one)")
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+        Ok(v as f64)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+        Ok(v as f64)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+        Ok(v)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
+        match v.trim().parse::<f64>() {
+            Ok(n) if n.is_finite() => Ok(n),
+            _ => Err(E::invalid_value(de::Unexpected::Str(v), &self)),
+        }
+    }
+}
+
+/// The `Option<f64>` side of [`NumberVisitor`], for [`opt_number`].
+impl<'de> Visitor<'de> for OptNumber {
+    type Value = Option<f64>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a number (or a string holding one), or null")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<f64>, D::Error> {
+        number(d).map(Some)
+    }
+}
+
+struct OptNumber;
+
+/// Sentinel's `regex` (a resource name that is a regular expression, since 1.8.7; its
+/// serialisers write `"regex": false` on every rule): accepted when false.
+fn check_regex(regex: Option<bool>) -> Result<(), NodeError> {
+    if regex == Some(true) {
+        return Err(refuse(
+            "regex",
+            "is true: resource names as regular expressions are not supported (only false)",
+        ));
+    }
+    Ok(())
 }
 
 /// A whole number in `0..=max`, for Sentinel's integer fields (which JSON may write as `10.0`).
@@ -343,6 +457,7 @@ fn check_cluster(cluster_mode: Option<bool>, has_config: bool) -> Result<(), Nod
 pub(crate) fn flow_rule(node: Node) -> Result<FlowRule, NodeError> {
     let r = SentinelFlowRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
+    check_regex(r.regex)?;
     check_cluster(r.cluster_mode, r.cluster_config.is_some())?;
     let metric = match code("grade", r.grade, 1, "0 (thread count) or 1 (QPS)")? {
         0 => FlowMetric::Concurrency,
@@ -455,6 +570,7 @@ pub(crate) fn flow_rule(node: Node) -> Result<FlowRule, NodeError> {
 pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> {
     let r = SentinelDegradeRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
+    check_regex(r.regex)?;
     let grade = code(
         "grade",
         r.grade,
@@ -472,25 +588,43 @@ pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> 
                     ),
                 ));
             }
-            let max_rt = if r.count.fract() == 0.0 {
-                Duration::from_millis(r.count as u64)
-            } else {
-                Duration::from_nanos((r.count * 1_000_000.0).round() as u64)
-            };
-            CircuitBreakerRule::slow_request_ratio(
-                r.resource,
-                max_rt,
-                r.slow_ratio_threshold.unwrap_or(DEFAULT_SLOW_RATIO),
-            )
+            // Sentinel's `Math.round(count)`: whole milliseconds.
+            let max_rt = Duration::from_millis(r.count.round() as u64);
+            // Sentinel opens when the slow ratio is above the threshold, or equal to it at
+            // exactly 1.0 (`ResponseTimeCircuitBreaker`); ours opens at the threshold.
+            let ratio = r.slow_ratio_threshold.unwrap_or(DEFAULT_SLOW_RATIO);
+            let threshold = if ratio == 1.0 { ratio } else { above(ratio) };
+            CircuitBreakerRule::slow_request_ratio(r.resource, max_rt, threshold)
         }
         1 => {
             unused_slow_ratio(r.slow_ratio_threshold)?;
-            CircuitBreakerRule::error_ratio(r.resource, r.count)
+            // Sentinel opens when the error ratio is above `count` (`ExceptionCircuitBreaker`),
+            // so at 1.0 never.
+            if r.count == 1.0 {
+                return Err(refuse(
+                    "count",
+                    "is 1.0: Sentinel's error-ratio breaker opens when the ratio is above \
+                     `count`, and no ratio is above 1, so this rule never opens (remove it, or \
+                     give a ratio below 1)",
+                ));
+            }
+            CircuitBreakerRule::error_ratio(r.resource, above(r.count))
         }
         2 => {
             unused_slow_ratio(r.slow_ratio_threshold)?;
-            let count = whole("count", r.count, f64::from(u32::MAX))?;
-            CircuitBreakerRule::error_count(r.resource, count as u32)
+            // Sentinel opens when the error count is above `count` (`ExceptionCircuitBreaker`):
+            // at `floor(count) + 1` errors.
+            let max = f64::from(u32::MAX - 1);
+            if !(r.count.is_finite() && (0.0..=max).contains(&r.count)) {
+                return Err(refuse(
+                    "count",
+                    format!(
+                        "(the error count the breaker opens above) must be in 0..={max}, got {}",
+                        r.count
+                    ),
+                ));
+            }
+            CircuitBreakerRule::error_count(r.resource, r.count.floor() as u32 + 1)
         }
         other => {
             return Err(refuse(
@@ -529,6 +663,7 @@ pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> 
 pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
     let r = SentinelParamFlowRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
+    check_regex(r.regex)?;
     check_cluster(r.cluster_mode, r.cluster_config.is_some())?;
     if r.param_idx < 0.0 {
         return Err(refuse(
@@ -550,7 +685,8 @@ pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
             ))
         }
     };
-    let mut rule = HotspotRule::qps(r.resource, index, r.count);
+    // Sentinel counts whole calls per value: `(long) rule.getCount()`, and `Integer` item counts.
+    let mut rule = HotspotRule::qps(r.resource, index, r.count.trunc());
     rule.metric = metric;
     let behaviour = code(
         "controlBehavior",
@@ -573,11 +709,28 @@ pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
             ))
         }
     }
+    // Sentinel's rate limiter (`passThrottleLocalCheck`) passes a value's first call at once
+    // and spaces the next ones `durationInSec / count` apart: a burst of one. Here that is the
+    // same spacing as a threshold per millisecond (`count / (1000 x durationInSec)`, at most 1
+    // below 1000 calls a second, so a value admits one call from idle).
+    let mut per_ms = None;
     if metric == HotspotMetric::Qps {
         let secs = positive("durationInSec", r.duration_in_sec.unwrap_or(1.0), "seconds")?;
-        rule.window = Duration::from_secs(secs as u64);
-        if let Some(burst) = r.burst_count {
-            rule.burst = whole("burstCount", burst, f64::from(u32::MAX))? as u32;
+        if behaviour == 2 {
+            unused_at_default(
+                "burstCount",
+                r.burst_count,
+                0.0,
+                "with controlBehavior 0 (Sentinel's rate limiter ignores it)",
+            )?;
+            per_ms = Some(1_000.0 * secs);
+            rule.threshold /= 1_000.0 * secs;
+            rule.window = Duration::from_millis(1);
+        } else {
+            rule.window = Duration::from_secs(secs as u64);
+            if let Some(burst) = r.burst_count {
+                rule.burst = whole("burstCount", burst, f64::from(u32::MAX))? as u32;
+            }
         }
     } else {
         unused_at_default(
@@ -594,7 +747,10 @@ pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
             r.max_queueing_time_ms.unwrap_or(0.0),
             f64::from(u32::MAX),
         )?;
-        rule.max_wait = Some(Duration::from_millis(ms as u64));
+        // Sentinel waits while the wait is *less than* `maxQueueingTimeMs`; ours while it is at
+        // most `max_wait`: one nanosecond less.
+        rule.max_wait =
+            Some(Duration::from_millis(ms as u64).saturating_sub(Duration::from_nanos(1)));
     } else {
         unused_at_default(
             "maxQueueingTimeMs",
@@ -624,10 +780,22 @@ pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
         }
         rule.exceptions.push(HotspotException {
             value_hash: crate::param::hash(item.object.as_str()),
-            threshold: item.count,
+            threshold: item.count.trunc() / per_ms.unwrap_or(1.0),
         });
     }
     Ok(rule)
+}
+
+/// The least ratio above `ratio`: our breakers open at their threshold, Sentinel's above it.
+/// Both compute the ratio as the same `f64` division, so "at least `above(r)`" and "more than
+/// `r`" decide alike for every count of calls. A ratio outside `0..=1` stays outside (refused by
+/// validation, naming Sentinel's field).
+fn above(ratio: f64) -> f64 {
+    if (0.0..1.0).contains(&ratio) {
+        ratio.next_up()
+    } else {
+        ratio
+    }
 }
 
 fn unused_slow_ratio(value: Option<f64>) -> Result<(), NodeError> {
@@ -643,14 +811,20 @@ fn unused_slow_ratio(value: Option<f64>) -> Result<(), NodeError> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SentinelSystemRule {
+    #[serde(default, deserialize_with = "opt_number")]
     highest_system_load: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     highest_cpu_usage: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     avg_rt: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     max_thread: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
     qps: Option<f64>,
     /// Sentinel's rules all have these; a system rule uses neither.
     resource: Option<Node>,
     limit_app: Option<String>,
+    regex: Option<bool>,
 }
 
 /// A limit Sentinel leaves unset with a negative value.
@@ -663,6 +837,7 @@ fn set_limit(value: Option<f64>) -> Option<f64> {
 pub(crate) fn system_rule(node: Node) -> Result<SystemRule, NodeError> {
     let r = SentinelSystemRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
+    check_regex(r.regex)?;
     let _ = r.resource;
     let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
     let mut rule = SystemRule::new();
@@ -696,6 +871,7 @@ struct SentinelAuthorityRule {
     resource: String,
     limit_app: String,
     strategy: Option<Node>,
+    regex: Option<bool>,
 }
 
 /// Reads an authority rule written with Sentinel's names. The origins are split on commas and
@@ -703,6 +879,7 @@ struct SentinelAuthorityRule {
 /// a call without an origin is denied by a white list (Sentinel passes it).
 pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
     let r = SentinelAuthorityRule::deserialize(node)?;
+    check_regex(r.regex)?;
     let origins: Vec<&str> = r
         .limit_app
         .split(',')
@@ -715,8 +892,12 @@ pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
         Some(Node::U64(1) | Node::I64(1)) => AuthorityStrategy::Deny,
         Some(Node::F64(v)) if *v == 0.0 => AuthorityStrategy::Allow,
         Some(Node::F64(v)) if *v == 1.0 => AuthorityStrategy::Deny,
-        Some(Node::Str(s)) if s.eq_ignore_ascii_case("white") => AuthorityStrategy::Allow,
-        Some(Node::Str(s)) if s.eq_ignore_ascii_case("black") => AuthorityStrategy::Deny,
+        Some(Node::Str(s)) if s.eq_ignore_ascii_case("white") || s.trim() == "0" => {
+            AuthorityStrategy::Allow
+        }
+        Some(Node::Str(s)) if s.eq_ignore_ascii_case("black") || s.trim() == "1" => {
+            AuthorityStrategy::Deny
+        }
         Some(_) => {
             return Err(refuse(
                 "strategy",
@@ -878,7 +1059,7 @@ mod tests {
                    "minRequestAmount": 10, "statIntervalMs": 20000, "limitApp": "default"}"#
             ),
             Ok(
-                CircuitBreakerRule::slow_request_ratio("a", Duration::from_millis(200), 0.4)
+                CircuitBreakerRule::slow_request_ratio("a", Duration::from_millis(200), above(0.4))
                     .recovery(secs(5))
                     .min_requests(10)
                     .window(secs(20), 1)
@@ -886,7 +1067,7 @@ mod tests {
         );
         assert_eq!(
             degrade(r#"{"resource": "a", "count": 0.5, "grade": 1, "timeWindow": 3}"#),
-            Ok(CircuitBreakerRule::error_ratio("a", 0.5)
+            Ok(CircuitBreakerRule::error_ratio("a", 0.5_f64.next_up())
                 .recovery(secs(3))
                 .window(secs(1), 1))
         );
@@ -894,9 +1075,144 @@ mod tests {
             degrade(
                 r#"{"resource": "a", "count": 7, "grade": 2, "timeWindow": 3, "slowRatioThreshold": 1.0}"#
             ),
-            Ok(CircuitBreakerRule::error_count("a", 7)
+            Ok(CircuitBreakerRule::error_count("a", 8)
                 .recovery(secs(3))
                 .window(secs(1), 1))
+        );
+    }
+
+    /// Sentinel opens its breakers *above* `count` (`ExceptionCircuitBreaker`,
+    /// `ResponseTimeCircuitBreaker`); ours at their threshold: the converter moves each
+    /// threshold to the least value above Sentinel's.
+    #[test]
+    fn degrade_thresholds_keep_sentinel_s_greater_than() {
+        let threshold = |json: &str| degrade(json).map(|r| r.strategy);
+        let count = |n| BreakerStrategy::ErrorCount { threshold: n };
+        for (json_count, opens_at) in [("0", 1), ("5", 6), ("5.5", 6), ("4294967294", u32::MAX)] {
+            assert_eq!(
+                threshold(&format!(
+                    r#"{{"resource": "a", "grade": 2, "timeWindow": 1, "count": {json_count}}}"#
+                )),
+                Ok(count(opens_at)),
+                "error count {json_count}"
+            );
+        }
+        assert_eq!(
+            field(degrade(
+                r#"{"resource": "a", "grade": 2, "timeWindow": 1, "count": 4294967295}"#
+            )),
+            "count"
+        );
+        for ratio in [0.0, 0.1, 0.5, 0.999] {
+            let json =
+                format!(r#"{{"resource": "a", "grade": 1, "timeWindow": 1, "count": {ratio}}}"#);
+            let Ok(BreakerStrategy::ErrorRatio { threshold: t }) = threshold(&json) else {
+                panic!("{json}");
+            };
+            // For every call count up to 1000, "at least t" decides as "more than ratio".
+            for total in 1..=1000_u32 {
+                for bad in [0, 1, total / 3, total / 2, total / 2 + 1, total - 1, total] {
+                    let r = f64::from(bad) / f64::from(total);
+                    assert_eq!(r >= t, r > ratio, "{bad} of {total} against {ratio}");
+                }
+            }
+        }
+        // A ratio of 1.0 never opens Sentinel's error-ratio breaker: refused, not changed.
+        let refused =
+            degrade(r#"{"resource": "a", "grade": 1, "timeWindow": 1, "count": 1.0}"#).unwrap_err();
+        assert_eq!(refused.0.as_deref(), Some("count"));
+        assert!(refused.1.contains("never opens"), "{}", refused.1);
+        // A slow ratio of exactly 1.0 opens Sentinel's breaker at 1.0: kept.
+        assert_eq!(
+            threshold(r#"{"resource": "a", "grade": 0, "count": 20, "timeWindow": 1}"#),
+            Ok(BreakerStrategy::SlowRequestRatio {
+                max_rt: Duration::from_millis(20),
+                threshold: 1.0
+            })
+        );
+        // Sentinel's max RT is `Math.round(count)` milliseconds.
+        assert_eq!(
+            threshold(
+                r#"{"resource": "a", "grade": 0, "count": 20.5, "timeWindow": 1, "slowRatioThreshold": 0.2}"#
+            ),
+            Ok(BreakerStrategy::SlowRequestRatio {
+                max_rt: Duration::from_millis(21),
+                threshold: 0.2_f64.next_up()
+            })
+        );
+    }
+
+    #[test]
+    fn numbers_may_be_strings_and_sentinel_s_unused_fields_are_ignored() {
+        // Sentinel's datasource tests (sentinel-datasource-redis, -consul) write this rule.
+        assert_eq!(
+            flow(
+                r#"{"resource":"test", "limitApp":"default", "grade":1, "count":"0.0", "strategy":0,
+                   "refResource":null, "controlBehavior":0, "warmUpPeriodSec":10,
+                   "maxQueueingTimeMs":500, "controller":null}"#
+            ),
+            Ok(FlowRule::qps("test", 0.0))
+        );
+        assert_eq!(
+            flow(r#"{"resource": "a", "count": " 12.5 ", "grade": "1", "regex": false}"#),
+            Ok(FlowRule::qps("a", 12.5))
+        );
+        assert_eq!(
+            degrade(r#"{"resource": "a", "count": "3", "grade": "2", "timeWindow": "10"}"#),
+            Ok(CircuitBreakerRule::error_count("a", 4)
+                .recovery(Duration::from_secs(10))
+                .window(Duration::from_secs(1), 1))
+        );
+        assert_eq!(
+            system(r#"{"highestCpuUsage": "0.8", "maxThread": "-1", "regex": false}"#),
+            Ok(SystemRule::new().cpu_usage(0.8))
+        );
+        assert_eq!(
+            authority(r#"{"resource": "r", "limitApp": "a", "strategy": "1"}"#),
+            Ok(AuthorityRule::deny("r", ["a"]))
+        );
+        for (json, bad) in [
+            (r#"{"resource": "a", "count": "ten"}"#, "count"),
+            (r#"{"resource": "a", "count": "NaN"}"#, "count"),
+            (r#"{"resource": "a", "count": ""}"#, "count"),
+            (r#"{"resource": "a", "count": 1, "grade": "x"}"#, "grade"),
+            (r#"{"resource": "a", "count": 1, "regex": true}"#, "regex"),
+            (r#"{"resource": "a", "count": 1, "id": 7}"#, "id"),
+        ] {
+            assert_eq!(field(flow(json)), bad, "{json}");
+        }
+    }
+
+    fn param_flow(json: &str) -> Result<HotspotRule, (Option<String>, String)> {
+        param_flow_rule(node(json)).map_err(|e| (e.field(), e.message().to_owned()))
+    }
+
+    /// Sentinel's rate limiter paces from a value's first call: a burst of one, as a
+    /// threshold per millisecond.
+    #[test]
+    fn a_param_flow_rate_limiter_paces_from_the_first_call() {
+        let rule = param_flow(
+            r#"{"resource": "a", "paramIdx": 0, "count": 5, "controlBehavior": 2,
+               "maxQueueingTimeMs": 300, "durationInSec": 2,
+               "paramFlowItemList": [{"object": "vip", "count": 40, "classType": "String"}]}"#,
+        )
+        .unwrap();
+        let mut expected = HotspotRule::qps("a", 0, 5.0 / 2_000.0)
+            .window(Duration::from_millis(1))
+            .throttle(Duration::from_millis(300) - Duration::from_nanos(1))
+            .exception("vip", 40.0 / 2_000.0);
+        expected.exceptions[0].value_hash = crate::param::hash("vip");
+        assert_eq!(rule, expected);
+        assert_eq!(
+            field(param_flow(
+                r#"{"resource": "a", "paramIdx": 0, "count": 5, "controlBehavior": 2, "burstCount": 3}"#
+            )),
+            "burstCount"
+        );
+        // Sentinel counts whole calls: `(long) count`.
+        assert_eq!(
+            param_flow(r#"{"resource": "a", "paramIdx": "0", "count": "2.9"}"#),
+            Ok(HotspotRule::qps("a", 0, 2.0))
         );
     }
 
@@ -907,9 +1223,12 @@ mod tests {
                 r#"{"resource": "a", "count": 1, "grade": 3, "timeWindow": 1}"#,
                 "grade",
             ),
-            (r#"{"resource": "a", "count": 1, "grade": 1}"#, "timeWindow"),
             (
-                r#"{"resource": "a", "count": 1.5, "grade": 2, "timeWindow": 1}"#,
+                r#"{"resource": "a", "count": 0.5, "grade": 1}"#,
+                "timeWindow",
+            ),
+            (
+                r#"{"resource": "a", "count": -1.5, "grade": 2, "timeWindow": 1}"#,
                 "count",
             ),
             (

@@ -69,9 +69,15 @@ impl ThrottleGate {
 
     /// Takes the next turn for `count` passes at `now` (a precise reading: the coarse clock's
     /// 1–4 ms would make callers pass up to a tick late): the turn's time, or `None` if it is
-    /// more than `max_wait` away.
+    /// more than `max_wait` away, or if `count` is more than the threshold (a batch no window
+    /// could hold is blocked at once, as with the reject behaviour and sentinel-golang's
+    /// `ThrottlingChecker`). A single call always gets a turn: a threshold below 1 paces calls
+    /// more than a window apart.
     #[inline]
     pub(super) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
+        if u64::from(count) > self.threshold.limit().max(1) {
+            return None;
+        }
         let cost = self.cost(now, count)?;
         let mut latest = self.latest.load(Acquire);
         loop {
@@ -96,5 +102,48 @@ impl ThrottleGate {
                 Err(seen) => latest = seen,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const MS: u64 = 1_000_000;
+    const T0: u64 = 3_600_000 * MS;
+
+    /// sentinel-golang `core/flow/tc_throttling_test.go`,
+    /// `TestThrottlingChecker_DoCheckNoQueueingSingleThread` and `..._DoCheckSingleThread`:
+    /// "Should block when batchCount > threshold", then the batch of exactly the threshold
+    /// passes.
+    #[test]
+    fn a_batch_larger_than_the_threshold_is_blocked_at_once() {
+        for max_wait in [Duration::ZERO, Duration::from_secs(2)] {
+            let rule = FlowRule::qps("r", 50.0)
+                .window(Duration::from_secs(10), 10)
+                .throttle(max_wait);
+            let gate = ThrottleGate::new(&rule, T0);
+            assert_eq!(gate.try_acquire(T0, 51), None, "max_wait {max_wait:?}");
+            assert_eq!(gate.try_acquire(T0, 50), Some(T0), "max_wait {max_wait:?}");
+        }
+        // A reload lowering the threshold applies to batches at once.
+        let gate = ThrottleGate::new(&FlowRule::qps("r", 50.0).throttle(Duration::ZERO), T0);
+        gate.set_threshold(10.5);
+        assert_eq!(gate.try_acquire(T0, 11), None);
+        assert_eq!(gate.try_acquire(T0, 10), Some(T0));
+    }
+
+    #[test]
+    fn a_threshold_below_one_paces_single_calls_more_than_a_window_apart() {
+        let gate = ThrottleGate::new(&FlowRule::qps("r", 0.5).throttle(Duration::ZERO), T0);
+        assert_eq!(gate.try_acquire(T0, 1), Some(T0));
+        assert_eq!(gate.try_acquire(T0 + 1_999 * MS, 1), None);
+        assert_eq!(gate.try_acquire(T0 + 2_000 * MS, 1), Some(T0 + 2_000 * MS));
+        assert_eq!(
+            gate.try_acquire(T0 + 4_000 * MS, 2),
+            None,
+            "a batch above 0.5"
+        );
     }
 }
