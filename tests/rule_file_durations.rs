@@ -57,7 +57,10 @@ fn a_duration_beyond_the_range_is_refused_by_name_not_wrapped() {
 fn an_integer_too_large_for_milliseconds_is_refused_by_name() {
     // Beyond u64: refused while reading the file, with the rule's path in the message.
     let err = RuleSet::from_yaml(&yaml("99999999999999999999999")).expect_err("accepted");
-    assert!(err.to_string().contains("circuit_breaker[0].recovery"), "{err}");
+    assert!(
+        err.to_string().contains("circuit_breaker[0].recovery"),
+        "{err}"
+    );
     // Within u64 it is a duration, and the rule's own limit refuses it by name.
     let err = RuleSet::from_yaml(&yaml("18446744073709551615")).expect_err("accepted");
     assert_eq!(only_field(&err), Some("recovery"), "{err}");

@@ -36,7 +36,10 @@ pub const CASES: &[(&str, Option<Duration>)] = &[
     ("5000000ns", Some(Duration::from_millis(5))),
     ("0s", Some(Duration::ZERO)),
     ("0.0001s", Some(Duration::from_micros(100))),
-    ("49d17h2m47s295ms", Some(Duration::from_millis(4_294_967_295))),
+    (
+        "49d17h2m47s295ms",
+        Some(Duration::from_millis(4_294_967_295)),
+    ),
     ("18446744073709551615s", Some(Duration::from_secs(u64::MAX))),
     ("", None),
     ("5", None),

@@ -95,7 +95,10 @@ fn digits(text: &str) -> Option<String> {
 fn scaled(number: &str, scale: u128) -> Result<u128, DurationError> {
     let bad = || DurationError::BadNumber(number.to_owned());
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    let (whole, fraction) = (digits(whole).ok_or_else(bad)?, digits(fraction).ok_or_else(bad)?);
+    let (whole, fraction) = (
+        digits(whole).ok_or_else(bad)?,
+        digits(fraction).ok_or_else(bad)?,
+    );
     if whole.is_empty() && fraction.is_empty() {
         return Err(bad());
     }
@@ -225,10 +228,19 @@ mod tests {
             ("1.5ns", DurationError::FinerThanNanos),
             ("1.0000000001ns", DurationError::FinerThanNanos),
             ("0.000000000000001d", DurationError::FinerThanNanos),
-            ("0.0000000000000000000000001s", DurationError::FinerThanNanos),
-            ("99999999999999999999999999999999999999999999ns", DurationError::TooLong),
+            (
+                "0.0000000000000000000000001s",
+                DurationError::FinerThanNanos,
+            ),
+            (
+                "99999999999999999999999999999999999999999999ns",
+                DurationError::TooLong,
+            ),
             ("18446744073709551616s", DurationError::TooLong),
-            ("3938453320844195178974243.14183759504d", DurationError::TooLong),
+            (
+                "3938453320844195178974243.14183759504d",
+                DurationError::TooLong,
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(parse(text), Err(expected), "{text:?}");
@@ -247,7 +259,10 @@ mod tests {
         // Leading zeros of any length, trailing zeros of any length.
         let zeros = "0".repeat(100);
         assert_eq!(parse(&format!("{zeros}1s")), Ok(Duration::from_secs(1)));
-        assert_eq!(parse(&format!("1.5{zeros}s")), Ok(Duration::from_millis(1_500)));
+        assert_eq!(
+            parse(&format!("1.5{zeros}s")),
+            Ok(Duration::from_millis(1_500))
+        );
         // A long fraction that still ends at a whole nanosecond: 625e-15 d is 54 ns.
         assert_eq!(parse("0.000000000000625d"), Ok(Duration::from_nanos(54)));
     }
