@@ -102,7 +102,9 @@ pub trait BlockArg<'a>: Sized {
 }
 
 impl BlockArg<'_> for BlockError {
-    /// A copy (the attribute's resource name is a `&'static str`: nothing is allocated).
+    /// A copy, taken on the blocked path only: the attribute's resource name is a
+    /// `&'static str`, but a reason built at run time (an authority rule's origin, a custom
+    /// slot's message) is copied. A fallback taking `&BlockError` copies nothing.
     #[inline]
     fn block_arg(block: &BlockError) -> Self {
         block.clone()
