@@ -782,6 +782,20 @@ pub(crate) fn duration(value: &Expr, name: &str, errors: &mut Errors) -> Option<
                 None
             }
         },
+        // Rule files read an integer as milliseconds; the attribute asks for the unit.
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => {
+            errors.at(
+                i,
+                format!(
+                    "`{name} = {i}` has no unit: write one, like `{name} = \"{i}s\"` or \
+                     `{name} = \"{i}ms\"`; `{name}` expects {}",
+                    crate::duration::ACCEPTED
+                ),
+            );
+            None
+        }
         other => {
             errors.at(
                 other,

@@ -18,6 +18,7 @@ pub(crate) fn sentinel(args: TokenStream, item: TokenStream) -> TokenStream {
         Err(_) => return not_a_function(item),
     };
     let mut errors = Errors::default();
+    valid::single_attribute(&func, &mut errors);
     let parsed =
         (|input: syn::parse::ParseStream<'_>| Args::parse(input, &mut errors)).parse2(args);
     let args = match parsed {
@@ -48,6 +49,20 @@ fn mentions_impl(ty: &syn::Type) -> bool {
         })
     }
     walk(ty.to_token_stream())
+}
+
+/// Whether `pat` binds anything by `ref mut`.
+fn borrows_mutably(pat: &syn::Pat) -> bool {
+    struct Find(bool);
+    impl syn::visit::Visit<'_> for Find {
+        fn visit_pat_ident(&mut self, p: &syn::PatIdent) {
+            self.0 |= p.by_ref.is_some() && p.mutability.is_some();
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut find = Find(false);
+    syn::visit::Visit::visit_pat(&mut find, pat);
+    find.0
 }
 
 /// One of our hygienic names, reported at `span`.
@@ -110,9 +125,29 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
     let ItemFn {
         attrs,
         vis,
-        sig,
+        mut sig,
         block,
     } = func;
+    // Arguments written as patterns get their hidden names in the signature, and are
+    // destructured where the body runs, as the function itself would.
+    let mut destructure = Vec::new();
+    for p in passed {
+        if let Passed::Hidden { index, name } = p {
+            if let Some(syn::FnArg::Typed(pt)) = sig.inputs.iter_mut().nth(*index) {
+                // A `ref mut` binding borrows the argument mutably: it must be `mut`.
+                let ref_mut = borrows_mutably(&pt.pat);
+                let hidden: syn::Pat = match ref_mut {
+                    true => parse_quote!(mut #name),
+                    false => parse_quote!(#name),
+                };
+                let pat = std::mem::replace(&mut *pt.pat, hidden);
+                // `_` binds nothing, and the argument lives to the end of the call either way.
+                if !matches!(pat, syn::Pat::Wild(_)) {
+                    destructure.push(quote!(let #pat = #name;));
+                }
+            }
+        }
+    }
     // The body's inner attributes (`#![allow(..)]`) open the function's new body: before the
     // function they would be an error.
     let (inner, attrs): (Vec<_>, Vec<_>) = attrs
@@ -235,6 +270,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
 
     // Our own names are hygienic (mixed-site): the user's body cannot see or shadow them.
     let node = syn::Ident::new("__SENTINEL_NODE", Span::mixed_site());
+    let node_ref = syn::Ident::new("__sentinel_node", Span::mixed_site());
     let entry = syn::Ident::new("__sentinel_entry", Span::mixed_site());
     let blocked = syn::Ident::new("__sentinel_blocked", Span::mixed_site());
     let result = syn::Ident::new("__sentinel_result", Span::mixed_site());
@@ -260,11 +296,16 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
     let on_block = match &args.fallback {
         Some(fallback) => {
             let span = fallback.span();
-            let block_error = quote!(#private::BlockError);
+            // The block's parameter is inferred from the fallback: `BlockError` or `&BlockError`
+            // (`BlockArg` says which are accepted).
             let pointer = if is_async {
                 None
             } else {
-                crate::fn_pointer::expected(&sig, &block_error)
+                crate::fn_pointer::expected(&sig, &quote!(_))
+            };
+            let blocked = {
+                let private = respan(private.clone(), span);
+                quote_spanned!(span=> #private::BlockArg::block_arg(&#blocked))
             };
             match pointer {
                 // The fallback coerced to the signature it must have, at the user's path: a
@@ -329,18 +370,23 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
         }
         // No fallback: the return type must carry the block (a `Result` whose error type
         // implements `From<BlockError>`), which the type system checks, at the return type.
+        // The error type is asked for `FromBlockError` itself (a trait method, whose message
+        // names the type and the fix), not through a bound of ours on the `Result`.
         None if opaque => {
             let at = reported_at("__sentinel_slot_at", output_span);
+            let private = respan(private.clone(), output_span);
             quote_spanned! {output_span=>
                 {
                     let #at = &#slot;
-                    #at.blocked(#blocked)
+                    #at.blocked(#private::FromBlockError::from_block(#blocked))
                 }
             }
         }
         None => {
             let private = respan(private.clone(), output_span);
-            quote_spanned!(output_span=> #private::blocked(#blocked))
+            quote_spanned! {output_span=>
+                #private::BlockedValue::blocked(#private::FromBlockError::from_block(#blocked))
+            }
         }
     };
 
@@ -441,6 +487,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
             ::core::result::Result::Ok(#reservation) => {
                 #private::wait_for_turn(&#reservation).await;
                 let #entry = #reservation.into_entry();
+                #(#destructure)*
                 #body
             }
         }
@@ -448,6 +495,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
         // A sync caller sleeps through a throttling wait inside `enter`.
         quote! {
             ::core::result::Result::Ok(#entry) => {
+                #(#destructure)*
                 #body
             }
         }
@@ -472,29 +520,42 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
     };
     let inbound = args.inbound.is_some_and(|i| i.value);
     let (hash_params, admission) = match (params.is_empty() && !inbound, is_async) {
-        (true, true) => (quote!(), quote!(#node.reserve_async())),
-        (true, false) => (quote!(), quote!(#node.enter())),
-        (false, true) if params.is_empty() => (quote!(), quote!(#node.reserve_async_inbound(&[]))),
-        (false, false) if params.is_empty() => (quote!(), quote!(#node.enter_inbound(&[]))),
-        (false, true) if inbound => (hash_let, quote!(#node.reserve_async_inbound(&#hashes))),
-        (false, false) if inbound => (hash_let, quote!(#node.enter_inbound(&#hashes))),
-        (false, true) => (hash_let, quote!(#node.reserve_async_with(&#hashes))),
-        (false, false) => (hash_let, quote!(#node.enter_with(&#hashes))),
+        (true, true) => (quote!(), quote!(#node_ref.reserve_async())),
+        (true, false) => (quote!(), quote!(#node_ref.enter())),
+        (false, true) if params.is_empty() => {
+            (quote!(), quote!(#node_ref.reserve_async_inbound(&[])))
+        }
+        (false, false) if params.is_empty() => (quote!(), quote!(#node_ref.enter_inbound(&[]))),
+        (false, true) if inbound => (hash_let, quote!(#node_ref.reserve_async_inbound(&#hashes))),
+        (false, false) if inbound => (hash_let, quote!(#node_ref.enter_inbound(&#hashes))),
+        (false, true) => (hash_let, quote!(#node_ref.reserve_async_with(&#hashes))),
+        (false, false) => (hash_let, quote!(#node_ref.enter_with(&#hashes))),
     };
 
+    let contents = quote! {
+        #(#inner)*
+        static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
+        // Entered through a reference: clippy counts a method call on a static with interior
+        // mutability as mutating it, and would then never ask for `#[must_use]`, which it asks
+        // of the same function without the attribute.
+        let #node_ref = &#node;
+        #slot_decl
+        #hash_params
+        match #admission {
+            #admitted
+            // The fallback gets every argument, also those the body leaves unused.
+            #[allow(clippy::used_underscore_binding)]
+            ::core::result::Result::Err(#blocked) => #ret #on_block,
+        }
+    };
+    // The body's braces are the user's: the function then spans the user's tokens from its
+    // first to its last, and lints about the function as a whole (`must_use_candidate`) see it
+    // as the user's, as they would without the attribute. Those about our statements inside
+    // still see our spans.
+    let mut body = proc_macro2::Group::new(proc_macro2::Delimiter::Brace, contents);
+    body.set_span(block.brace_token.span.join());
     quote! {
         #(#attrs)*
-        #vis #sig {
-            #(#inner)*
-            static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
-            #slot_decl
-            #hash_params
-            match #admission {
-                #admitted
-                // The fallback gets every argument, also those the body leaves unused.
-                #[allow(clippy::used_underscore_binding)]
-                ::core::result::Result::Err(#blocked) => #ret #on_block,
-            }
-        }
+        #vis #sig #body
     }
 }

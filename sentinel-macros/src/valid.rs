@@ -9,18 +9,63 @@ use crate::duration;
 use crate::errors::Errors;
 use crate::limits;
 
-/// What the generated code passes to the fallback: `self` or an argument's name.
+/// What the generated code passes to the fallback: `self`, an argument's name, or the hidden
+/// name of an argument written as a pattern (`Path(id): Path<u64>`), which the body
+/// destructures.
 pub(crate) enum Passed {
     SelfValue(syn::token::SelfValue),
     Name(Ident),
+    Hidden {
+        /// The argument's position in the signature.
+        index: usize,
+        /// Our name for it, which the user's code cannot see.
+        name: Ident,
+    },
 }
 
 impl ToTokens for Passed {
     fn to_tokens(&self, tokens: &mut proc_macro2::TokenStream) {
         match self {
             Passed::SelfValue(s) => s.to_tokens(tokens),
-            Passed::Name(n) => n.to_tokens(tokens),
+            Passed::Name(n) | Passed::Hidden { name: n, .. } => n.to_tokens(tokens),
         }
+    }
+}
+
+/// The path of an attribute that is this one, however it is imported: `sentinel`,
+/// `sentinel_runtime::sentinel`, `::sentinel_runtime::sentinel`.
+fn is_sentinel(attr: &syn::Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|last| last.ident == "sentinel")
+}
+
+/// One `#[sentinel]` per function. Two would nest (the one written second guards the body
+/// inside the first, and the first sees only what the second lets through), which nobody
+/// means. The one written first sees the second among the function's attributes; under a name
+/// of its own (`use sentinel_runtime::sentinel as guard`) the second sees the first's expansion.
+pub(crate) fn single_attribute(func: &ItemFn, errors: &mut Errors) {
+    const COMBINE: &str = "put every rule in one attribute: `#[sentinel(qps = 100, \
+                           concurrency = 10, breaker(error_ratio = 0.5, recovery = \"10s\"))]` \
+                           guards one resource with all of them";
+    for attr in func.attrs.iter().filter(|a| is_sentinel(a)) {
+        errors.at(
+            attr,
+            format!("a function takes one #[sentinel] attribute, and this is a second: {COMBINE}"),
+        );
+    }
+    let expanded = func.block.stmts.iter().any(|stmt| {
+        matches!(stmt, syn::Stmt::Item(syn::Item::Static(s)) if s.ident == "__SENTINEL_NODE")
+    });
+    if expanded {
+        errors.push(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            format!(
+                "this function is already guarded by #[sentinel] (under another name): a function \
+                 takes one #[sentinel] attribute; {COMBINE}"
+            ),
+        ));
     }
 }
 
@@ -145,7 +190,7 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
         );
     }
     // Whether any other return type is a `Result` is decided by the type system (an alias is
-    // one), through `__private::BlockedValue` and `__private::ResultValue`; `()` never is.
+    // one), through `fallback::BlockedValue` and `__private::ResultValue`; `()` never is.
     let returns_unit = match &sig.output {
         ReturnType::Default => true,
         ReturnType::Type(_, ty) => is_unit(ty),
@@ -168,18 +213,23 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
         );
     }
     let mut passed = Vec::new();
-    for input in &sig.inputs {
+    for (index, input) in sig.inputs.iter().enumerate() {
         match input {
             FnArg::Receiver(r) => passed.push(Passed::SelfValue(r.self_token)),
             FnArg::Typed(pt) => match &*pt.pat {
                 Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
                     passed.push(Passed::Name(p.ident.clone()))
                 }
-                other if args.fallback.is_some() => errors.at(
-                    other,
-                    "#[sentinel] cannot pass this argument pattern to the fallback: bind the \
-                     argument to a name (`arg: Type`) and destructure it in the body",
-                ),
+                // A pattern (`Path(id): Path<u64>`, `(a, b): (u8, u8)`, `_: T`) binds no one
+                // name the fallback could be given: the argument gets a hidden one, and the body
+                // destructures it. Only needed where there is a fallback to pass it to.
+                _ if args.fallback.is_some() => passed.push(Passed::Hidden {
+                    index,
+                    name: Ident::new(
+                        &format!("__sentinel_arg{index}"),
+                        proc_macro2::Span::mixed_site(),
+                    ),
+                }),
                 _ => {}
             },
         }

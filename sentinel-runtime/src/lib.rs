@@ -84,6 +84,7 @@ mod entry;
 mod error;
 #[cfg(feature = "tracing")]
 mod events;
+pub mod fallback;
 pub mod metrics;
 mod node;
 mod param;
@@ -154,9 +155,10 @@ pub use node::ResourceNode;
 ///             result // the guard drops after the body
 ///         }
 ///         Err(blocked) => {
-///             // the fallback's expected signature, checked where `fallback = ...` is written
-///             let fallback: fn(u64, u32, BlockError) -> String = orders_busy;
-///             fallback(id, qty, blocked)
+///             // the fallback's expected signature, checked where `fallback = ...` is written;
+///             // its last parameter `BlockError` or `&BlockError`, as the fallback declares it
+///             let fallback: fn(u64, u32, _) -> String = orders_busy;
+///             fallback(id, qty, sentinel_runtime::fallback::BlockArg::block_arg(&blocked))
 ///         }
 ///     }
 /// }
@@ -179,13 +181,24 @@ pub use node::ResourceNode;
 ///   2147483647): a [`FlowRule::concurrency`](rules::FlowRule::concurrency) default.
 /// * **`fallback = path`**: called instead of the body when the call is blocked. It takes the
 ///   function's arguments in order, with exactly their types (the receiver first, for methods:
-///   `&self`, `&mut self` or `self` as the function has it), then the [`BlockError`], and
-///   returns the function's return type: for `fn greet(&self, name: &str) -> String` it is
-///   `fn busy(&self, name: &str, err: BlockError) -> String`. A wrong signature fails to
+///   `&self`, `&mut self` or `self` as the function has it), then the [`BlockError`] by value
+///   or by reference (`&BlockError`, for a fallback that only reads it:
+///   `clippy::needless_pass_by_value` then has nothing to say), and returns the function's
+///   return type: for `fn greet(&self, name: &str) -> String` it is
+///   `fn busy(&self, name: &str, err: &BlockError) -> String`. A wrong signature fails to
 ///   compile at `fallback = ...`, naming the expected one (`expected fn pointer
-///   fn(&Greeter, &str, BlockError) -> String`). For an `async fn` it may be an `async fn`
-///   (awaited) or a plain `fn`. `fallback = Self::busy` works inside `impl` blocks; so does a
-///   generic function, whose type parameters are inferred.
+///   fn(&Greeter, &str, _) -> String`, `_` the block). For an `async fn` it may be an
+///   `async fn` (awaited) or a plain `fn`. `fallback = Self::busy` works inside `impl` blocks;
+///   so does a generic function, whose type parameters are inferred. Arguments may be
+///   irrefutable patterns (`Path(id): Path<u64>`, `(a, b): (u8, u8)`, `Point { x, y }: Point`,
+///   as axum handlers write extractors): the fallback gets the argument whole, the body
+///   destructured ([`fallback`] has the traits these forms rest on).
+/// * **Durations** (`window`, `warm_up`, `max_wait`, a breaker's `slow_rt`, `window` and
+///   `recovery`, a hotspot's `window` and `max_wait`) are strings read by the rule files'
+///   grammar: numbers with units `ns`, `us`, `ms`, `s`, `m`, `h`, `d`, summed and with
+///   fractions (`"1m30s"`, `"1.5s"`, `"1d"`, `"1_500ms"`), in whole milliseconds above zero. A
+///   bare number (`window = 500`, `"500"`) is refused: write its unit (rule files read an
+///   integer as milliseconds).
 /// * **`window = "1m"`**, **`strict = true`**: the `qps` rule's window (then `qps` counts calls
 ///   per window: `qps = 100, window = "1m"` is 100 a minute) and the strict window mode (see
 ///   [`rules::FlowRule`]).
@@ -382,12 +395,14 @@ pub use node::ResourceNode;
 /// Mistakes are reported together, each at the token that is wrong: an unknown or duplicate
 /// argument (a near miss such as `qsp` asks "did you mean `qps`?"; a bare `"orders"` asks for
 /// `resource = "orders"`), a literal of the wrong type (`qps = "100"`), a zero, negative or
-/// infinite limit, a bad duration (`"5"`, `"5d"`, `"0s"`), `cold_factor <= 1`, a shaping option
+/// infinite limit, a bad duration (`"5"`, `"5x"`, `"0s"`, `"1500us"`), `cold_factor <= 1`, a shaping option
 /// without `qps`, a `breaker(...)` with two strategies, none, a ratio outside `0..=1` or no
 /// `recovery`, a `fallback` or `is_error` that is not a path or does not match the function, a
 /// missing fallback, a `const fn`, a hotspot parameter that names no argument or whose type
-/// is not `Hash`, a `hotspot(...)` with both `qps` and `concurrency`, or the attribute on
-/// something other than a function. Every
+/// is not `Hash`, a `hotspot(...)` with both `qps` and `concurrency`, a fallback whose last
+/// parameter is neither `BlockError` nor `&BlockError`, a `Result` whose error type does not
+/// implement `From<BlockError>` without a fallback, a second `#[sentinel]` on one function (put
+/// every rule in one attribute), or the attribute on something other than a function. Every
 /// value the run-time rule validation would refuse is refused here, so no default rule can be
 /// dropped when its node is built:
 ///

@@ -341,33 +341,8 @@ impl<T> ResolveValue<T> for Fallback<T> {
     }
 }
 
-/// A return type that can carry a block: what a guarded function without `fallback` returns
-/// when blocked. Implemented for every `Result<T, E>` whose `E: From<BlockError>`, however it is
-/// spelled (`io::Result<T>`, a `type ApiResult<T> = Result<T, AppError>` alias, ...): the type
-/// system decides, not the name.
-#[diagnostic::on_unimplemented(
-    message = "#[sentinel] needs `fallback = ...` here: a blocked call must still return a `{Self}`",
-    label = "a blocked call cannot return this type without a fallback",
-    note = "add `fallback = some_fn` (taking the same arguments plus a `BlockError`, returning `{Self}`), or return a `Result` whose error type implements `From<BlockError>` (any alias of `Result` works)"
-)]
-pub trait BlockedValue: Sized {
-    /// `Err(E::from(block))`.
-    fn blocked(block: BlockError) -> Self;
-}
-
-impl<T, E: From<BlockError>> BlockedValue for Result<T, E> {
-    #[inline]
-    fn blocked(block: BlockError) -> Self {
-        Err(E::from(block))
-    }
-}
-
-/// The value a guarded function without `fallback` returns when blocked. Generic, so no
-/// "useless conversion" lint fires in the user's crate when `E` is `BlockError` itself.
-#[inline]
-pub fn blocked<R: BlockedValue>(block: BlockError) -> R {
-    R::blocked(block)
-}
+/// What a blocked call asks of the types around it (documented in the public module).
+pub use crate::fallback::{BlockArg, BlockedValue, FromBlockError};
 
 /// A `Result` return type, however it is spelled: what `is_error = f` inspects.
 #[diagnostic::on_unimplemented(
@@ -444,13 +419,13 @@ impl<T> ReturnSlot<T> {
         value.into_value()
     }
 
-    /// Without a fallback: the block as the body's `Result` type.
+    /// Without a fallback: the block (as the error type) as the body's `Result` type.
     #[inline]
-    pub fn blocked(&self, block: BlockError) -> T
+    pub fn blocked<E>(&self, error: E) -> T
     where
-        T: BlockedValue,
+        T: BlockedValue<E>,
     {
-        T::blocked(block)
+        T::blocked(error)
     }
 }
 

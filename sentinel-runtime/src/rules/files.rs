@@ -143,8 +143,10 @@
 //! [`HotspotRule::qps`], ...).
 //!
 //! **Durations** are strings with a unit, `ns`, `us` (`µs`), `ms`, `s`, `m` (`min`), `h` or `d`:
-//! `"500ms"`, `"1s"`, `"1.5s"`, `"1m"`, `"1h"`, `"1m30s"`; or an integer number of
-//! milliseconds (`500`). Serialized rules write the largest exact unit.
+//! `"500ms"`, `"1s"`, `"1.5s"`, `"1m"`, `"1h"`, `"1m30s"`, `"1_500ms"`; or an integer number of
+//! milliseconds (`500`). The attribute reads the same strings the same way (one grammar); a
+//! duration beyond the range is refused, never wrapped. Serialized rules write the largest
+//! exact unit.
 //!
 //! ## Example: YAML
 //!
@@ -688,108 +690,20 @@ pub(crate) mod duration {
     use serde::de::{self, Deserializer, Visitor};
     use serde::Serializer;
 
-    const NANOS_PER_SEC: u128 = 1_000_000_000;
-
-    /// Parses `"500ms"`, `"1.5s"`, `"1m30s"`, `"2 h"`: numbers (with an optional fraction),
-    /// each followed by its unit.
+    /// Parses `"500ms"`, `"1.5s"`, `"1m30s"`, `"2 h"`, `"1d"`, `"1_500ms"`: the attribute's
+    /// grammar (`sentinel_duration`), one implementation for both, every step checked.
     pub(crate) fn parse(text: &str) -> Result<Duration, String> {
-        let bad = |why: &str| {
-            Err(format!(
-                "must be a duration such as \"500ms\", \"1s\", \"1m\" or \"1h\" (or integer \
+        sentinel_duration::parse(text).map_err(|why| {
+            format!(
+                "must be a duration such as \"500ms\", \"1s\", \"1m30s\" or \"1h\" (or integer \
                  milliseconds), got {text:?}: {why}"
-            ))
-        };
-        let mut rest = text.trim();
-        if rest.is_empty() {
-            return bad("empty");
-        }
-        let mut nanos: u128 = 0;
-        while !rest.is_empty() {
-            let number_len = rest
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(rest.len());
-            let number = &rest[..number_len];
-            rest = rest[number_len..].trim_start();
-            let unit_len = rest
-                .find(|c: char| !c.is_alphabetic())
-                .unwrap_or(rest.len());
-            let unit = &rest[..unit_len];
-            rest = rest[unit_len..].trim_start();
-            let scale: u128 = match unit {
-                "ns" => 1,
-                "us" | "µs" | "μs" => 1_000,
-                "ms" => 1_000_000,
-                "s" | "sec" => NANOS_PER_SEC,
-                "m" | "min" => 60 * NANOS_PER_SEC,
-                "h" => 3_600 * NANOS_PER_SEC,
-                "d" => 86_400 * NANOS_PER_SEC,
-                "" if number.is_empty() => return bad("expected a number"),
-                "" => return bad("a number needs a unit (ns, us, ms, s, m, h or d)"),
-                _ => return bad("unknown unit (ns, us, ms, s, m, h or d)"),
-            };
-            let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-            if (whole.is_empty() && fraction.is_empty())
-                || fraction.contains('.')
-                || whole.len() > 30
-                || fraction.len() > 18
-            {
-                return bad("not a number");
-            }
-            let whole: u128 = if whole.is_empty() {
-                0
-            } else {
-                match whole.parse() {
-                    Ok(n) => n,
-                    Err(_) => return bad("not a number"),
-                }
-            };
-            let mut part = match whole.checked_mul(scale) {
-                Some(n) => n,
-                None => return bad("too long"),
-            };
-            if !fraction.is_empty() {
-                let digits: u128 = match fraction.parse() {
-                    Ok(n) => n,
-                    Err(_) => return bad("not a number"),
-                };
-                let denominator = 10u128.pow(fraction.len() as u32);
-                let scaled = digits * scale;
-                if !scaled.is_multiple_of(denominator) {
-                    return bad("finer than a nanosecond");
-                }
-                part += scaled / denominator;
-            }
-            nanos = match nanos.checked_add(part) {
-                Some(n) => n,
-                None => return bad("too long"),
-            };
-        }
-        match u64::try_from(nanos / NANOS_PER_SEC) {
-            Ok(secs) => Ok(Duration::new(secs, (nanos % NANOS_PER_SEC) as u32)),
-            Err(_) => bad("too long"),
-        }
+            )
+        })
     }
 
     /// The largest unit that is exact: `"500ms"`, `"10s"`, `"1m"`, `"90s"`, `"1h"`.
     pub(crate) fn format(d: Duration) -> String {
-        let nanos = d.as_nanos();
-        let units: [(u128, &str); 6] = [
-            (3_600 * NANOS_PER_SEC, "h"),
-            (60 * NANOS_PER_SEC, "m"),
-            (NANOS_PER_SEC, "s"),
-            (1_000_000, "ms"),
-            (1_000, "us"),
-            (1, "ns"),
-        ];
-        if nanos == 0 {
-            return "0ms".to_owned();
-        }
-        for (scale, unit) in units {
-            if nanos.is_multiple_of(scale) {
-                return format!("{}{unit}", nanos / scale);
-            }
-        }
-        format!("{nanos}ns")
+        sentinel_duration::format(d)
     }
 
     struct DurationVisitor;
@@ -1760,6 +1674,30 @@ mod tests {
             assert_eq!(duration::format(d), text);
             assert_eq!(duration::parse(text), Ok(d));
         }
+    }
+
+    /// The grammar's table, read as the rule files read a duration field: every string means
+    /// what it means to the attribute (its crate runs the same table), and integers are
+    /// milliseconds.
+    #[test]
+    fn the_duration_table_reads_as_in_the_attribute() {
+        for &(text, expected) in sentinel_duration::cases::CASES {
+            let read = duration::deserialize(serde_json::Value::from(text));
+            assert_eq!(read.as_ref().ok(), expected.as_ref(), "{text:?}: {read:?}");
+            if let Err(e) = read {
+                assert!(e.to_string().contains(&format!("got {text:?}")), "{e}");
+            }
+        }
+        for (ms, expected) in [
+            (0, Duration::ZERO),
+            (1_500, Duration::from_millis(1_500)),
+            (u64::MAX, Duration::from_millis(u64::MAX)),
+        ] {
+            let read = duration::deserialize(serde_json::Value::from(ms));
+            assert_eq!(read.ok(), Some(expected), "{ms}");
+        }
+        assert!(duration::deserialize(serde_json::Value::from(-1)).is_err());
+        assert!(duration::deserialize(serde_json::Value::from(1.5)).is_err());
     }
 
     #[test]
