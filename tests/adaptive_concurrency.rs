@@ -370,3 +370,92 @@ fn the_attribute_measures_the_minimum_rtt_with_the_default_settings() {
     rules::load_flow_rules(vec![]).unwrap();
     assert_eq!(stats().unwrap().concurrency_limit, Some(20));
 }
+
+#[test]
+fn probes_under_eight_threads_leak_nothing_and_always_end() {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Barrier;
+    const THREADS: usize = 8;
+    const CALLS: u64 = 1_000;
+    let clock = MockClock::install();
+    let resource = "adaptive-threads";
+    let settings = AdaptiveConcurrency {
+        sample_window: Duration::from_millis(10),
+        min_rtt_interval: Duration::from_millis(200),
+        ..AdaptiveConcurrency::default()
+    };
+    rules::load_flow_rules(vec![
+        FlowRule::adaptive_concurrency(resource).adaptive(settings)
+    ])
+    .unwrap();
+    let probe_limit = u64::from(settings.probe_limit);
+    let limit = || metrics::snapshot(resource).and_then(|s| s.concurrency_limit);
+    drop(EntryBuilder::new(resource).enter().unwrap()); // the node is made on first use
+    let finished = AtomicUsize::new(0);
+    let blocked = AtomicU64::new(0);
+    let barrier = Barrier::new(THREADS + 1);
+    let (mut readings, mut pinned_readings) = (0u64, 0u64);
+    std::thread::scope(|s| {
+        for t in 0..THREADS as u64 {
+            let (finished, blocked, barrier) = (&finished, &blocked, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                let mut done = 0;
+                let mut attempts = 0u64;
+                while done < CALLS {
+                    attempts += 1;
+                    assert!(attempts < 10_000_000, "stuck: {done} calls done");
+                    match EntryBuilder::new(resource).enter() {
+                        Ok(entry) => {
+                            // Held for 1 to 4 ms of the clock the main thread advances.
+                            let until =
+                                sentinel_runtime::clock::now_nanos() + (1 + (t + done) % 4) * MS;
+                            while sentinel_runtime::clock::now_nanos() < until {
+                                std::thread::yield_now();
+                            }
+                            drop(entry);
+                            done += 1;
+                        }
+                        Err(e) => {
+                            assert_eq!(e.kind(), BlockKind::Concurrency);
+                            blocked.fetch_add(1, Ordering::Relaxed);
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+                finished.fetch_add(1, Ordering::Release);
+            });
+        }
+        barrier.wait();
+        while finished.load(Ordering::Acquire) < THREADS {
+            clock.advance(Duration::from_millis(1));
+            let l = limit().unwrap();
+            assert!(
+                (1..=probe_limit).contains(&l) || (20..=200).contains(&l),
+                "limit {l}"
+            );
+            readings += 1;
+            pinned_readings += u64::from(l <= probe_limit);
+            for _ in 0..8 {
+                std::thread::yield_now();
+            }
+        }
+    });
+    println!(
+        "{readings} ms, {pinned_readings} of them pinned by a probe, {} calls blocked",
+        blocked.into_inner()
+    );
+    assert!(pinned_readings > 0, "no probe ran");
+    let stats = metrics::snapshot(resource).unwrap();
+    assert_eq!(stats.concurrency, 0, "every exit released");
+    assert_eq!(stats.complete_total, THREADS as u64 * CALLS + 1);
+    // Calls one at a time for a second: any probe in progress ends.
+    for _ in 0..500 {
+        if let Ok(entry) = EntryBuilder::new(resource).enter() {
+            clock.advance(Duration::from_millis(2));
+            drop(entry);
+        }
+    }
+    assert!(limit().unwrap() >= 20, "stuck at {:?}", limit());
+    rules::load_flow_rules(vec![]).unwrap();
+}
