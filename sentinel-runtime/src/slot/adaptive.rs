@@ -8,7 +8,8 @@
 //! and recomputes the limit. No timer runs: a probe whose calls never finish is ended by the
 //! next call it blocks after its deadline ([`AdaptiveLimit::on_block`]).
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Mutex;
 
 use crate::rules::adaptive::AdaptiveConcurrency;
@@ -168,7 +169,7 @@ impl AdaptiveLimit {
     /// not finish (no exit would end it).
     #[cold]
     pub(crate) fn on_block(&self, now: u64) {
-        if self.probe_epoch.load(Relaxed) != 0 && now >= self.probe_deadline.load(Relaxed) {
+        if self.probe_epoch.load(Acquire) != 0 && now >= self.probe_deadline.load(Relaxed) {
             if let Ok(mut state) = self.state.try_lock() {
                 self.end_probe(&mut state, now);
             }
@@ -180,7 +181,7 @@ impl AdaptiveLimit {
     pub(crate) fn on_sample(&self, now: u64, rtt_nanos: u64, inside: u64, outcome: Outcome) {
         let w = &self.window;
         let dropped = outcome == Outcome::Dropped || self.timed_out(rtt_nanos);
-        if self.probe_epoch.load(Relaxed) != 0 {
+        if self.probe_epoch.load(Acquire) != 0 {
             return self.probe_sample(now, rtt_nanos, dropped);
         }
         // A sample at or after the window's end closes it first: it belongs to the next one.
@@ -197,7 +198,7 @@ impl AdaptiveLimit {
                     self.close_window(&mut state, now);
                 }
             }
-            if self.probe_epoch.load(Relaxed) != 0 {
+            if self.probe_epoch.load(Acquire) != 0 {
                 // The window just closed started a probe.
                 return self.probe_sample(now, rtt_nanos, dropped);
             }
@@ -216,7 +217,7 @@ impl AdaptiveLimit {
     /// `probe_samples`.)
     fn probe_sample(&self, now: u64, rtt_nanos: u64, dropped: bool) {
         let w = &self.window;
-        let epoch = self.probe_epoch.load(Relaxed);
+        let epoch = self.probe_epoch.load(Acquire);
         if !dropped && now.saturating_sub(rtt_nanos) >= epoch {
             w.rtt_sum_ns.fetch_add(rtt_nanos, Relaxed);
             w.samples.fetch_add(1, Relaxed);
@@ -250,6 +251,8 @@ impl AdaptiveLimit {
         let c = &self.config;
         let before = state.min_rtt;
         let next = step(c, state, measured);
+        // (Every input is finite and the minimum RTT positive; a limit never becomes NaN.)
+        let next = if next.is_finite() { next } else { state.limit };
         state.limit = next.clamp(f64::from(c.min_limit), f64::from(c.max_limit));
         self.limit.store(state.limit.round() as u64, Relaxed);
         if state.min_rtt != before {
@@ -315,7 +318,8 @@ impl AdaptiveLimit {
         self.window.reset(now);
         self.probe_deadline
             .store(now.saturating_add(length), Relaxed);
-        self.probe_epoch.store(now.max(1), Relaxed);
+        // Release: whoever sees the probe sees its deadline and its empty window.
+        self.probe_epoch.store(now.max(1), Release);
         self.limit.store(pinned, Relaxed);
     }
 
@@ -340,7 +344,7 @@ impl AdaptiveLimit {
         state.last_probe_length = now.saturating_sub(epoch);
         state.next_probe = now.saturating_add(self.periodic_gap(state));
         w.reset(now);
-        self.probe_epoch.store(0, Relaxed);
+        self.probe_epoch.store(0, Release);
         self.limit.store(state.limit.round() as u64, Relaxed);
     }
 
