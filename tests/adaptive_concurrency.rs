@@ -145,8 +145,10 @@ fn report(name: &str, seconds: &[Second]) {
 
 /// Checks one phase `[from, to)` in whole seconds, the limit having had 2 s to settle: goodput
 /// at least 90% of capacity in every second after settling, and the limit within ±10% of the
-/// phase's settled median from then on (so the spread, max/min, stays within 20%).
+/// phase's settled median from then on (so the spread, max/min, stays within 20%), apart from
+/// the readings of a probe of the minimum RTT (the limit pinned at `probe_limit`).
 fn check_phase(seconds: &[Second], from: usize, to: usize) {
+    let probe_limit = u64::from(AdaptiveConcurrency::default().probe_limit);
     let settled = &seconds[from + 2..to];
     for (i, s) in settled.iter().enumerate() {
         assert!(
@@ -157,7 +159,11 @@ fn check_phase(seconds: &[Second], from: usize, to: usize) {
             s.capacity
         );
     }
-    let mut limits: Vec<u64> = settled.iter().flat_map(|s| s.limits.clone()).collect();
+    let mut limits: Vec<u64> = settled
+        .iter()
+        .flat_map(|s| s.limits.clone())
+        .filter(|&l| l > probe_limit)
+        .collect();
     limits.sort_unstable();
     let median = limits[limits.len() / 2] as f64;
     let (lo, hi) = (limits[0] as f64, limits[limits.len() - 1] as f64);
@@ -322,4 +328,134 @@ fn calls_cut_after_the_timeout_count_as_drops() {
     let after = limit().unwrap();
     rules::load_flow_rules(vec![]).unwrap();
     assert!(after < 100, "the limit fell: {after}");
+}
+
+#[sentinel_runtime::sentinel(resource = "adaptive-attribute", concurrency = "adaptive")]
+fn attributed(clock: &MockClock, took: Duration) -> Result<(), sentinel_runtime::BlockError> {
+    clock.advance(took);
+    Ok(())
+}
+
+#[test]
+fn the_attribute_measures_the_minimum_rtt_with_the_default_settings() {
+    let clock = MockClock::install();
+    let stats = || metrics::snapshot("adaptive-attribute");
+    // One call at a time, 5 ms each: a window of 100 ms holds 20 of them.
+    for _ in 0..30 {
+        attributed(&clock, Duration::from_millis(5)).unwrap();
+    }
+    let s = stats().unwrap();
+    assert_eq!(
+        s.concurrency_limit,
+        Some(20),
+        "the default initial limit, unused: held"
+    );
+    assert_eq!(s.adaptive_min_rtt, Some(Duration::from_millis(5)));
+    // The first window opened at the first exit (5 ms) and closed at the first exit 100 ms
+    // later (105 ms); the last call ended at 150 ms.
+    assert_eq!(s.adaptive_min_rtt_age, Some(Duration::from_millis(45)));
+    // A loaded rule's settings replace the attribute's defaults.
+    let settings = AdaptiveConcurrency {
+        initial_limit: 50,
+        probe_limit: 2,
+        ..AdaptiveConcurrency::default()
+    };
+    rules::load_flow_rules(vec![
+        FlowRule::adaptive_concurrency("adaptive-attribute").adaptive(settings)
+    ])
+    .unwrap();
+    let s = stats().unwrap();
+    assert_eq!(s.concurrency_limit, Some(50));
+    assert_eq!(s.adaptive_min_rtt, None, "a new limit measures again");
+    rules::load_flow_rules(vec![]).unwrap();
+    assert_eq!(stats().unwrap().concurrency_limit, Some(20));
+}
+
+#[test]
+fn probes_under_eight_threads_leak_nothing_and_always_end() {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Barrier;
+    const THREADS: usize = 8;
+    const CALLS: u64 = 1_000;
+    let clock = MockClock::install();
+    let resource = "adaptive-threads";
+    let settings = AdaptiveConcurrency {
+        sample_window: Duration::from_millis(10),
+        min_rtt_interval: Duration::from_millis(200),
+        ..AdaptiveConcurrency::default()
+    };
+    rules::load_flow_rules(vec![
+        FlowRule::adaptive_concurrency(resource).adaptive(settings)
+    ])
+    .unwrap();
+    let probe_limit = u64::from(settings.probe_limit);
+    let limit = || metrics::snapshot(resource).and_then(|s| s.concurrency_limit);
+    drop(EntryBuilder::new(resource).enter().unwrap()); // the node is made on first use
+    let finished = AtomicUsize::new(0);
+    let blocked = AtomicU64::new(0);
+    let barrier = Barrier::new(THREADS + 1);
+    let (mut readings, mut pinned_readings) = (0u64, 0u64);
+    std::thread::scope(|s| {
+        for t in 0..THREADS as u64 {
+            let (finished, blocked, barrier) = (&finished, &blocked, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                let mut done = 0;
+                let mut attempts = 0u64;
+                while done < CALLS {
+                    attempts += 1;
+                    assert!(attempts < 10_000_000, "stuck: {done} calls done");
+                    match EntryBuilder::new(resource).enter() {
+                        Ok(entry) => {
+                            // Held for 1 to 4 ms of the clock the main thread advances.
+                            let until =
+                                sentinel_runtime::clock::now_nanos() + (1 + (t + done) % 4) * MS;
+                            while sentinel_runtime::clock::now_nanos() < until {
+                                std::thread::yield_now();
+                            }
+                            drop(entry);
+                            done += 1;
+                        }
+                        Err(e) => {
+                            assert_eq!(e.kind(), BlockKind::Concurrency);
+                            blocked.fetch_add(1, Ordering::Relaxed);
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+                finished.fetch_add(1, Ordering::Release);
+            });
+        }
+        barrier.wait();
+        while finished.load(Ordering::Acquire) < THREADS {
+            clock.advance(Duration::from_millis(1));
+            let l = limit().unwrap();
+            assert!(
+                (1..=probe_limit).contains(&l) || (20..=200).contains(&l),
+                "limit {l}"
+            );
+            readings += 1;
+            pinned_readings += u64::from(l <= probe_limit);
+            for _ in 0..8 {
+                std::thread::yield_now();
+            }
+        }
+    });
+    println!(
+        "{readings} ms, {pinned_readings} of them pinned by a probe, {} calls blocked",
+        blocked.into_inner()
+    );
+    assert!(pinned_readings > 0, "no probe ran");
+    let stats = metrics::snapshot(resource).unwrap();
+    assert_eq!(stats.concurrency, 0, "every exit released");
+    assert_eq!(stats.complete_total, THREADS as u64 * CALLS + 1);
+    // Calls one at a time for a second: any probe in progress ends.
+    for _ in 0..500 {
+        if let Ok(entry) = EntryBuilder::new(resource).enter() {
+            clock.advance(Duration::from_millis(2));
+            drop(entry);
+        }
+    }
+    assert!(limit().unwrap() >= 20, "stuck at {:?}", limit());
+    rules::load_flow_rules(vec![]).unwrap();
 }

@@ -179,6 +179,11 @@ pub use node::ResourceNode;
 ///   2147483647): a [`FlowRule::qps`](rules::FlowRule::qps) default.
 /// * **`concurrency = N`**: at most `N` calls inside at once (integer literal, 1 to
 ///   2147483647): a [`FlowRule::concurrency`](rules::FlowRule::concurrency) default.
+/// * **`concurrency = "adaptive"`**: a limit that finds itself from the measured latency, with
+///   the default [`AdaptiveConcurrency`](rules::AdaptiveConcurrency) settings: a
+///   [`FlowRule::adaptive_concurrency`](rules::FlowRule::adaptive_concurrency) default. Other
+///   settings come from a loaded rule for the resource (a rule file's `adaptive:` map), which
+///   replaces the attribute's.
 /// * **`fallback = path`**: called instead of the body when the call is blocked. It takes the
 ///   function's arguments in order, with exactly their types (the receiver first, for methods:
 ///   `&self`, `&mut self` or `self` as the function has it), then the [`BlockError`] by value

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use crate::breaker::CircuitState;
 use crate::clock;
@@ -152,15 +153,26 @@ impl ResourceNode {
 
     /// The resource's statistics over the second-level window, with its running totals.
     pub fn snapshot(&self) -> ResourceStats {
-        let (circuit, limit, evictions) = self.with_chain(|c| {
+        let (circuit, limit, evictions, min_rtt) = self.with_chain(|c| {
             let circuit = c.breakers.iter().map(|b| b.state()).max();
             let evictions = (!c.hotspots.is_empty())
                 .then(|| c.hotspots.iter().map(|g| g.live_evictions()).sum());
-            (circuit, c.adaptive.as_ref().map(|a| a.limit()), evictions)
+            let min_rtt = c.adaptive.as_ref().and_then(|a| a.min_rtt());
+            (
+                circuit,
+                c.adaptive.as_ref().map(|a| a.limit()),
+                evictions,
+                min_rtt,
+            )
         });
-        let mut stats = ResourceStats::from_totals(self.stats.window(clock::now_nanos()), circuit)
+        let now = clock::now_nanos();
+        let mut stats = ResourceStats::from_totals(self.stats.window(now), circuit)
             .with_running(self.stats.totals());
         stats.concurrency_limit = limit;
+        if let Some((rtt, at)) = min_rtt {
+            stats.adaptive_min_rtt = Some(Duration::from_nanos(rtt));
+            stats.adaptive_min_rtt_age = Some(Duration::from_nanos(now.saturating_sub(at)));
+        }
         stats.hotspot_live_evictions = evictions;
         stats
     }

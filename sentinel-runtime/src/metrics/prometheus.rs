@@ -11,6 +11,7 @@
 //! | `sentinel_response_time_seconds_total` | `resource` | response times added up |
 //! | `sentinel_concurrency` | `resource` | calls inside now |
 //! | `sentinel_concurrency_limit` | `resource` | the current limit of an adaptive concurrency rule (resources with one) |
+//! | `sentinel_adaptive_min_rtt_seconds`, `sentinel_adaptive_min_rtt_age_seconds` | `resource` | the minimum response time an adaptive concurrency limit compares against, and how long ago it was measured (resources with one, once measured) |
 //! | `sentinel_hotspot_live_evictions_total` | `resource` | values the resource's hotspot rules forgot while still limiting them (their tables were full: raise `capacity`); resources with hotspot rules |
 //! | `sentinel_circuit_breaker_state` | `resource`, `state` | 1 for the current state (the most restrictive of the resource's breakers), else 0 |
 //! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
@@ -198,6 +199,26 @@ impl Collector for SentinelCollector {
             resources.iter().filter_map(|(name, s)| {
                 let limit = i64::try_from(s.concurrency_limit?).unwrap_or(i64::MAX);
                 Some(([("resource", name.as_str())], ConstGauge::new(limit)))
+            }),
+        )?;
+        family(
+            e,
+            "sentinel_adaptive_min_rtt_seconds",
+            "The minimum response time the resource's adaptive concurrency limit compares against.",
+            MetricType::Gauge,
+            resources.iter().filter_map(|(name, s)| {
+                let rtt = s.adaptive_min_rtt?.as_secs_f64();
+                Some(([("resource", name.as_str())], ConstGauge::new(rtt)))
+            }),
+        )?;
+        family(
+            e,
+            "sentinel_adaptive_min_rtt_age_seconds",
+            "How long ago that minimum response time was measured.",
+            MetricType::Gauge,
+            resources.iter().filter_map(|(name, s)| {
+                let age = s.adaptive_min_rtt_age?.as_secs_f64();
+                Some(([("resource", name.as_str())], ConstGauge::new(age)))
             }),
         )?;
         family(

@@ -38,8 +38,9 @@
 //! ([`FlowRule::adaptive_concurrency`]): its `threshold` is not used (write the initial limit,
 //! e.g. `20`), and its settings are an optional map `adaptive` with the fields of
 //! [`AdaptiveConcurrency`](super::AdaptiveConcurrency) (`initial_limit`, `min_limit`,
-//! `max_limit`, `smoothing`, `queue_size`, `long_window`, `rtt_tolerance`, `sample_window` (a
-//! duration), `min_samples`, `timeout` (a duration)), each defaulting to Gradient2's.
+//! `max_limit`, `smoothing`, `queue_size`, `rtt_tolerance`, `sample_window` (a duration),
+//! `min_samples`, `timeout` (a duration), `min_rtt_interval` (a duration), `min_rtt_jitter`,
+//! `probe_limit`, `probe_samples`), each defaulting to the struct's default.
 //!
 //! ## Circuit-breaker rules ([`CircuitBreakerRule`])
 //!

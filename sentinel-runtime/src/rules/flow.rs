@@ -213,8 +213,8 @@ impl FlowRule {
     }
 
     /// A concurrency limit on `resource` that finds itself: it moves with the measured latency
-    /// (Netflix concurrency-limits' Gradient2, with its reported flaws fixed: see
-    /// [`AdaptiveConcurrency`]), from 20 up to 200 calls inside by default. A call over the
+    /// against a minimum RTT it re-measures now and then (as Envoy's adaptive concurrency
+    /// filter: see [`AdaptiveConcurrency`]), from 20 up to 200 calls inside by default. A call over the
     /// current limit is blocked with [`BlockKind::Concurrency`](crate::BlockKind::Concurrency);
     /// [`metrics::snapshot`](crate::metrics::snapshot) shows the limit
     /// (`ResourceStats::concurrency_limit`). A call that fails

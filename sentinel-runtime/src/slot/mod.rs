@@ -486,6 +486,9 @@ fn check_flow(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, Block
             (f, a) => f.or(a),
         };
         if !r.counter.try_acquire(limit) {
+            if let Some(a) = &r.chain.adaptive {
+                a.on_block(r.at); // ends a probe past its deadline
+            }
             return Err(concurrency_block(resource, r.chain, fixed, adaptive));
         }
         r.counted = true;

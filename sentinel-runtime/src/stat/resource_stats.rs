@@ -132,6 +132,13 @@ pub struct ResourceStats {
     /// ([`FlowRule::adaptive_concurrency`](crate::rules::FlowRule::adaptive_concurrency)); `None`
     /// without one.
     pub concurrency_limit: Option<u64>,
+    /// The minimum (no-load) response time the adaptive concurrency limit compares against, as
+    /// last measured (see [`AdaptiveConcurrency`](crate::rules::AdaptiveConcurrency)); `None`
+    /// without an adaptive rule or before its first measurement.
+    pub adaptive_min_rtt: Option<Duration>,
+    /// How long ago [`adaptive_min_rtt`](Self::adaptive_min_rtt) was measured (by a probe, or
+    /// by a window whose latency fell under it); `None` with it.
+    pub adaptive_min_rtt_age: Option<Duration>,
     /// Values the resource's hotspot rules forgot while they were still being limited, because
     /// their tables were full of such values (raise the rule's
     /// [`capacity`](crate::rules::HotspotRule::capacity) if this grows); `None` without hotspot
@@ -157,6 +164,8 @@ impl ResourceStats {
             rt_total: Duration::ZERO,
             block_total_by_rule: BlockTotals::default(),
             concurrency_limit: None,
+            adaptive_min_rtt: None,
+            adaptive_min_rtt_age: None,
             hotspot_live_evictions: None,
         }
     }
