@@ -51,7 +51,11 @@
 //! | authority | 403 | 7 `PERMISSION_DENIED` |
 //!
 //! `Retry-After` is in whole seconds, rounded up from [`BlockError::retry_after`], at least 1
-//! (1 when the rule cannot tell). The rejection is the layer's own response, returned from the
+//! (1 when the rule cannot tell). The body (gRPC: `grpc-message`) says what the status says and
+//! when to retry, `Too Many Requests; retry after 2 s` (a 403: `Forbidden`), and nothing else:
+//! which rule blocked, its threshold, the resource's name and the caller's origin stay in the
+//! [`BlockError`] given to [`SentinelLayer::on_block`] and in the logs (feature `tracing`).
+//! The rejection is the layer's own response, returned from the
 //! service's future: no `Buffer` or `HandleError` layer is needed to keep the status.
 //! [`SentinelLayer::on_block`] replaces it ([`block_response`] gives the default, to start
 //! from).
@@ -278,9 +282,10 @@ impl SentinelLayer {
 }
 
 /// The response the layer sends for a blocked request by default (see the module docs): 429,
-/// 503 or 403 with `Retry-After` and the block's text as a `text/plain` body, or for a gRPC
-/// request (a `POST` with a gRPC content type) a trailers-only response (status 200, empty
-/// body, `grpc-status` and `grpc-message` in its headers). A starting point for
+/// 503 or 403 with `Retry-After` and a `text/plain` body of the status's words and the retry
+/// hint (nothing of the rule, the resource or the origin), or for a gRPC request (a `POST`
+/// with a gRPC content type) a trailers-only response (status 200, empty body, `grpc-status`
+/// and `grpc-message`, the same words, in its headers). A starting point for
 /// [`SentinelLayer::on_block`].
 ///
 /// ```
@@ -293,6 +298,7 @@ impl SentinelLayer {
 /// let response = block_response(&err, &parts);
 /// assert_eq!(response.status(), 429);
 /// assert_eq!(response.headers()["retry-after"], "1");
+/// assert_eq!(response.body(), "Too Many Requests; retry after 1 s");
 /// # rules::load_flow_rules(vec![])?;
 /// # Ok::<(), sentinel_runtime::RuleError>(())
 /// ```
