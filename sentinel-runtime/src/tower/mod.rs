@@ -124,6 +124,8 @@ struct Config {
     origin: Option<Arc<ParamFn>>,
     is_error: Option<Arc<IsErrorFn>>,
     on_block: Option<Arc<OnBlockFn>>,
+    /// The prefix IPv6 clients are bucketed by (`None`: the default /64).
+    ipv6_prefix: Option<u8>,
 }
 
 /// A tower [`Layer`] guarding every request of the wrapped service with a flow-control
@@ -144,6 +146,7 @@ impl fmt::Debug for SentinelLayer {
             .field("origin", &self.config.origin.is_some())
             .field("custom_is_error", &self.config.is_error.is_some())
             .field("custom_on_block", &self.config.on_block.is_some())
+            .field("ipv6_prefix", &self.config.ipv6_prefix())
             .finish()
     }
 }
@@ -214,13 +217,35 @@ impl SentinelLayer {
     /// that is one client's limit, and with the `tracing` feature the first one is reported as
     /// a warning.
     ///
-    /// The address hashes as its text: `HotspotRule::exception("10.0.0.1", 100.0)` matches
-    /// the client `10.0.0.1`, also when a dual-stack listener reports it as the IPv4-mapped
-    /// `::ffff:10.0.0.1` (a mapped address is the IPv4 address it maps).
+    /// An IPv4 client is one address: it hashes as its text, so
+    /// `HotspotRule::exception("10.0.0.1", 100.0)` matches the client `10.0.0.1`, also when a
+    /// dual-stack listener reports it as the IPv4-mapped `::ffff:10.0.0.1` (a mapped address is
+    /// the IPv4 address it maps). An IPv6 client is its /64 (see
+    /// [`ipv6_prefix`](Self::ipv6_prefix)): a host given a /64, as every home and cloud host
+    /// is, can use a new address for every request, so a limit per address would limit
+    /// nothing. The value is the prefix in CIDR notation, as `Ipv6Addr` displays the network:
+    /// `2001:db8:1:2::7` is `2001:db8:1:2::/64`, and
+    /// `HotspotRule::exception("2001:db8:1:2::/64", 100.0)` matches every address in it.
     pub fn client_ip(mut self, trusted_proxies: usize) -> Self {
         self.config_mut()
             .params
             .push(ParamSource::ClientIp { trusted_proxies });
+        self
+    }
+
+    /// How many leading bits of an IPv6 client's address make one client for
+    /// [`client_ip`](Self::client_ip): 64 by default (a /64, what a host is given). 48 treats
+    /// a whole site as one client; 128 makes each address one, which a client owning a prefix
+    /// escapes by rotating addresses. Above 128 counts as 128. IPv4 clients stay one per
+    /// address whatever this says.
+    ///
+    /// ```
+    /// use sentinel_runtime::tower::SentinelLayer;
+    /// // Behind one trusted proxy; a client is its /56.
+    /// let layer = SentinelLayer::new().client_ip(1).ipv6_prefix(56);
+    /// ```
+    pub fn ipv6_prefix(mut self, bits: u8) -> Self {
+        self.config_mut().ipv6_prefix = Some(bits.min(128));
         self
     }
 
@@ -344,6 +369,11 @@ impl<'a> View<'a> {
 }
 
 impl Config {
+    /// The prefix IPv6 clients are bucketed by.
+    fn ipv6_prefix(&self) -> u8 {
+        self.ipv6_prefix.unwrap_or(params::DEFAULT_IPV6_PREFIX)
+    }
+
     /// Whether a user's function reads the request's parts.
     fn needs_parts(&self) -> bool {
         self.resource.is_some()

@@ -13,7 +13,7 @@ use tower_service::Service;
 
 use super::body::{poll_unwinding, Guard, SentinelBody};
 use super::naming::default_node;
-use super::params::{client_ip, hash_ip, hash_value, no_client_address};
+use super::params::{client_ip, hash_client, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::{Config, IsErrorFn, ParamSource, View};
 use crate::param::Params;
@@ -258,7 +258,7 @@ pub(super) fn admit(
             (ParamSource::Fn(_), None) => hash_value(None),
             (ParamSource::ClientIp { trusted_proxies }, _) => {
                 match client_ip(view, *trusted_proxies) {
-                    Some(ip) => hash_ip(ip),
+                    Some(ip) => hash_client(ip, config.ipv6_prefix()),
                     None => {
                         no_client_address(view);
                         hash_value(None)

@@ -6,7 +6,7 @@ use http::request::Parts;
 use http::{Method, Request, StatusCode};
 
 use super::naming::{default_resource, grpc_service_route, names_route, MAX_GRPC_PATH};
-use super::params::{client_ip, hash_ip, hash_value};
+use super::params::{client_ip, hash_client, hash_ip, hash_value};
 use super::response::{classify, is_grpc, percent_encode, rejection, retry_after_secs};
 use super::{ConnectInfo, View};
 use crate::BlockError;
@@ -96,6 +96,23 @@ fn a_client_ip_hashes_as_its_text_does() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn an_ipv6_client_hashes_as_its_prefix_text_and_an_ipv4_one_as_its_address() {
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let text = |s: &str| hash_value(Some(s));
+    let host = ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd");
+    assert_eq!(hash_client(host, 64), text("2001:db8:1:2::/64"));
+    assert_eq!(hash_client(host, 48), text("2001:db8:1::/48"));
+    assert_eq!(hash_client(host, 1), text("::/1"));
+    assert_eq!(hash_client(host, 0), text("::/0"));
+    assert_eq!(hash_client(host, 127), text("2001:db8:1:2:aaaa:bbbb:cccc:dddc/127"));
+    assert_eq!(hash_client(host, 128), text("2001:db8:1:2:aaaa:bbbb:cccc:dddd"));
+    let v4 = ip("10.1.2.3");
+    for bits in [0, 64, 128] {
+        assert_eq!(hash_client(v4, bits), text("10.1.2.3"), "/{bits}");
     }
 }
 
