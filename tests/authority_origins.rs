@@ -26,7 +26,9 @@ fn origins_match_whatever_their_surrounding_whitespace_and_ascii_case() {
         AuthorityRule::allow("auth-norm-open", ["ops"]).allow_missing_origin(true),
     ])
     .unwrap();
-    for evil in ["evil", "evil ", " evil", "\tevil\n", "EVIL", "Evil", " eViL  "] {
+    for evil in [
+        "evil", "evil ", " evil", "\tevil\n", "EVIL", "Evil", " eViL  ",
+    ] {
         assert_eq!(
             enter("auth-norm-deny", Some(evil)),
             Err(BlockKind::Authority),
@@ -38,7 +40,9 @@ fn origins_match_whatever_their_surrounding_whitespace_and_ascii_case() {
     for other in ["evil2", "e vil", "devil", "", "   "] {
         assert_eq!(enter("auth-norm-deny", Some(other)), Ok(()), "{other:?}");
     }
-    for ops in ["ops", " ops", "ops\t", "OPS", "billing", "BILLING ", " billing"] {
+    for ops in [
+        "ops", " ops", "ops\t", "OPS", "billing", "BILLING ", " billing",
+    ] {
         assert_eq!(
             enter("auth-norm-allow", Some(ops)),
             Ok(()),

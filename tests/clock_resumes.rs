@@ -29,7 +29,10 @@ fn time_moves_again_after_a_mock_advanced_by_duration_max_is_dropped() {
     let start = clock::now_nanos();
     mock.advance(Duration::MAX);
     let far = clock::now_nanos();
-    assert!(far > start, "advance(Duration::MAX) did not move: {start} -> {far}");
+    assert!(
+        far > start,
+        "advance(Duration::MAX) did not move: {start} -> {far}"
+    );
     // Advancing again never goes backwards (and never panics).
     mock.advance(Duration::MAX);
     mock.advance(Duration::from_secs(1));
@@ -37,7 +40,10 @@ fn time_moves_again_after_a_mock_advanced_by_duration_max_is_dropped() {
     drop(mock);
 
     let resumed = clock::now_nanos();
-    assert!(resumed >= far, "the real clock went backwards: {far} -> {resumed}");
+    assert!(
+        resumed >= far,
+        "the real clock went backwards: {far} -> {resumed}"
+    );
     let later = next_reading(resumed)
         .unwrap_or_else(|| panic!("the real clock stays frozen at {resumed} ns after the mock"));
     assert!(later > resumed);

@@ -98,7 +98,10 @@ async fn the_ipv6_prefix_is_configurable_and_exceptions_name_it_by_its_text() {
     ])
     .unwrap();
     // /48: the whole site is one client.
-    let by_48 = app("/login48", SentinelLayer::new().client_ip(0).ipv6_prefix(48));
+    let by_48 = app(
+        "/login48",
+        SentinelLayer::new().client_ip(0).ipv6_prefix(48),
+    );
     let site: Vec<String> = (1..=10).map(|i| format!("2001:db8:7:{i:x}::1")).collect();
     assert_eq!(passed(&by_48, "/login48", &site).await, 1);
     // /128 (and anything above, clamped): one client per address again.
@@ -108,7 +111,10 @@ async fn the_ipv6_prefix_is_configurable_and_exceptions_name_it_by_its_text() {
             HotspotRule::qps("GET:/login48", 0, 1.0).window(Duration::from_secs(10))
         ])
         .unwrap();
-        let by_address = app("/login48", SentinelLayer::new().client_ip(0).ipv6_prefix(bits));
+        let by_address = app(
+            "/login48",
+            SentinelLayer::new().client_ip(0).ipv6_prefix(bits),
+        );
         let hosts: Vec<String> = (1..=10).map(|i| format!("2001:db8:8::{i}")).collect();
         assert_eq!(passed(&by_address, "/login48", &hosts).await, 10, "/{bits}");
     }

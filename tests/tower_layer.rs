@@ -150,7 +150,10 @@ async fn flow_rule_on_a_route_answers_429_with_retry_after_and_counts_match() {
                 let retry: u64 = reply.header("retry-after").unwrap().parse().unwrap();
                 assert!(retry >= 1, "Retry-After {retry}");
                 // The status's words and the hint, not the resource (nor the rule).
-                assert_eq!(reply.body, format!("Too Many Requests; retry after {retry} s"));
+                assert_eq!(
+                    reply.body,
+                    format!("Too Many Requests; retry after {retry} s")
+                );
             }
             other => panic!("unexpected status {other}: {reply:?}"),
         }

@@ -79,8 +79,9 @@ async fn default_rejections_say_what_the_status_says_and_when_to_retry() {
     ];
 
     // A hotspot block: 429, the words, and a hint in whole seconds.
-    rules::load_hotspot_rules(vec![HotspotRule::qps("GET:/users/{id}", 0, 1.0)
-        .window(Duration::from_secs(10))])
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("GET:/users/{id}", 0, 1.0).window(Duration::from_secs(10))
+    ])
     .unwrap();
     let (status, _, _) = call(&app, get_req("/users/1", Some("secret-tenant"))).await;
     assert_eq!(status, StatusCode::OK);
@@ -88,7 +89,12 @@ async fn default_rejections_say_what_the_status_says_and_when_to_retry() {
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
     assert_says_nothing_inside(&body, &secrets);
     assert_eq!(body, format!("Too Many Requests; retry after {retry} s"));
-    assert_eq!(retry, "10", "the value's next slot, at {:?}", clock.elapsed());
+    assert_eq!(
+        retry,
+        "10",
+        "the value's next slot, at {:?}",
+        clock.elapsed()
+    );
 
     // An authority block: 403 and its words only.
     rules::load_authority_rules(vec![AuthorityRule::deny("GET:/admin", ["secret-tenant"])])

@@ -202,7 +202,10 @@ impl Gate {
 fn throttle_block(g: &ThrottleGate, resource: &'static str, now: u64, count: u32) -> BlockError {
     BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
         .because("throttled: the next turn is further away than max_wait")
-        .with_retry_after(g.retry_after(now, count).map(std::time::Duration::from_nanos))
+        .with_retry_after(
+            g.retry_after(now, count)
+                .map(std::time::Duration::from_nanos),
+        )
 }
 
 #[cfg(test)]

@@ -102,7 +102,10 @@ impl ThrottleGate {
     /// `max_wait`, at the current queue and rate (`None` at a rate of 0).
     #[cold]
     pub(super) fn retry_after(&self, now: u64, count: u32) -> Option<u64> {
-        let turn = self.latest.load(Acquire).checked_add(self.cost(now, count)?)?;
+        let turn = self
+            .latest
+            .load(Acquire)
+            .checked_add(self.cost(now, count)?)?;
         Some(turn.saturating_sub(now).saturating_sub(self.max_wait_ns))
     }
 }

@@ -92,7 +92,9 @@ pub(super) const DEFAULT_IPV6_PREFIX: u8 = 64;
 pub(super) fn hash_client(ip: IpAddr, v6_prefix: u8) -> u64 {
     match ip {
         IpAddr::V6(v6) if v6_prefix < 128 => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(v6_prefix)).unwrap_or(0);
+            let mask = u128::MAX
+                .checked_shl(128 - u32::from(v6_prefix))
+                .unwrap_or(0);
             let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
             hash_displayed(format_args!("{network}/{v6_prefix}"))
         }
