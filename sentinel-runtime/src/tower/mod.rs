@@ -27,17 +27,22 @@
 //! application/grpc...`, always a `POST`) without a matched route, or under the route of its own
 //! package-qualified service (`/{package.Service}/{*rest}`, as tonic's `Routes` in axum are:
 //! `/helloworld.Greeter/{*rest}`), is named by its method path
-//! (`POST:/helloworld.Greeter/SayHello`) if the path is one: `/package.Service/Method` in
-//! protobuf identifiers, at most 256 bytes. Under any other route, a gRPC content type changes
-//! nothing: the route names the request (so `/api/{*rest}`, a REST catch-all, keeps its rules;
-//! a service declared without a package, `/Greeter/{*rest}`, is named by that route). Anything
-//! else is `"{METHOD}:<unmatched>"`: the raw URI never becomes a name, so a flood of requests
-//! to unknown paths is one resource.
+//! (`POST:/helloworld.Greeter/SayHello`) if the path is one (`/package.Service/Method` in
+//! protobuf identifiers, at most 256 bytes) **and the method is known**: rules in force name
+//! it, or a resource of that name exists because the service answered the method before (a gRPC
+//! answer that is not `UNIMPLEMENTED`, which is what tonic answers for a method or service it
+//! does not have). An unknown method is named `POST:/helloworld.Greeter/<unmatched>` under its
+//! service's route, `POST:<unmatched>` without a route (a 404 on a REST router looks the
+//! same), and its name is learned from its answer. A service's first answered call of a method
+//! therefore counts under `<unmatched>`; a method with a rule is never missed. At most 256
+//! names are learned per service (4 096 in all): a service that answers every method a client
+//! invents (a proxy) adds that many resources, no more. Under any other route, a gRPC content
+//! type changes nothing: the route names the request (so `/api/{*rest}`, a REST catch-all,
+//! keeps its rules; a service declared without a package, `/Greeter/{*rest}`, is named by that
+//! route). Anything else is `"{METHOD}:<unmatched>"`: the raw URI never becomes a name, so a
+//! flood of requests to unknown paths is one resource.
 //! `HEAD` is named `GET` (axum answers a `HEAD` with the `get` handler, doing its work).
 //! Methods other than the nine standard ones are all named `OTHER` (`OTHER:/users/{id}`).
-//! Without a router, every well-formed gRPC method path a client sends is a name, and under a
-//! service's route every method name it sends for that service (methods the service does not
-//! have included): the cap on resources below bounds them.
 //! [`SentinelLayer::resource`] replaces the naming. However names are made, how many
 //! resources exist is capped ([`registry::set_max_resources`](crate::registry::set_max_resources)):
 //! beyond the cap, new names pass unchecked.

@@ -108,8 +108,14 @@ fn an_ipv6_client_hashes_as_its_prefix_text_and_an_ipv4_one_as_its_address() {
     assert_eq!(hash_client(host, 48), text("2001:db8:1::/48"));
     assert_eq!(hash_client(host, 1), text("::/1"));
     assert_eq!(hash_client(host, 0), text("::/0"));
-    assert_eq!(hash_client(host, 127), text("2001:db8:1:2:aaaa:bbbb:cccc:dddc/127"));
-    assert_eq!(hash_client(host, 128), text("2001:db8:1:2:aaaa:bbbb:cccc:dddd"));
+    assert_eq!(
+        hash_client(host, 127),
+        text("2001:db8:1:2:aaaa:bbbb:cccc:dddc/127")
+    );
+    assert_eq!(
+        hash_client(host, 128),
+        text("2001:db8:1:2:aaaa:bbbb:cccc:dddd")
+    );
     let v4 = ip("10.1.2.3");
     for bits in [0, 64, 128] {
         assert_eq!(hash_client(v4, bits), text("10.1.2.3"), "/{bits}");
@@ -140,7 +146,12 @@ fn default_names_never_use_the_raw_uri() {
     assert_eq!(default_resource(&p), "GET:<unmatched>");
     let p = grpc("/helloworld.Greeter/SayHello");
     assert!(is_grpc(&p.headers));
+    // A gRPC method is named by its path once known (here: a resource of that name exists),
+    // and is `<unmatched>` before.
+    assert_eq!(default_resource(&p), "POST:<unmatched>");
+    crate::rules::node_by_name("POST:/helloworld.Greeter/SayHello");
     assert_eq!(default_resource(&p), "POST:/helloworld.Greeter/SayHello");
+    crate::rules::node_by_name("POST:/_a.b_2.C/M_1");
     assert_eq!(
         default_resource(&grpc("/_a.b_2.C/M_1")),
         "POST:/_a.b_2.C/M_1"
@@ -152,10 +163,13 @@ fn default_names_never_use_the_raw_uri() {
         assert_eq!(default_resource(&grpc(path)), "POST:<unmatched>", "{path}");
     }
     // The query is not part of the path.
+    crate::rules::node_by_name("POST:/a.B/C");
     assert_eq!(default_resource(&grpc("/a.B/C?x=1")), "POST:/a.B/C");
     let longest = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 5));
+    crate::rules::node_by_name(&format!("POST:{longest}"));
     assert_eq!(default_resource(&grpc(&longest)).len(), MAX_GRPC_PATH + 5);
     let longer = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 4));
+    crate::rules::node_by_name(&format!("POST:{longer}"));
     assert_eq!(default_resource(&grpc(&longer)), "POST:<unmatched>");
     let invented = parts(|b| b.method("BREW").uri("/pot"));
     assert_eq!(default_resource(&invented), "OTHER:<unmatched>");
@@ -171,6 +185,26 @@ fn default_names_never_use_the_raw_uri() {
             .header("content-type", "application/grpc")
     });
     assert_eq!(default_resource(&get), "GET:<unmatched>");
+}
+
+#[test]
+fn a_method_is_served_when_a_grpc_answer_does_not_say_unimplemented() {
+    use super::naming::serves_method;
+    let mut h = HeaderMap::new();
+    assert!(!serves_method(StatusCode::OK, &h), "not gRPC");
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc+proto"),
+    );
+    assert!(
+        serves_method(StatusCode::OK, &h),
+        "a stream: the status comes later"
+    );
+    assert!(!serves_method(StatusCode::NOT_FOUND, &h));
+    h.insert("grpc-status", HeaderValue::from_static("14"));
+    assert!(serves_method(StatusCode::OK, &h), "a real method failing");
+    h.insert("grpc-status", HeaderValue::from_static("12"));
+    assert!(!serves_method(StatusCode::OK, &h), "UNIMPLEMENTED");
 }
 
 #[test]
