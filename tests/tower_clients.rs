@@ -120,3 +120,44 @@ async fn the_ipv6_prefix_is_configurable_and_exceptions_name_it_by_its_text() {
     }
     reset_rules();
 }
+
+#[tokio::test]
+async fn routes_exempt_from_system_rules_pass_while_the_others_are_shed() {
+    let clock = MockClock::install();
+    reset_rules();
+    clock.advance(Duration::from_secs(1));
+    let app = Router::new()
+        .route("/work", get(|| async { "ok" }))
+        .route("/health", get(|| async { "ok" }))
+        .route("/probe/{id}", get(|| async { "ok" }))
+        .layer(SentinelLayer::new().exempt_from_system(["/health", "/probe/{id}"]));
+    let get = |path: &str| Request::get(path).body(axum::body::Body::empty()).unwrap();
+    // 2 inbound passes a second, over every route together.
+    rules::load_system_rules(vec![SystemRule::new().qps(2.0)]).unwrap();
+    clock.advance(Duration::from_secs(1));
+    let before = sentinel_runtime::metrics::inbound().pass_total;
+    let mut seen = Vec::new();
+    for path in ["/work", "/health", "/probe/1", "/work", "/health", "/work"] {
+        seen.push((path, status(&app, get(path)).await.as_u16()));
+    }
+    for _ in 0..10 {
+        assert_eq!(status(&app, get("/health")).await, StatusCode::OK);
+        assert_eq!(status(&app, get("/probe/7")).await, StatusCode::OK);
+    }
+    assert_eq!(
+        seen,
+        [
+            ("/work", 200),
+            ("/health", 200),
+            ("/probe/1", 200),
+            ("/work", 200),
+            ("/health", 200),
+            ("/work", 503)
+        ],
+        "at {:?}",
+        clock.elapsed()
+    );
+    // Exempt routes are not inbound traffic: they neither use up nor are refused by the limit.
+    assert_eq!(sentinel_runtime::metrics::inbound().pass_total - before, 2);
+    reset_rules();
+}

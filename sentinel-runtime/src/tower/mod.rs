@@ -65,6 +65,12 @@
 //! [`SentinelLayer::on_block`] replaces it ([`block_response`] gives the default, to start
 //! from).
 //!
+//! # System rules
+//!
+//! Requests are inbound traffic, checked and counted by system rules
+//! ([`SystemRule`](crate::rules::SystemRule)), except on routes exempt from them
+//! ([`SentinelLayer::exempt_from_system`]: health checks, `/metrics`).
+//!
 //! # Exits and errors
 //!
 //! The entry is taken in `call` (a throttled request awaits its turn inside the response future,
@@ -131,6 +137,8 @@ struct Config {
     on_block: Option<Arc<OnBlockFn>>,
     /// The prefix IPv6 clients are bucketed by (`None`: the default /64).
     ipv6_prefix: Option<u8>,
+    /// Routes (or, unmatched, paths) whose requests system rules neither check nor count.
+    system_exempt: Vec<Box<str>>,
 }
 
 /// A tower [`Layer`] guarding every request of the wrapped service with a flow-control
@@ -152,6 +160,7 @@ impl fmt::Debug for SentinelLayer {
             .field("custom_is_error", &self.config.is_error.is_some())
             .field("custom_on_block", &self.config.on_block.is_some())
             .field("ipv6_prefix", &self.config.ipv6_prefix())
+            .field("exempt_from_system", &self.config.system_exempt)
             .finish()
     }
 }
@@ -251,6 +260,37 @@ impl SentinelLayer {
     /// ```
     pub fn ipv6_prefix(mut self, bits: u8) -> Self {
         self.config_mut().ipv6_prefix = Some(bits.min(128));
+        self
+    }
+
+    /// Exempts routes from system rules ([`SystemRule`](crate::rules::SystemRule)): health
+    /// checks and `/metrics` should answer while the service sheds load, or the orchestrator
+    /// restarts a service that is only busy. A request is exempt when axum's matched route is
+    /// one of `routes` exactly (the route as declared: `/users/{id}`, not `/users/42`), or,
+    /// without a matched route (a service not behind an axum router, such as a tonic server's
+    /// `/grpc.health.v1.Health/Check`), when its path is.
+    ///
+    /// An exempt request is not inbound traffic: system rules neither refuse it nor count it
+    /// (it is not in [`metrics::inbound`](crate::metrics::inbound), nor in the QPS,
+    /// concurrency and response time the system rules compare). Every other rule of its
+    /// resource applies as before. Calls made inside an exempt request's handler
+    /// are checked as they would be anywhere (system rules only check inbound entries).
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    /// use sentinel_runtime::tower::SentinelLayer;
+    /// let app: Router = Router::new()
+    ///     .route("/orders", get(|| async { "orders" }))
+    ///     .route("/health", get(|| async { "ok" }))
+    ///     .route("/metrics", get(|| async { "" }))
+    ///     .layer(SentinelLayer::new().exempt_from_system(["/health", "/metrics"]));
+    /// ```
+    pub fn exempt_from_system(
+        mut self,
+        routes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let exempt = &mut self.config_mut().system_exempt;
+        exempt.extend(routes.into_iter().map(|r| r.into().into_boxed_str()));
         self
     }
 
@@ -374,6 +414,18 @@ impl<'a> View<'a> {
 }
 
 impl Config {
+    /// Whether system rules leave the request alone ([`SentinelLayer::exempt_from_system`]).
+    fn system_exempt(&self, view: View<'_>) -> bool {
+        if self.system_exempt.is_empty() {
+            return false;
+        }
+        let path = match view.extensions.get::<MatchedPath>() {
+            Some(route) => route.as_str(),
+            None => view.uri.path(),
+        };
+        self.system_exempt.iter().any(|r| **r == *path)
+    }
+
     /// The prefix IPv6 clients are bucketed by.
     fn ipv6_prefix(&self) -> u8 {
         self.ipv6_prefix.unwrap_or(params::DEFAULT_IPV6_PREFIX)

@@ -252,7 +252,8 @@ where
     }
 }
 
-/// Runs the checks of a request's resource (inbound, with its parameters and origin). Never
+/// Runs the checks of a request's resource (inbound unless exempt from system rules, with its
+/// parameters and origin). Never
 /// waits: a throttled request's turn is in the reservation. `parts` is given when
 /// [`Config::needs_parts`]. `learn`: set to a gRPC method's name to learn from the response
 /// (see [`naming::learn`]).
@@ -263,7 +264,9 @@ pub(super) fn admit(
     learn: &mut Option<Box<str>>,
 ) -> Result<crate::entry::Reservation, BlockError> {
     let mut params = Params::NONE;
-    params.set_inbound();
+    if !config.system_exempt(view) {
+        params.set_inbound();
+    }
     for source in &config.params {
         let hash = match (source, parts) {
             (ParamSource::Fn(f), Some(parts)) => hash_value(f(parts).as_deref()),
