@@ -415,10 +415,8 @@ impl<'a> View<'a> {
 
 impl Config {
     /// Whether system rules leave the request alone ([`SentinelLayer::exempt_from_system`]).
+    #[cold]
     fn system_exempt(&self, view: View<'_>) -> bool {
-        if self.system_exempt.is_empty() {
-            return false;
-        }
         let path = match view.extensions.get::<MatchedPath>() {
             Some(route) => route.as_str(),
             None => view.uri.path(),

@@ -144,12 +144,17 @@ thread_local! {
         const { std::cell::Cell::new([(0, None); ROUTE_SLOTS]) };
 }
 
-/// The node of a request's default resource name (see the module docs) and, for a gRPC method
-/// not known yet (named by an `<unmatched>` resource), its own name to [`learn`] if the
-/// response shows the method exists.
-pub(super) fn default_node(view: View<'_>) -> (&'static crate::ResourceNode, Option<Box<str>>) {
+/// The node of a request's default resource name (see the module docs). For a gRPC method not
+/// known yet (named by an `<unmatched>` resource), `learn` is set to its own name, to [`learn`]
+/// if the response shows the method exists (otherwise `learn` is left alone).
+pub(super) fn default_node(
+    view: View<'_>,
+    learn: &mut Option<Box<str>>,
+) -> &'static crate::ResourceNode {
     let Some(route) = view.extensions.get::<MatchedPath>() else {
-        return with_default_resource(view, named_node);
+        return with_default_resource(view, |name, unknown, known| {
+            named_node(name, unknown, known, learn)
+        });
     };
     let route = route.as_str();
     let method = method_name(view.method);
@@ -163,10 +168,12 @@ pub(super) fn default_node(view: View<'_>) -> (&'static crate::ResourceNode, Opt
     });
     if let Ok((k, Some(node))) = cached {
         if k == key && names_route(node.name(), method, route) {
-            return (node, None);
+            return node;
         }
     }
-    let (node, learn) = with_default_resource(view, named_node);
+    let node = with_default_resource(view, |name, unknown, known| {
+        named_node(name, unknown, known, learn)
+    });
     // Not cached: a gRPC service's route (its methods are each named by their own path: a hit
     // is verified against the route's name, so such a route never hits), and the overflow
     // node (beyond the cap on resources: a later lookup may differ).
@@ -176,18 +183,21 @@ pub(super) fn default_node(view: View<'_>) -> (&'static crate::ResourceNode, Opt
             routes.as_slice_of_cells()[slot].set((key, Some(node)));
         });
     }
-    (node, learn)
+    node
 }
 
-/// The node of a default name (`known`: already looked up), with the name to learn (see
-/// [`with_default_resource`]).
+/// The node of a default name (`known`: already looked up); an `unknown` gRPC method's name
+/// goes to `learn` (see [`with_default_resource`]).
 fn named_node(
     name: &str,
-    learn: Option<&str>,
+    unknown: Option<&str>,
     known: Option<&'static crate::ResourceNode>,
-) -> (&'static crate::ResourceNode, Option<Box<str>>) {
-    let node = known.unwrap_or_else(|| node_by_name(name));
-    (node, learn.map(Box::from))
+    learn: &mut Option<Box<str>>,
+) -> &'static crate::ResourceNode {
+    if let Some(unknown) = unknown {
+        *learn = Some(Box::from(unknown));
+    }
+    known.unwrap_or_else(|| node_by_name(name))
 }
 
 /// Whether `name` is `"{method}:{route}"`.

@@ -91,15 +91,16 @@ pub(super) const DEFAULT_IPV6_PREFIX: u8 = 64;
 /// (`2001:db8:1:2::/64`), or at 128 as its own text.
 pub(super) fn hash_client(ip: IpAddr, v6_prefix: u8) -> u64 {
     match ip {
-        IpAddr::V6(v6) if v6_prefix < 128 => {
-            let mask = u128::MAX
-                .checked_shl(128 - u32::from(v6_prefix))
-                .unwrap_or(0);
-            let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
-            hash_displayed(format_args!("{network}/{v6_prefix}"))
-        }
+        IpAddr::V6(v6) if v6_prefix < 128 => hash_v6_prefix(v6, v6_prefix),
         ip => hash_ip(ip),
     }
+}
+
+/// The hash of the text of `v6`'s first `bits` bits (below 128), in CIDR notation.
+fn hash_v6_prefix(v6: std::net::Ipv6Addr, bits: u8) -> u64 {
+    let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+    let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
+    hash_displayed(format_args!("{network}/{bits}"))
 }
 
 /// The client's address: see [`SentinelLayer::client_ip`]. An IPv4-mapped IPv6 address (what a

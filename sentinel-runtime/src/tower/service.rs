@@ -264,7 +264,7 @@ pub(super) fn admit(
     learn: &mut Option<Box<str>>,
 ) -> Result<crate::entry::Reservation, BlockError> {
     let mut params = Params::NONE;
-    if !config.system_exempt(view) {
+    if config.system_exempt.is_empty() || !config.system_exempt(view) {
         params.set_inbound();
     }
     for source in &config.params {
@@ -288,11 +288,7 @@ pub(super) fn admit(
     }
     let node = match (&config.resource, parts) {
         (Some(f), Some(parts)) => node_by_name(&f(parts)),
-        _ => {
-            let (node, name) = default_node(view);
-            *learn = name;
-            node
-        }
+        _ => default_node(view, learn),
     };
     // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
     crate::entry::reserve_with(node, 1, true, &params)
