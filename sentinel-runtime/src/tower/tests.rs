@@ -373,7 +373,8 @@ fn client_ip_without_a_peer_address_is_reported_once() {
     super::params::REPORTED.store(false, std::sync::atomic::Ordering::Relaxed);
     tracing::subscriber::with_default(Warnings(seen.clone()), || {
         let admit = |p: &Parts| {
-            let reservation = super::service::admit(&config, View::of_parts(p), None).unwrap();
+            let reservation =
+                super::service::admit(&config, View::of_parts(p), None, &mut None).unwrap();
             drop(reservation.into_entry());
         };
         admit(&with_peer);
