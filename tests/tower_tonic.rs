@@ -164,7 +164,7 @@ async fn tonic_calls_get_grpc_codes_for_every_kind_of_block_and_exit_once() {
     assert_eq!(echo(&mut client, b"b", None).await.unwrap(), b"b");
     let limited = echo(&mut client, b"c", None).await.unwrap_err();
     assert_eq!(limited.code(), Code::ResourceExhausted, "{limited:?}");
-    assert!(limited.message().contains("flow rule"), "{limited:?}");
+    assert_eq!(limited.message(), "Too Many Requests; retry after 1 s");
     rules::load_flow_rules(vec![]).unwrap();
 
     // An authority rule: PERMISSION_DENIED for the denied origin only.
@@ -187,7 +187,7 @@ async fn tonic_calls_get_grpc_codes_for_every_kind_of_block_and_exit_once() {
     }
     let open = echo(&mut client, b"f", None).await.unwrap_err();
     assert_eq!(open.code(), Code::Unavailable, "{open:?}");
-    assert!(open.message().contains("circuit breaker"), "{open:?}");
+    assert_eq!(open.message(), "Service Unavailable; retry after 10 s");
 
     let stats = metrics::snapshot(RESOURCE).unwrap();
     assert_eq!(stats.concurrency, 0, "every entry exited: {stats:?}");

@@ -159,7 +159,9 @@ impl MockClock {
         let guard = MOCK_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
         // Start at the next whole hour, at least one hour ahead, so time only moves forward.
         let now = now_nanos();
-        let start = (now / NANOS_PER_HOUR + 2) * NANOS_PER_HOUR;
+        let start = (now / NANOS_PER_HOUR + 2)
+            .checked_mul(NANOS_PER_HOUR)
+            .unwrap_or(now);
         MOCK_NOW.store(start, Ordering::Release);
         MOCK_ACTIVE.store(true, Ordering::Release);
         MockClock {
@@ -168,12 +170,16 @@ impl MockClock {
         }
     }
 
-    /// Moves the clock forward by `by`, stopping at the largest reading (`u64::MAX`
-    /// nanoseconds): time never wraps around to an earlier reading.
+    /// Moves the clock forward by `by`, exactly, unless `by` is more than half the time left
+    /// before the clock's last reading (`u64::MAX` nanoseconds, some 584 years after boot): then
+    /// it stops halfway there (`advance(Duration::MAX)` from a fresh mock moves it about 292
+    /// years). Time never wraps around to an earlier reading, and it never reaches the last
+    /// reading either: after the mock is dropped the real clock runs on from where the mock
+    /// stopped, and needs room to run (it would stay frozen at the last reading).
     pub fn advance(&self, by: Duration) {
         let nanos = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
         let _ = MOCK_NOW.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
-            Some(now.saturating_add(nanos))
+            Some(now + nanos.min((u64::MAX - now) / 2))
         });
     }
 

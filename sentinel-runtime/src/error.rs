@@ -203,7 +203,9 @@ impl BlockError {
 
     /// How long until the call could pass, where the blocking rule can tell: a hotspot rule,
     /// the blocked value's next free slot; a circuit breaker, the end of its recovery time (when
-    /// it lets probes through). `None` where it cannot.
+    /// it lets probes through); a QPS flow rule, when enough of the passes it counts have left
+    /// its window; a throttling rule, when a turn within its `max_wait` comes. `None` where it
+    /// cannot (a concurrency limit, a related resource's rule, a rule that admits nothing).
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
     }

@@ -22,6 +22,10 @@ pub enum AuthorityStrategy {
 ///
 /// * **Origins are compiled once**, at construction, with surrounding whitespace trimmed
 ///   (Sentinel splits a comma-separated string on every call, so `"a, b"` never matched `b`).
+/// * **Origins match trimmed and without regard to ASCII case**, on both sides: a call from
+///   `"EVIL "` is denied by `deny(["evil"])`, and `" ops"` passes `allow(["OPS"])`; a call's
+///   origin of only whitespace is no origin. Letters beyond ASCII are compared as they are
+///   (`"É"` is not `"é"`). Only resources with an authority rule pay for the comparison.
 /// * **A missing origin is denied under an allow-list** (Sentinel passes it, which bypasses the
 ///   list), unless the rule opts out with [`allow_missing_origin`](Self::allow_missing_origin).
 ///   Under a deny-list a missing origin passes.
@@ -89,10 +93,16 @@ impl AuthorityRule {
         self
     }
 
-    /// Whether a call from `origin` passes this rule.
+    /// Whether a call from `origin` passes this rule. Both sides are compared trimmed and
+    /// without regard to ASCII case; an origin of only whitespace is no origin.
     #[inline]
     pub(crate) fn admits(&self, origin: Option<&str>) -> bool {
-        let listed = origin.is_some_and(|o| self.origins.iter().any(|l| l == o));
+        let origin = origin.map(str::trim).filter(|o| !o.is_empty());
+        let listed = origin.is_some_and(|o| {
+            self.origins
+                .iter()
+                .any(|l| l.trim().eq_ignore_ascii_case(o))
+        });
         match self.strategy {
             AuthorityStrategy::Allow => listed || (origin.is_none() && self.allow_missing),
             AuthorityStrategy::Deny => !listed,
@@ -138,6 +148,8 @@ mod tests {
         let deny = AuthorityRule::deny("r", ["a"]);
         assert!(!deny.admits(Some("a")));
         assert!(deny.admits(Some("b")) && deny.admits(None));
+        assert!(!deny.admits(Some(" A\t")), "trimmed, any ASCII case");
+        assert!(allow.admits(Some(" B")) && !allow.admits(Some(" ")));
     }
 
     #[test]

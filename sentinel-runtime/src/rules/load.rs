@@ -519,6 +519,24 @@ fn create_by_name(name: &str) -> &'static ResourceNode {
         .unwrap_or_else(|| overflowed(name))
 }
 
+/// The node of `name` if it exists or loaded rules name it (then it is created), else `None`:
+/// no node for a name nothing knows yet (a gRPC method a client may have invented).
+#[cfg(feature = "tower")]
+#[inline]
+pub(crate) fn known_node(name: &str) -> Option<&'static ResourceNode> {
+    registry::get(name).or_else(|| create_named(name))
+}
+
+#[cfg(feature = "tower")]
+#[cold]
+fn create_named(name: &str) -> Option<&'static ResourceNode> {
+    let loaded = loaded();
+    if !loaded.names(name) {
+        return None;
+    }
+    registry::get_or_create(name, false, |node| loaded.apply(node))
+}
+
 /// The overflow node, for `name` refused by the cap (with the `tracing` feature: an event at
 /// most once a second).
 #[cold]

@@ -60,6 +60,8 @@ pub use hotspot::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
     MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW,
 };
+#[cfg(feature = "tower")]
+pub(crate) use load::known_node;
 pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
 pub(crate) use load::{defined_node, load_counts, node_by_name};

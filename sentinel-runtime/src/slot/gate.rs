@@ -154,17 +154,15 @@ impl Gate {
         match &self.kind {
             Kind::Qps(g) => match g.try_acquire(now, count) {
                 Some(at) => Ok(Pass { at, turn: 0 }),
-                None => Err(BlockError::flow(resource, g.threshold.given(), g.window_ms)),
+                None => Err(g.block(resource, now, count)),
             },
-            Kind::Throttle(g) => match g.try_acquire(precise(), count) {
-                Some(turn) => Ok(Pass { at: now, turn }),
-                None => {
-                    Err(
-                        BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
-                            .because("throttled: the next turn is further away than max_wait"),
-                    )
+            Kind::Throttle(g) => {
+                let precise = precise();
+                match g.try_acquire(precise, count) {
+                    Some(turn) => Ok(Pass { at: now, turn }),
+                    None => Err(throttle_block(g, resource, precise, count)),
                 }
-            },
+            }
             Kind::Related(g) if g.admits(now, count) => Ok(Pass { at: now, turn: 0 }),
             Kind::Related(g) => {
                 Err(BlockError::flow(resource, g.threshold.given(), 1_000)
@@ -173,7 +171,8 @@ impl Gate {
         }
     }
 
-    /// The error of a call this gate blocks.
+    /// The error of a call this gate blocks (without a retry hint: used when the clock raced
+    /// past the gates, not when a gate refused).
     pub(crate) fn block_error(&self, resource: &'static str) -> BlockError {
         match &self.kind {
             Kind::Qps(g) => BlockError::flow(resource, g.threshold.given(), g.window_ms),
@@ -194,6 +193,19 @@ impl Gate {
             g.cancel(at, count);
         }
     }
+}
+
+/// The error of a call a throttling gate refused at `now` (a precise reading), with when a
+/// turn within `max_wait` comes as its retry hint.
+#[cold]
+#[inline(never)]
+fn throttle_block(g: &ThrottleGate, resource: &'static str, now: u64, count: u32) -> BlockError {
+    BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
+        .because("throttled: the next turn is further away than max_wait")
+        .with_retry_after(
+            g.retry_after(now, count)
+                .map(std::time::Duration::from_nanos),
+        )
 }
 
 #[cfg(test)]

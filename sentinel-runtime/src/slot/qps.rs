@@ -1,10 +1,12 @@
 //! Exact admission over a sliding window of passes (reject and warm-up behaviours).
 
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use super::qps_ring::QpsRing;
 use super::threshold::Threshold;
 use super::warm_up::WarmUpCurve;
+use crate::error::BlockError;
 use crate::rules::flow::FlowRule;
 
 /// The passes a resource admitted since a time: `recent(since, f)` calls `f(start, length,
@@ -71,6 +73,19 @@ impl QpsGate {
             curve.record_pass(now, count);
         }
         Some(now.max(period.saturating_mul(self.ring.bucket_nanos())))
+    }
+
+    /// The error of a call [`try_acquire`](Self::try_acquire) refused at `now`, with when the
+    /// window admits `count` again (the oldest counted buckets leaving it; at the current rate,
+    /// for a warm-up curve) as its retry hint.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn block(&self, resource: &'static str, now: u64, count: u32) -> BlockError {
+        let retry = self
+            .ring
+            .fits_again_in(now, u64::from(count), self.limit(now))
+            .map(Duration::from_nanos);
+        BlockError::flow(resource, self.threshold.given(), self.window_ms).with_retry_after(retry)
     }
 
     /// Undoes a reservation admitted at `at` (the time [`try_acquire`](Self::try_acquire)

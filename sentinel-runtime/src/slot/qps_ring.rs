@@ -205,6 +205,43 @@ impl<A: AtomicWord> QpsRing<A> {
             .sum()
     }
 
+    /// How long after `now` `count` passes would fit under `limit`: the time until enough of the
+    /// oldest counted buckets have left the window, or `None` if they never fit (`count` over
+    /// the limit). Read without the protocol's care (for a blocked call's hint only): the counts
+    /// may move meanwhile.
+    #[cold]
+    pub(crate) fn fits_again_in(&self, now: u64, count: u64, limit: u64) -> Option<u64> {
+        let limit = limit.min(MAX_COUNT);
+        if count > limit {
+            return None;
+        }
+        let head = self.head.head.load(SeqCst).max(self.period(now));
+        let held = |q: u64| {
+            let word = self.slot(q).load(SeqCst);
+            if tag(word) == tag_of(q) && q <= self.head.head.load(SeqCst) {
+                value(word)
+            } else {
+                0
+            }
+        };
+        let oldest = head.saturating_sub(self.span);
+        let total: u64 = (oldest..=head).map(held).sum();
+        let mut over = (total + count).saturating_sub(limit);
+        for q in oldest..=head {
+            if over == 0 {
+                // Fits at once (the counts moved since the block).
+                return Some(0);
+            }
+            over = over.saturating_sub(held(q));
+            if over == 0 {
+                // Bucket `q` leaves the window when the head reaches `q + span + 1`.
+                let leaves = end_of(q.saturating_add(self.span), self.bucket.divisor());
+                return Some(leaves.saturating_sub(now));
+            }
+        }
+        None
+    }
+
     /// Takes `count` back out of the bucket of `period`, if it still belongs to that period (a
     /// move of the head already dropped it otherwise).
     pub(crate) fn rollback(&self, period: u64, count: u64) {
@@ -290,6 +327,26 @@ mod tests {
         }
         assert_eq!(r.reserve(T0, u64::from(u32::MAX), u64::MAX), None);
         assert_eq!(r.held(), MAX_COUNT);
+    }
+
+    #[test]
+    fn a_full_window_fits_again_when_enough_of_its_oldest_buckets_have_left() {
+        // 10 buckets of 100 ms; 2 passes at 0 ms, 3 at 450 ms, limit 5.
+        let r = ring(10, false);
+        assert!(r.reserve(T0, 2, 5).is_some());
+        assert!(r.reserve(T0 + 450 * MS, 3, 5).is_some());
+        let at = T0 + 700 * MS;
+        assert_eq!(r.reserve(at, 1, 5), None);
+        // One more fits once the bucket at 0 ms leaves, at 1 000 ms: 300 ms later.
+        assert_eq!(r.fits_again_in(at, 1, 5), Some(300 * MS));
+        // Three more need the bucket at 400 ms gone too: at 1 400 ms.
+        assert_eq!(r.fits_again_in(at, 3, 5), Some(700 * MS));
+        assert_eq!(r.fits_again_in(at, 6, 5), None, "never fits");
+        assert_eq!(r.fits_again_in(at, 1, 0), None, "a limit of 0 never admits");
+        // Strict: counted one bucket longer.
+        let r = ring(10, true);
+        assert!(r.reserve(T0, 5, 5).is_some());
+        assert_eq!(r.fits_again_in(T0 + 700 * MS, 1, 5), Some(400 * MS));
     }
 
     #[test]

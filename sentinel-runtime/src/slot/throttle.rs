@@ -103,6 +103,17 @@ impl ThrottleGate {
             }
         }
     }
+
+    /// For a call refused at `now`: how long until `count` passes would get a turn within
+    /// `max_wait`, at the current queue and rate (`None` at a rate of 0).
+    #[cold]
+    pub(super) fn retry_after(&self, now: u64, count: u32) -> Option<u64> {
+        let turn = self
+            .latest
+            .load(Acquire)
+            .checked_add(self.cost(now, count)?)?;
+        Some(turn.saturating_sub(now).saturating_sub(self.max_wait_ns))
+    }
 }
 
 #[cfg(test)]

@@ -27,17 +27,22 @@
 //! application/grpc...`, always a `POST`) without a matched route, or under the route of its own
 //! package-qualified service (`/{package.Service}/{*rest}`, as tonic's `Routes` in axum are:
 //! `/helloworld.Greeter/{*rest}`), is named by its method path
-//! (`POST:/helloworld.Greeter/SayHello`) if the path is one: `/package.Service/Method` in
-//! protobuf identifiers, at most 256 bytes. Under any other route, a gRPC content type changes
-//! nothing: the route names the request (so `/api/{*rest}`, a REST catch-all, keeps its rules;
-//! a service declared without a package, `/Greeter/{*rest}`, is named by that route). Anything
-//! else is `"{METHOD}:<unmatched>"`: the raw URI never becomes a name, so a flood of requests
-//! to unknown paths is one resource.
+//! (`POST:/helloworld.Greeter/SayHello`) if the path is one (`/package.Service/Method` in
+//! protobuf identifiers, at most 256 bytes) **and the method is known**: rules in force name
+//! it, or a resource of that name exists because the service answered the method before (a gRPC
+//! answer that is not `UNIMPLEMENTED`, which is what tonic answers for a method or service it
+//! does not have). An unknown method is named `POST:/helloworld.Greeter/<unmatched>` under its
+//! service's route, `POST:<unmatched>` without a route (a 404 on a REST router looks the
+//! same), and its name is learned from its answer. A service's first answered call of a method
+//! therefore counts under `<unmatched>`; a method with a rule is never missed. At most 256
+//! names are learned per service (4 096 in all): a service that answers every method a client
+//! invents (a proxy) adds that many resources, no more. Under any other route, a gRPC content
+//! type changes nothing: the route names the request (so `/api/{*rest}`, a REST catch-all,
+//! keeps its rules; a service declared without a package, `/Greeter/{*rest}`, is named by that
+//! route). Anything else is `"{METHOD}:<unmatched>"`: the raw URI never becomes a name, so a
+//! flood of requests to unknown paths is one resource.
 //! `HEAD` is named `GET` (axum answers a `HEAD` with the `get` handler, doing its work).
 //! Methods other than the nine standard ones are all named `OTHER` (`OTHER:/users/{id}`).
-//! Without a router, every well-formed gRPC method path a client sends is a name, and under a
-//! service's route every method name it sends for that service (methods the service does not
-//! have included): the cap on resources below bounds them.
 //! [`SentinelLayer::resource`] replaces the naming. However names are made, how many
 //! resources exist is capped ([`registry::set_max_resources`](crate::registry::set_max_resources)):
 //! beyond the cap, new names pass unchecked.
@@ -51,10 +56,20 @@
 //! | authority | 403 | 7 `PERMISSION_DENIED` |
 //!
 //! `Retry-After` is in whole seconds, rounded up from [`BlockError::retry_after`], at least 1
-//! (1 when the rule cannot tell). The rejection is the layer's own response, returned from the
+//! (1 when the rule cannot tell). The body (gRPC: `grpc-message`) says what the status says and
+//! when to retry, `Too Many Requests; retry after 2 s` (a 403: `Forbidden`), and nothing else:
+//! which rule blocked, its threshold, the resource's name and the caller's origin stay in the
+//! [`BlockError`] given to [`SentinelLayer::on_block`] and in the logs (feature `tracing`).
+//! The rejection is the layer's own response, returned from the
 //! service's future: no `Buffer` or `HandleError` layer is needed to keep the status.
 //! [`SentinelLayer::on_block`] replaces it ([`block_response`] gives the default, to start
 //! from).
+//!
+//! # System rules
+//!
+//! Requests are inbound traffic, checked and counted by system rules
+//! ([`SystemRule`](crate::rules::SystemRule)), except on routes exempt from them
+//! ([`SentinelLayer::exempt_from_system`]: health checks, `/metrics`).
 //!
 //! # Exits and errors
 //!
@@ -124,6 +139,10 @@ struct Config {
     origin: Option<Arc<ParamFn>>,
     is_error: Option<Arc<IsErrorFn>>,
     on_block: Option<Arc<OnBlockFn>>,
+    /// The prefix IPv6 clients are bucketed by (`None`: the default /64).
+    ipv6_prefix: Option<u8>,
+    /// Routes (or, unmatched, paths) whose requests system rules neither check nor count.
+    system_exempt: Vec<Box<str>>,
 }
 
 /// A tower [`Layer`] guarding every request of the wrapped service with a flow-control
@@ -144,6 +163,8 @@ impl fmt::Debug for SentinelLayer {
             .field("origin", &self.config.origin.is_some())
             .field("custom_is_error", &self.config.is_error.is_some())
             .field("custom_on_block", &self.config.on_block.is_some())
+            .field("ipv6_prefix", &self.config.ipv6_prefix())
+            .field("exempt_from_system", &self.config.system_exempt)
             .finish()
     }
 }
@@ -214,13 +235,66 @@ impl SentinelLayer {
     /// that is one client's limit, and with the `tracing` feature the first one is reported as
     /// a warning.
     ///
-    /// The address hashes as its text: `HotspotRule::exception("10.0.0.1", 100.0)` matches
-    /// the client `10.0.0.1`, also when a dual-stack listener reports it as the IPv4-mapped
-    /// `::ffff:10.0.0.1` (a mapped address is the IPv4 address it maps).
+    /// An IPv4 client is one address: it hashes as its text, so
+    /// `HotspotRule::exception("10.0.0.1", 100.0)` matches the client `10.0.0.1`, also when a
+    /// dual-stack listener reports it as the IPv4-mapped `::ffff:10.0.0.1` (a mapped address is
+    /// the IPv4 address it maps). An IPv6 client is its /64 (see
+    /// [`ipv6_prefix`](Self::ipv6_prefix)): a host given a /64, as every home and cloud host
+    /// is, can use a new address for every request, so a limit per address would limit
+    /// nothing. The value is the prefix in CIDR notation, as `Ipv6Addr` displays the network:
+    /// `2001:db8:1:2::7` is `2001:db8:1:2::/64`, and
+    /// `HotspotRule::exception("2001:db8:1:2::/64", 100.0)` matches every address in it.
     pub fn client_ip(mut self, trusted_proxies: usize) -> Self {
         self.config_mut()
             .params
             .push(ParamSource::ClientIp { trusted_proxies });
+        self
+    }
+
+    /// How many leading bits of an IPv6 client's address make one client for
+    /// [`client_ip`](Self::client_ip): 64 by default (a /64, what a host is given). 48 treats
+    /// a whole site as one client; 128 makes each address one, which a client owning a prefix
+    /// escapes by rotating addresses. Above 128 counts as 128. IPv4 clients stay one per
+    /// address whatever this says.
+    ///
+    /// ```
+    /// use sentinel_runtime::tower::SentinelLayer;
+    /// // Behind one trusted proxy; a client is its /56.
+    /// let layer = SentinelLayer::new().client_ip(1).ipv6_prefix(56);
+    /// ```
+    pub fn ipv6_prefix(mut self, bits: u8) -> Self {
+        self.config_mut().ipv6_prefix = Some(bits.min(128));
+        self
+    }
+
+    /// Exempts routes from system rules ([`SystemRule`](crate::rules::SystemRule)): health
+    /// checks and `/metrics` should answer while the service sheds load, or the orchestrator
+    /// restarts a service that is only busy. A request is exempt when axum's matched route is
+    /// one of `routes` exactly (the route as declared: `/users/{id}`, not `/users/42`), or,
+    /// without a matched route (a service not behind an axum router, such as a tonic server's
+    /// `/grpc.health.v1.Health/Check`), when its path is.
+    ///
+    /// An exempt request is not inbound traffic: system rules neither refuse it nor count it
+    /// (it is not in [`metrics::inbound`](crate::metrics::inbound), nor in the QPS,
+    /// concurrency and response time the system rules compare). Every other rule of its
+    /// resource applies as before. Calls made inside an exempt request's handler
+    /// are checked as they would be anywhere (system rules only check inbound entries).
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    /// use sentinel_runtime::tower::SentinelLayer;
+    /// let app: Router = Router::new()
+    ///     .route("/orders", get(|| async { "orders" }))
+    ///     .route("/health", get(|| async { "ok" }))
+    ///     .route("/metrics", get(|| async { "" }))
+    ///     .layer(SentinelLayer::new().exempt_from_system(["/health", "/metrics"]));
+    /// ```
+    pub fn exempt_from_system(
+        mut self,
+        routes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let exempt = &mut self.config_mut().system_exempt;
+        exempt.extend(routes.into_iter().map(|r| r.into().into_boxed_str()));
         self
     }
 
@@ -282,9 +356,10 @@ impl SentinelLayer {
 }
 
 /// The response the layer sends for a blocked request by default (see the module docs): 429,
-/// 503 or 403 with `Retry-After` and the block's text as a `text/plain` body, or for a gRPC
-/// request (a `POST` with a gRPC content type) a trailers-only response (status 200, empty
-/// body, `grpc-status` and `grpc-message` in its headers). A starting point for
+/// 503 or 403 with `Retry-After` and a `text/plain` body of the status's words and the retry
+/// hint (nothing of the rule, the resource or the origin), or for a gRPC request (a `POST`
+/// with a gRPC content type) a trailers-only response (status 200, empty body, `grpc-status`
+/// and `grpc-message`, the same words, in its headers). A starting point for
 /// [`SentinelLayer::on_block`].
 ///
 /// ```
@@ -297,6 +372,7 @@ impl SentinelLayer {
 /// let response = block_response(&err, &parts);
 /// assert_eq!(response.status(), 429);
 /// assert_eq!(response.headers()["retry-after"], "1");
+/// assert_eq!(response.body(), "Too Many Requests; retry after 1 s");
 /// # rules::load_flow_rules(vec![])?;
 /// # Ok::<(), sentinel_runtime::RuleError>(())
 /// ```
@@ -345,6 +421,21 @@ impl<'a> View<'a> {
 }
 
 impl Config {
+    /// Whether system rules leave the request alone ([`SentinelLayer::exempt_from_system`]).
+    #[cold]
+    fn system_exempt(&self, view: View<'_>) -> bool {
+        let path = match view.extensions.get::<MatchedPath>() {
+            Some(route) => route.as_str(),
+            None => view.uri.path(),
+        };
+        self.system_exempt.iter().any(|r| **r == *path)
+    }
+
+    /// The prefix IPv6 clients are bucketed by.
+    fn ipv6_prefix(&self) -> u8 {
+        self.ipv6_prefix.unwrap_or(params::DEFAULT_IPV6_PREFIX)
+    }
+
     /// Whether a user's function reads the request's parts.
     fn needs_parts(&self) -> bool {
         self.resource.is_some()

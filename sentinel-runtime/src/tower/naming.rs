@@ -55,11 +55,11 @@ pub(super) fn grpc_service_route(route: &str) -> Option<&str> {
     (wildcard && service.contains('.') && service_name(service)).then_some(service)
 }
 
-/// The method path that names a gRPC request, if it has one: a `POST` with a gRPC content type,
-/// a gRPC method path, and either no route or a route that serves the path's own service
-/// ([`grpc_service_route`]). Any other request under a route is named by the route, so a
-/// client cannot leave the route's rules by adding a header.
-fn grpc_name<'a>(view: View<'a>, route: Option<&str>) -> Option<&'a str> {
+/// The method path of a gRPC request, if it may name it: a `POST` with a gRPC content type, a
+/// gRPC method path, and either no route or a route that serves the path's own service
+/// ([`grpc_service_route`]), with that route's service. Any other request under a route is
+/// named by the route, so a client cannot leave the route's rules by adding a header.
+fn grpc_name<'a, 'r>(view: View<'a>, route: Option<&'r str>) -> Option<(&'a str, Option<&'r str>)> {
     let service = match route {
         Some(route) => Some(grpc_service_route(route)?),
         None => None,
@@ -74,7 +74,63 @@ fn grpc_name<'a>(view: View<'a>, route: Option<&str>) -> Option<&'a str> {
         }
         None => true,
     }
-    .then_some(path)
+    .then_some((path, service))
+}
+
+/// The most gRPC method names learned per service ([`learn`]).
+pub(super) const MAX_LEARNED_PER_SERVICE: usize = 256;
+/// The most gRPC method names learned in all.
+pub(super) const MAX_LEARNED: usize = 4_096;
+
+/// How many method names each service has had learned, and in all.
+#[derive(Default)]
+struct Learned {
+    per_service: std::collections::HashMap<Box<str>, usize>,
+    total: usize,
+}
+
+static LEARNED: std::sync::Mutex<Option<Learned>> = std::sync::Mutex::new(None);
+
+/// A request named by its service's (or the) `<unmatched>` resource because its gRPC method
+/// was not known was answered as a method its service serves: `name` (`POST:/pkg.Svc/Method`)
+/// becomes a resource of its own, while its service has had fewer than
+/// [`MAX_LEARNED_PER_SERVICE`] names learned (and all services fewer than [`MAX_LEARNED`]).
+/// A service that answers every method it is asked (a proxy) cannot make a client's invented
+/// names unbounded.
+#[cold]
+pub(super) fn learn(name: &str) {
+    let service = name.split('/').nth(1).unwrap_or("");
+    let mut learned = LEARNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if crate::registry::get(name).is_some() {
+        return;
+    }
+    let learned = learned.get_or_insert_with(Learned::default);
+    if learned.total >= MAX_LEARNED {
+        return;
+    }
+    let count = match learned.per_service.get_mut(service) {
+        Some(count) => count,
+        None => learned.per_service.entry(service.into()).or_insert(0),
+    };
+    if *count >= MAX_LEARNED_PER_SERVICE {
+        return;
+    }
+    *count += 1;
+    learned.total += 1;
+    node_by_name(name);
+}
+
+/// Whether a response shows that its gRPC method exists: a gRPC answer whose head does not say
+/// `UNIMPLEMENTED` (12, what tonic answers for a method or service it does not have); a 404
+/// (an unmatched route) is not one.
+pub(super) fn serves_method(status: http::StatusCode, headers: &http::HeaderMap) -> bool {
+    status == http::StatusCode::OK
+        && super::response::is_grpc(headers)
+        && headers
+            .get(&super::response::GRPC_STATUS)
+            .is_none_or(|v| v.as_bytes() != b"12")
 }
 
 /// Routes recently seen by this thread, by the address of axum's matched-path string (one per
@@ -88,10 +144,17 @@ thread_local! {
         const { std::cell::Cell::new([(0, None); ROUTE_SLOTS]) };
 }
 
-/// The node of a request's default resource name (see the module docs).
-pub(super) fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
+/// The node of a request's default resource name (see the module docs). For a gRPC method not
+/// known yet (named by an `<unmatched>` resource), `learn` is set to its own name, to [`learn`]
+/// if the response shows the method exists (otherwise `learn` is left alone).
+pub(super) fn default_node(
+    view: View<'_>,
+    learn: &mut Option<Box<str>>,
+) -> &'static crate::ResourceNode {
     let Some(route) = view.extensions.get::<MatchedPath>() else {
-        return with_default_resource(view, node_by_name);
+        return with_default_resource(view, |name, unknown, known| {
+            named_node(name, unknown, known, learn)
+        });
     };
     let route = route.as_str();
     let method = method_name(view.method);
@@ -108,7 +171,9 @@ pub(super) fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
             return node;
         }
     }
-    let node = with_default_resource(view, node_by_name);
+    let node = with_default_resource(view, |name, unknown, known| {
+        named_node(name, unknown, known, learn)
+    });
     // Not cached: a gRPC service's route (its methods are each named by their own path: a hit
     // is verified against the route's name, so such a route never hits), and the overflow
     // node (beyond the cap on resources: a later lookup may differ).
@@ -119,6 +184,20 @@ pub(super) fn default_node(view: View<'_>) -> &'static crate::ResourceNode {
         });
     }
     node
+}
+
+/// The node of a default name (`known`: already looked up); an `unknown` gRPC method's name
+/// goes to `learn` (see [`with_default_resource`]).
+fn named_node(
+    name: &str,
+    unknown: Option<&str>,
+    known: Option<&'static crate::ResourceNode>,
+    learn: &mut Option<Box<str>>,
+) -> &'static crate::ResourceNode {
+    if let Some(unknown) = unknown {
+        *learn = Some(Box::from(unknown));
+    }
+    known.unwrap_or_else(|| node_by_name(name))
 }
 
 /// Whether `name` is `"{method}:{route}"`.
@@ -132,7 +211,17 @@ pub(super) fn names_route(name: &str, method: &str, route: &str) -> bool {
 /// Calls `f` with the default resource name of a request, built in a per-thread buffer (no
 /// allocation per request once the buffer has grown). Its length is bounded by the routes'
 /// and [`MAX_GRPC_PATH`]: nothing a client sends makes it longer.
-pub(super) fn with_default_resource<R>(view: View<'_>, f: impl FnOnce(&str) -> R) -> R {
+///
+/// A gRPC method path names a request only if the method is known: a resource of that name
+/// exists (its method was served before, or something else entered it) or loaded rules name
+/// it. Otherwise the request is `POST:/pkg.Svc/<unmatched>` under its service's route, or
+/// `POST:<unmatched>` without a route, and `f` is also given the method's own name, to
+/// [`learn`] once the response shows the method exists. A known method's node is given to `f`
+/// as well (it has been looked up).
+pub(super) fn with_default_resource<R>(
+    view: View<'_>,
+    f: impl FnOnce(&str, Option<&str>, Option<&'static crate::ResourceNode>) -> R,
+) -> R {
     // Taken out while in use (a nested call finds an empty buffer and grows its own).
     let mut name = NAME.try_with(std::cell::Cell::take).unwrap_or_default();
     name.clear();
@@ -142,8 +231,29 @@ pub(super) fn with_default_resource<R>(view: View<'_>, f: impl FnOnce(&str) -> R
         .extensions
         .get::<MatchedPath>()
         .map(MatchedPath::as_str);
-    name.push_str(grpc_name(view, route).or(route).unwrap_or("<unmatched>"));
-    let result = f(&name);
+    let result = match grpc_name(view, route) {
+        Some((path, service)) => {
+            name.push_str(path);
+            if let Some(node) = crate::rules::known_node(&name) {
+                f(&name, None, Some(node))
+            } else {
+                let mut unmatched = String::with_capacity(name.len() + 12);
+                unmatched.push_str(method_name(view.method));
+                unmatched.push(':');
+                if let Some(service) = service {
+                    unmatched.push('/');
+                    unmatched.push_str(service);
+                    unmatched.push('/');
+                }
+                unmatched.push_str("<unmatched>");
+                f(&unmatched, Some(&name), None)
+            }
+        }
+        None => {
+            name.push_str(route.unwrap_or("<unmatched>"));
+            f(&name, None, None)
+        }
+    };
     let _ = NAME.try_with(|cell| cell.set(name));
     result
 }
@@ -156,5 +266,5 @@ thread_local! {
 /// The default resource name of a request.
 #[cfg(test)]
 pub(super) fn default_resource(parts: &http::request::Parts) -> String {
-    with_default_resource(View::of_parts(parts), str::to_owned)
+    with_default_resource(View::of_parts(parts), |name, _, _| name.to_owned())
 }

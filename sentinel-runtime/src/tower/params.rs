@@ -49,6 +49,11 @@ pub(super) fn hash_ip(ip: IpAddr) -> u64 {
 
 /// [`hash_ip`] through `Display`.
 fn hash_ip_displayed(ip: IpAddr) -> u64 {
+    hash_displayed(format_args!("{ip}"))
+}
+
+/// The hash of a short text (at most 64 bytes written on the stack; longer: allocated).
+fn hash_displayed(args: fmt::Arguments<'_>) -> u64 {
     use std::fmt::Write as _;
     struct Stack {
         buf: [u8; 64],
@@ -67,13 +72,35 @@ fn hash_ip_displayed(ip: IpAddr) -> u64 {
         buf: [0; 64],
         len: 0,
     };
-    match write!(text, "{ip}")
+    match text
+        .write_fmt(args)
         .ok()
         .and_then(|()| std::str::from_utf8(&text.buf[..text.len]).ok())
     {
         Some(text) => hash_value(Some(text)),
-        None => hash_value(Some(&ip.to_string())),
+        None => hash_value(Some(&args.to_string())),
     }
+}
+
+/// The default IPv6 prefix a client is bucketed by: a /64, what every home and cloud host is
+/// given (and can rotate addresses within at will).
+pub(super) const DEFAULT_IPV6_PREFIX: u8 = 64;
+
+/// The hash of a client's address as a hotspot value: an IPv4 address as its text
+/// ([`hash_ip`]); an IPv6 address as the text of its first `v6_prefix` bits, in CIDR notation
+/// (`2001:db8:1:2::/64`), or at 128 as its own text.
+pub(super) fn hash_client(ip: IpAddr, v6_prefix: u8) -> u64 {
+    match ip {
+        IpAddr::V6(v6) if v6_prefix < 128 => hash_v6_prefix(v6, v6_prefix),
+        ip => hash_ip(ip),
+    }
+}
+
+/// The hash of the text of `v6`'s first `bits` bits (below 128), in CIDR notation.
+fn hash_v6_prefix(v6: std::net::Ipv6Addr, bits: u8) -> u64 {
+    let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+    let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
+    hash_displayed(format_args!("{network}/{bits}"))
 }
 
 /// The client's address: see [`SentinelLayer::client_ip`]. An IPv4-mapped IPv6 address (what a

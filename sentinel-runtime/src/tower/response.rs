@@ -76,7 +76,7 @@ pub(super) fn rejection(
     request: &HeaderMap,
 ) -> Response<String> {
     let (status, grpc_status) = answer(block.kind());
-    let message = block.to_string();
+    let message = public_message(block, status);
     if is_grpc_request(method, request) {
         // The request's own gRPC content type: a gRPC-Web client expects its own back.
         let content_type = request
@@ -104,6 +104,18 @@ pub(super) fn rejection(
         headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(block)));
     }
     response
+}
+
+/// What a client is told of a block: the status's own words and, unless it is a 403, when to
+/// retry (`Too Many Requests; retry after 2 s`). Nothing of the rule, the resource or the
+/// caller: those stay with [`SentinelLayer::on_block`](super::SentinelLayer::on_block) (the
+/// [`BlockError`]) and the logs.
+pub(super) fn public_message(block: &BlockError, status: StatusCode) -> String {
+    let words = status.canonical_reason().unwrap_or("Refused");
+    if status == StatusCode::FORBIDDEN {
+        return words.to_owned();
+    }
+    format!("{words}; retry after {} s", retry_after_secs(block))
 }
 
 /// gRPC's percent-encoding of `grpc-message`: printable ASCII except `%` stays.

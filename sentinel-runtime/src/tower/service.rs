@@ -12,8 +12,8 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use super::body::{poll_unwinding, Guard, SentinelBody};
-use super::naming::default_node;
-use super::params::{client_ip, hash_ip, hash_value, no_client_address};
+use super::naming::{self, default_node, serves_method};
+use super::params::{client_ip, hash_client, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::{Config, IsErrorFn, ParamSource, View};
 use crate::param::Params;
@@ -74,7 +74,8 @@ pin_project_lite::pin_project! {
             // The request was a POST: its response may be gRPC.
             post: bool,
         },
-        /// Waiting for a throttling turn first (rare: boxed), until it completes.
+        /// Waiting for a throttling turn first, or a gRPC method's name to learn from the
+        /// response (rare: boxed), until it completes.
         Throttled { future: Option<BoxFuture<Result<Response<SentinelBody<B>>, E>>> },
     }
 }
@@ -191,13 +192,14 @@ where
         let config = &*self.config;
         // The request is split into parts only for the user's functions, which take `&Parts`
         // (splitting and joining moves the whole request twice); otherwise it stays in place.
+        let mut learn = None;
         let admitted = if config.needs_parts() {
             let (parts, body) = req.into_parts();
-            let admitted = admit(config, View::of_parts(&parts), Some(&parts));
+            let admitted = admit(config, View::of_parts(&parts), Some(&parts), &mut learn);
             req = Request::from_parts(parts, body);
             admitted
         } else {
-            admit(config, View::of_request(&req), None)
+            admit(config, View::of_request(&req), None, &mut learn)
         };
         let reservation = match admitted {
             Ok(reservation) => reservation,
@@ -214,15 +216,23 @@ where
         };
         let is_error = config.is_error.clone();
         let post = req.method() == http::Method::POST;
-        if reservation.turn() != 0 {
+        if reservation.turn() != 0 || learn.is_some() {
             // The service that was polled ready handles this request after the wait; a fresh
             // clone stays behind for the next `poll_ready`.
             let clone = self.inner.clone();
             let mut inner = std::mem::replace(&mut self.inner, clone);
             let future = Box::pin(async move {
-                crate::entry::wait_turn(&reservation).await;
+                if reservation.turn() != 0 {
+                    crate::entry::wait_turn(&reservation).await;
+                }
                 let entry = reservation.into_entry();
-                finish(inner.call(req).await, entry, is_error, post)
+                let result = inner.call(req).await;
+                if let (Some(name), Ok(response)) = (learn, &result) {
+                    if serves_method(response.status(), response.headers()) {
+                        naming::learn(&name);
+                    }
+                }
+                finish(result, entry, is_error, post)
             });
             return ResponseFuture {
                 state: State::Throttled {
@@ -242,23 +252,28 @@ where
     }
 }
 
-/// Runs the checks of a request's resource (inbound, with its parameters and origin). Never
+/// Runs the checks of a request's resource (inbound unless exempt from system rules, with its
+/// parameters and origin). Never
 /// waits: a throttled request's turn is in the reservation. `parts` is given when
-/// [`Config::needs_parts`].
+/// [`Config::needs_parts`]. `learn`: set to a gRPC method's name to learn from the response
+/// (see [`naming::learn`]).
 pub(super) fn admit(
     config: &Config,
     view: View<'_>,
     parts: Option<&Parts>,
+    learn: &mut Option<Box<str>>,
 ) -> Result<crate::entry::Reservation, BlockError> {
     let mut params = Params::NONE;
-    params.set_inbound();
+    if config.system_exempt.is_empty() || !config.system_exempt(view) {
+        params.set_inbound();
+    }
     for source in &config.params {
         let hash = match (source, parts) {
             (ParamSource::Fn(f), Some(parts)) => hash_value(f(parts).as_deref()),
             (ParamSource::Fn(_), None) => hash_value(None),
             (ParamSource::ClientIp { trusted_proxies }, _) => {
                 match client_ip(view, *trusted_proxies) {
-                    Some(ip) => hash_ip(ip),
+                    Some(ip) => hash_client(ip, config.ipv6_prefix()),
                     None => {
                         no_client_address(view);
                         hash_value(None)
@@ -273,7 +288,7 @@ pub(super) fn admit(
     }
     let node = match (&config.resource, parts) {
         (Some(f), Some(parts)) => node_by_name(&f(parts)),
-        _ => default_node(view),
+        _ => default_node(view, learn),
     };
     // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
     crate::entry::reserve_with(node, 1, true, &params)

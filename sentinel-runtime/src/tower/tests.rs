@@ -6,7 +6,7 @@ use http::request::Parts;
 use http::{Method, Request, StatusCode};
 
 use super::naming::{default_resource, grpc_service_route, names_route, MAX_GRPC_PATH};
-use super::params::{client_ip, hash_ip, hash_value};
+use super::params::{client_ip, hash_client, hash_ip, hash_value};
 use super::response::{classify, is_grpc, percent_encode, rejection, retry_after_secs};
 use super::{ConnectInfo, View};
 use crate::BlockError;
@@ -100,6 +100,29 @@ fn a_client_ip_hashes_as_its_text_does() {
 }
 
 #[test]
+fn an_ipv6_client_hashes_as_its_prefix_text_and_an_ipv4_one_as_its_address() {
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let text = |s: &str| hash_value(Some(s));
+    let host = ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd");
+    assert_eq!(hash_client(host, 64), text("2001:db8:1:2::/64"));
+    assert_eq!(hash_client(host, 48), text("2001:db8:1::/48"));
+    assert_eq!(hash_client(host, 1), text("::/1"));
+    assert_eq!(hash_client(host, 0), text("::/0"));
+    assert_eq!(
+        hash_client(host, 127),
+        text("2001:db8:1:2:aaaa:bbbb:cccc:dddc/127")
+    );
+    assert_eq!(
+        hash_client(host, 128),
+        text("2001:db8:1:2:aaaa:bbbb:cccc:dddd")
+    );
+    let v4 = ip("10.1.2.3");
+    for bits in [0, 64, 128] {
+        assert_eq!(hash_client(v4, bits), text("10.1.2.3"), "/{bits}");
+    }
+}
+
+#[test]
 fn routes_are_recognised_by_their_names_only() {
     assert!(names_route("GET:/users/{id}", "GET", "/users/{id}"));
     assert!(!names_route("PUT:/users/{id}", "GET", "/users/{id}"));
@@ -123,7 +146,12 @@ fn default_names_never_use_the_raw_uri() {
     assert_eq!(default_resource(&p), "GET:<unmatched>");
     let p = grpc("/helloworld.Greeter/SayHello");
     assert!(is_grpc(&p.headers));
+    // A gRPC method is named by its path once known (here: a resource of that name exists),
+    // and is `<unmatched>` before.
+    assert_eq!(default_resource(&p), "POST:<unmatched>");
+    crate::rules::node_by_name("POST:/helloworld.Greeter/SayHello");
     assert_eq!(default_resource(&p), "POST:/helloworld.Greeter/SayHello");
+    crate::rules::node_by_name("POST:/_a.b_2.C/M_1");
     assert_eq!(
         default_resource(&grpc("/_a.b_2.C/M_1")),
         "POST:/_a.b_2.C/M_1"
@@ -135,10 +163,13 @@ fn default_names_never_use_the_raw_uri() {
         assert_eq!(default_resource(&grpc(path)), "POST:<unmatched>", "{path}");
     }
     // The query is not part of the path.
+    crate::rules::node_by_name("POST:/a.B/C");
     assert_eq!(default_resource(&grpc("/a.B/C?x=1")), "POST:/a.B/C");
     let longest = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 5));
+    crate::rules::node_by_name(&format!("POST:{longest}"));
     assert_eq!(default_resource(&grpc(&longest)).len(), MAX_GRPC_PATH + 5);
     let longer = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 4));
+    crate::rules::node_by_name(&format!("POST:{longer}"));
     assert_eq!(default_resource(&grpc(&longer)), "POST:<unmatched>");
     let invented = parts(|b| b.method("BREW").uri("/pot"));
     assert_eq!(default_resource(&invented), "OTHER:<unmatched>");
@@ -154,6 +185,26 @@ fn default_names_never_use_the_raw_uri() {
             .header("content-type", "application/grpc")
     });
     assert_eq!(default_resource(&get), "GET:<unmatched>");
+}
+
+#[test]
+fn a_method_is_served_when_a_grpc_answer_does_not_say_unimplemented() {
+    use super::naming::serves_method;
+    let mut h = HeaderMap::new();
+    assert!(!serves_method(StatusCode::OK, &h), "not gRPC");
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc+proto"),
+    );
+    assert!(
+        serves_method(StatusCode::OK, &h),
+        "a stream: the status comes later"
+    );
+    assert!(!serves_method(StatusCode::NOT_FOUND, &h));
+    h.insert("grpc-status", HeaderValue::from_static("14"));
+    assert!(serves_method(StatusCode::OK, &h), "a real method failing");
+    h.insert("grpc-status", HeaderValue::from_static("12"));
+    assert!(!serves_method(StatusCode::OK, &h), "UNIMPLEMENTED");
 }
 
 #[test]
@@ -322,7 +373,8 @@ fn client_ip_without_a_peer_address_is_reported_once() {
     super::params::REPORTED.store(false, std::sync::atomic::Ordering::Relaxed);
     tracing::subscriber::with_default(Warnings(seen.clone()), || {
         let admit = |p: &Parts| {
-            let reservation = super::service::admit(&config, View::of_parts(p), None).unwrap();
+            let reservation =
+                super::service::admit(&config, View::of_parts(p), None, &mut None).unwrap();
             drop(reservation.into_entry());
         };
         admit(&with_peer);
