@@ -200,7 +200,12 @@ impl Gate {
 #[cold]
 #[inline(never)]
 fn throttle_block(g: &ThrottleGate, resource: &'static str, now: u64, count: u32) -> BlockError {
-    BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000)
+    let error = BlockError::flow(resource, g.threshold.given(), g.window_ns / 1_000_000);
+    if g.oversized(count) {
+        // No retry hint: waiting never helps a batch larger than the threshold.
+        return error.because("throttled: a batch larger than the threshold never passes");
+    }
+    error
         .because("throttled: the next turn is further away than max_wait")
         .with_retry_after(
             g.retry_after(now, count)
@@ -391,6 +396,22 @@ mod tests {
         assert!(err.to_string().contains("throttled"), "{err}");
         let none = gate(FlowRule::qps("r", 0.0).throttle(Duration::from_secs(1)));
         assert!(none.try_enter_at("r", T0, || T0, 1).is_err());
+    }
+
+    #[test]
+    fn a_throttled_batch_larger_than_the_threshold_gets_no_retry_hint() {
+        let g = gate(FlowRule::qps("r", 10.0).throttle(Duration::from_secs(2)));
+        let err = g.try_enter_at("r", T0, || T0, 11).unwrap_err();
+        assert_eq!(err.retry_after(), None, "waiting never helps: {err}");
+        assert_eq!(
+            err.reason(),
+            Some("throttled: a batch larger than the threshold never passes")
+        );
+        // A batch that fits but must wait too long still gets its hint.
+        let g = gate(FlowRule::qps("r", 10.0).throttle(Duration::ZERO));
+        assert!(g.try_enter_at("r", T0, || T0, 10).is_ok());
+        let err = g.try_enter_at("r", T0, || T0, 10).unwrap_err();
+        assert!(err.retry_after().is_some(), "{err}");
     }
 
     #[test]

@@ -75,7 +75,7 @@ impl ThrottleGate {
     /// more than a window apart.
     #[inline]
     pub(super) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
-        if u64::from(count) > self.threshold.limit().max(1) {
+        if self.oversized(count) {
             return None;
         }
         let cost = self.cost(now, count)?;
@@ -102,6 +102,12 @@ impl ThrottleGate {
                 Err(seen) => latest = seen,
             }
         }
+    }
+
+    /// Whether a batch of `count` is more than the threshold: it can never pass.
+    #[inline]
+    pub(super) fn oversized(&self, count: u32) -> bool {
+        u64::from(count) > self.threshold.limit().max(1)
     }
 
     /// For a call refused at `now`: how long until `count` passes would get a turn within
