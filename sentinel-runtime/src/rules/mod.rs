@@ -30,6 +30,8 @@ pub(crate) mod flow;
 pub(crate) mod hotspot;
 mod load;
 #[cfg(feature = "rule-files")]
+mod locate;
+#[cfg(feature = "rule-files")]
 mod node;
 #[cfg(feature = "rule-files")]
 mod sentinel_format;
