@@ -15,6 +15,7 @@
 //! | `sentinel_circuit_breaker_state` | `resource`, `state` | 1 for the current state (the most restrictive of the resource's breakers), else 0 |
 //! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
 //! | `sentinel_rule_loads_total` | `kind`, `result` | rule loads (`success` or `failure`) |
+//! | `sentinel_rule_file_last_reload_success` | `file` | 1 if the rule file's last load put it in force, 0 if refused (feature `rule-files`; at most [`MAX_REPORTED_FILES`](crate::rules::MAX_REPORTED_FILES) files) |
 //! | `sentinel_resource_overflow_total` | | calls of resources beyond the cap ([`overflow`](super::overflow)) |
 //! | `sentinel_inbound_pass_total`, `sentinel_inbound_block_total`, `sentinel_inbound_concurrency` | | the inbound traffic as system rules see it ([`inbound`](super::inbound)) |
 //! | `sentinel_system_cpu_usage`, `sentinel_system_load_per_core` | | what system rules compare against ([`system_load`](super::system_load); 0 while none is loaded) |
@@ -234,6 +235,19 @@ impl Collector for SentinelCollector {
                         ("result", if ok { "success" } else { "failure" }),
                     ],
                     ConstCounter::new(n),
+                )
+            }),
+        )?;
+        #[cfg(feature = "rule-files")]
+        family(
+            e,
+            "sentinel_rule_file_last_reload_success",
+            "1 if the rule file's last load put it in force, 0 if it was refused (the previous rules stay).",
+            MetricType::Gauge,
+            super::rule_files().into_iter().map(|(file, ok)| {
+                (
+                    [("file", file.display().to_string())],
+                    ConstGauge::new(i64::from(ok)),
                 )
             }),
         )?;

@@ -636,6 +636,7 @@ use super::flow::{FlowMetric, FlowRule};
 use super::hotspot::{HotspotMetric, HotspotRule};
 use super::locate::{self, Located, Pos};
 use super::node::{Node, NodeError};
+use super::report;
 use super::sentinel_format;
 use super::set::{self, RuleSet, RuleSetError, RuleSetErrorEntry};
 use super::system::SystemRule;
@@ -1560,9 +1561,7 @@ impl RuleSet {
     /// `.toml`); the error names the file.
     pub fn from_path(path: impl AsRef<Path>) -> Result<RuleSet, RuleSetError> {
         let path = path.as_ref();
-        let format = Format::of(path)?;
-        let text = fs::read_to_string(path)
-            .map_err(|e| RuleSetError::whole(format!("cannot read the file: {e}")).in_file(path))?;
+        let (text, format) = read_file(path)?;
         parse(&text, format).map_err(|e| e.in_file(path))
     }
 
@@ -1584,9 +1583,48 @@ impl RuleSet {
 
 /// Reads, checks and loads a rule file: [`RuleSet::from_path`], then
 /// [`load`](crate::rules::load). On any error nothing changes.
+///
+/// Every load is counted in [`metrics::rule_loads`](crate::metrics::rule_loads) (kind
+/// `rule_set`) and sets the file's result in [`metrics::rule_files`](crate::metrics::rule_files);
+/// with the `tracing` feature it gives an event on target `sentinel`: `rules loaded` (with the
+/// `file`, its content's `version` and the number of `rules`) or `rules refused, the previous
+/// stay in force` (with the `file`, the first problem's `line`, `column` and `field`, the
+/// number of `problems` and the whole `error`), whatever refused it: the file unreadable, its
+/// syntax, a bad rule or a budget.
 pub fn load_file(path: impl AsRef<Path>) -> Result<(), RuleSetError> {
     let path = path.as_ref();
-    set::load(RuleSet::from_path(path)?).map_err(|e| e.in_file(path))
+    let (result, version, rules) = match read_file(path) {
+        Err(e) => (Err(e), None, 0),
+        Ok((text, format)) => {
+            let version = report::content_version(text.as_bytes());
+            match parse(&text, format) {
+                Err(e) => (Err(e.in_file(path)), Some(version), 0),
+                Ok(set) => {
+                    let rules = rule_count(&set);
+                    let result = set::load_uncounted(set).map_err(|e| e.in_file(path));
+                    (result, Some(version), rules)
+                }
+            }
+        }
+    };
+    report::file_load(path, version, rules, result)
+}
+
+/// How many rules a set has, of every kind.
+pub(crate) fn rule_count(set: &RuleSet) -> usize {
+    set.flow.len()
+        + set.circuit_breaker.len()
+        + set.hotspot.len()
+        + set.system.len()
+        + set.authority.len()
+}
+
+/// A rule file's text and format (from its extension); errors name the file.
+fn read_file(path: &Path) -> Result<(String, Format), RuleSetError> {
+    let format = Format::of(path)?;
+    let text = fs::read_to_string(path)
+        .map_err(|e| RuleSetError::whole(format!("cannot read the file: {e}")).in_file(path))?;
+    Ok((text, format))
 }
 
 #[cfg(test)]
@@ -1754,6 +1792,8 @@ pub(crate) mod tests {
         assert_eq!(err.entries()[0].line, Some(2));
     }
 
+    type LineColumn = Option<(usize, usize)>;
+
     /// Where rule `index` of `kind` is in `text`, and its `field`, as lines and columns.
     fn at(
         text: &str,
@@ -1761,7 +1801,7 @@ pub(crate) mod tests {
         kind: RuleKind,
         index: usize,
         field: Option<&str>,
-    ) -> (Option<(usize, usize)>, Option<(usize, usize)>) {
+    ) -> (LineColumn, LineColumn) {
         let found =
             locate::tree(text, format)
                 .expect("the text parses")

@@ -121,6 +121,12 @@ pub(crate) fn problems(set: &RuleSet) -> Vec<(&'static str, usize, RuleError)> {
 /// A concurrent load of one kind ([`load_flow_rules`](crate::rules::load_flow_rules)) sees
 /// either none or all of this set.
 pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
+    super::load::counted("rule_set", load_uncounted(set))
+}
+
+/// [`load`] without counting or reporting the load (a rule file's load is reported with the
+/// file's name).
+pub(crate) fn load_uncounted(set: RuleSet) -> Result<(), RuleSetError> {
     set.validate()?;
     super::load::replace_all(
         set.flow,
