@@ -21,8 +21,8 @@
 //! | `sentinel_system_cpu_usage`, `sentinel_system_load_per_core` | | what system rules compare against ([`system_load`](super::system_load); 0 while none is loaded) |
 //!
 //! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
-//! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names only:
-//! never a parameter value, a host or a process id.
+//! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names (and the
+//! paths of rule files) only: never a parameter value, a host or a process id.
 //!
 //! ```
 //! let mut registry = prometheus_client::registry::Registry::default();
