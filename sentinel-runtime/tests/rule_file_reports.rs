@@ -279,6 +279,13 @@ fn every_refusal_of_load_file_is_counted_reported_and_flagged() {
     fs::write(&path, flow("report-ok", 11)).unwrap();
     rules::load_file(&path).expect("good again");
     assert_eq!(file_result(&path), Some(true));
+
+    // A set refused by `rules::load` (not from a file) counts as a failure too.
+    let mut bad = RuleSet::new();
+    bad.flow = vec![FlowRule::qps("report-set", -1.0)];
+    let before = set_loads();
+    rules::load(bad).expect_err("a bad threshold");
+    assert_eq!(set_loads(), (before.0, before.1 + 1));
     rules::load(RuleSet::new()).unwrap();
 }
 
