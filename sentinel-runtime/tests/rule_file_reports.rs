@@ -295,6 +295,21 @@ fn the_watcher_reports_each_refusal_once_and_each_load_with_its_version() {
     let _serial = serial();
     let dir = TempDir::new("watcher");
     let path = dir.join("rules.yaml");
+
+    // A refused first load is reported as every later one.
+    fs::write(&path, flow("report-watch", 10).replace("10", "-10")).unwrap();
+    let before = set_loads();
+    let err = rules::watch_file(&path).expect_err("a bad first load");
+    assert_eq!(set_loads(), (before.0, before.1 + 1));
+    let refused = events(&path, "rules refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["error"], err.to_string());
+    assert_eq!(file_result(&path), Some(false));
+    EVENTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+
     fs::write(&path, flow("report-watch", 10)).unwrap();
     let watcher = rules::watch_file(&path).expect("the first load");
     let first = watcher.status();

@@ -112,14 +112,18 @@ impl RuleWatcher {
         let cannot = |what: String| RuleSetError::whole(what).in_file(path);
         let path = std::path::absolute(path)
             .map_err(|e| cannot(format!("cannot resolve the file's path: {e}")))?;
-        let refused = |e: RuleSetError, version| report::file_load(&path, version, 0, Err(e));
-        let format = Format::of(&path).or_else(|e| refused(e, None).map(|()| Format::Json))?;
+        // The first load's refusals are reported as every later one is.
+        let refused = |e: RuleSetError, version| {
+            let _ = report::file_load(&path, version, 0, Err(e.clone()));
+            e
+        };
+        let format = Format::of(&path).map_err(|e| refused(e, None))?;
         let dir = match path.parent() {
             Some(dir) => dir.to_owned(),
             None => return Err(cannot("the path names no file in a directory".into())),
         };
         let (wake, messages) = mpsc::channel();
-        let mut file = WatchedFile {
+        let file = WatchedFile {
             path: path.clone(),
             format,
             loader,
@@ -130,13 +134,10 @@ impl RuleWatcher {
         watches.refresh(&path);
         let bytes = fs::read(&path)
             .map_err(|e| RuleSetError::whole(format!("cannot read the file: {e}")).in_file(&path))
-            .or_else(|e| refused(e, None).map(|()| Vec::new()))?;
+            .map_err(|e| refused(e, None))?;
         let version = content_version(&bytes);
-        let rules = file
-            .load(&bytes)
-            .or_else(|e| refused(e, Some(version)).map(|()| 0))?;
+        let rules = file.load(&bytes).map_err(|e| refused(e, Some(version)))?;
         report::file_load(&path, Some(version), rules, Ok(()))?;
-        file.failed = None;
         let status = Arc::new(Mutex::new(WatchStatus {
             loaded_at: SystemTime::now(),
             version,
