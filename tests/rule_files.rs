@@ -1,5 +1,5 @@
 //! Rule files (default feature `rule-files`): JSON, YAML, TOML and Sentinel's JSON read into the
-//! same rules; what is not supported refused by name, with the line of its rule; and the
+//! same rules; what is not supported refused by name, at its field's line; and the
 //! watcher through the ways files really change (atomic renames, ConfigMap symlink flips,
 //! deletes, partial writes, bad rules), never putting a mix of two sets in force.
 //!
@@ -629,16 +629,16 @@ degrade:
     assert_eq!(
         found,
         [
-            r#"Some(4) Some("flow") Some("line-negative") Some("threshold")"#,
-            r#"Some(9) Some("circuit_breaker") Some("line-breaker") Some("strategy.threshold")"#,
+            r#"Some(5) Some("flow") Some("line-negative") Some("threshold")"#,
+            r#"Some(10) Some("circuit_breaker") Some("line-breaker") Some("strategy.threshold")"#,
         ]
     );
     assert_eq!(
         err.to_string(),
         "invalid rule set (2 problems):\n  \
-         line 4, column 5: flow[1] (resource `line-negative`): field `threshold` must be >= 0, \
-         got -5\n  \
-         line 9, column 5: circuit_breaker[0] (resource `line-breaker`): field \
+         line 5, column 5: flow[1] (resource `line-negative`, rule at line 4): field `threshold` \
+         must be >= 0, got -5\n  \
+         line 10, column 36: circuit_breaker[0] (resource `line-breaker`, rule at line 9): field \
          `strategy.threshold` must be a ratio in 0..=1, got 1.5"
     );
 
@@ -649,7 +649,7 @@ degrade:
     let entry = only_entry(&err);
     assert_eq!(
         (entry.line, entry.field.as_deref()),
-        (Some(5), Some("warmUpPeriodSec"))
+        (Some(9), Some("warmUpPeriodSec"))
     );
 
     // Loading the file changes nothing.
@@ -1277,7 +1277,11 @@ fn unknown_system_and_authority_fields_are_refused_by_name() {
         let entry = only_entry(&err);
         assert_eq!(entry.field.as_deref(), Some(name), "{json}: {err}");
         assert!(err.to_string().contains(&format!("`{name}`")), "{err}");
-        assert_eq!(entry.line, Some(1), "{json}: {err}");
+        // The field's own line.
+        let line = json[..json.find(&format!("\"{name}\"")).unwrap()]
+            .lines()
+            .count();
+        assert_eq!(entry.line, Some(line), "{json}: {err}");
     }
     // An unknown kind is refused too.
     let err = RuleSet::from_yaml("systems:\n  - qps: 1\n").unwrap_err();
@@ -1318,8 +1322,8 @@ authority:
         found,
         [
             r#"Some(3) Some("system") Some(1) None Some("cpu_usage")"#,
-            r#"Some(6) Some("authority") Some(0) Some("bad-origins") Some("origins")"#,
-            r#"Some(9) Some("authority") Some(1) Some("bad-strategy") Some("strategy")"#,
+            r#"Some(8) Some("authority") Some(0) Some("bad-origins") Some("origins")"#,
+            r#"Some(10) Some("authority") Some(1) Some("bad-strategy") Some("strategy")"#,
         ],
         "{err}"
     );
@@ -1363,8 +1367,9 @@ authority:
     let entry = only_entry(&err);
     assert_eq!(
         (entry.line, entry.index, entry.field.as_deref()),
-        (Some(4), Some(1), Some("avg_rt"))
+        (Some(5), Some(1), Some("avg_rt"))
     );
+    assert_eq!(entry.rule_line, Some(4), "{err}");
 
     // Loading such a file changes nothing.
     let _serial = serial();
@@ -1588,7 +1593,7 @@ flow:
             entry.resource.as_deref(),
             entry.field.as_deref()
         ),
-        (Some(4), Some("invalid-next-b"), Some("max_wait")),
+        (Some(6), Some("invalid-next-b"), Some("max_wait")),
         "{err}"
     );
     assert_eq!(err.path(), Some(watcher.path()));

@@ -156,6 +156,16 @@ pub fn rule_loads() -> Vec<(&'static str, bool, u64)> {
     crate::rules::load_counts()
 }
 
+/// Each rule file's last load ([`rules::load_file`](crate::rules::load_file) or a
+/// [`RuleWatcher`](crate::rules::RuleWatcher)): its absolute path and whether the load put its
+/// content in force (`false`: refused, the previous rules stay), sorted by path. At most
+/// [`MAX_REPORTED_FILES`](crate::rules::MAX_REPORTED_FILES) files are listed (feature
+/// `rule-files`).
+#[cfg(feature = "rule-files")]
+pub fn rule_files() -> Vec<(std::path::PathBuf, bool)> {
+    crate::rules::file_results()
+}
+
 /// How many values the hotspot rules of `resource` forgot while they were still being limited
 /// (their tables were full of live values); `None` if no node of that name exists. See
 /// [`HotspotRule`](crate::rules::HotspotRule).

@@ -17,14 +17,15 @@
 //! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
 //! | `sentinel_rule_loads_total` | `kind`, `result` | rule loads (`success` or `failure`) |
 //! | `sentinel_rules_unmatched` | | resources named by the rules in force that no call has entered since the load ([`rules::unmatched`](crate::rules::unmatched)) |
+//! | `sentinel_rule_file_last_reload_success` | `file` | 1 if the rule file's last load put it in force, 0 if refused (feature `rule-files`; at most [`MAX_REPORTED_FILES`](crate::rules::MAX_REPORTED_FILES) files) |
 //! | `sentinel_resource_overflow_total` | | calls of resources beyond the cap ([`overflow`](super::overflow)) |
 //! | `sentinel_inbound_pass_total`, `sentinel_inbound_block_total`, `sentinel_inbound_concurrency` | | the inbound traffic as system rules see it ([`inbound`](super::inbound)) |
 //! | `sentinel_system_cpu_usage`, `sentinel_system_load_per_core` | | what system rules compare against ([`system_load`](super::system_load); 0 while none is loaded) |
 //! | `sentinel_system_cpu_source`, `sentinel_system_effective_cores` | `source` | where the CPU usage is read from (`cgroup_v2`, `cgroup_v1`, `process`, `host`) and the cores it is a share of ([`system`](super::system)) |
 //!
 //! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
-//! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names only:
-//! never a parameter value, a host or a process id.
+//! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names (and the
+//! paths of rule files) only: never a parameter value, a host or a process id.
 //!
 //! The collector is written against `prometheus-client` 0.26 (its `Registry` type is in
 //! [`register`]'s signature, so a registry of another major version does not fit). The crate
@@ -277,6 +278,19 @@ impl Collector for SentinelCollector {
                         ("result", if ok { "success" } else { "failure" }),
                     ],
                     ConstCounter::new(n),
+                )
+            }),
+        )?;
+        #[cfg(feature = "rule-files")]
+        family(
+            e,
+            "sentinel_rule_file_last_reload_success",
+            "1 if the rule file's last load put it in force, 0 if it was refused (the previous rules stay).",
+            MetricType::Gauge,
+            super::rule_files().into_iter().map(|(file, ok)| {
+                (
+                    [("file", file.display().to_string())],
+                    ConstGauge::new(i64::from(ok)),
                 )
             }),
         )?;

@@ -17,8 +17,10 @@
 //!
 //! Every rule is read and checked on its own: a file with bad rules is refused with **every**
 //! bad rule listed (kind, position, resource (system rules have none), the field as the file
-//! spells it, and the line where the rule starts); a syntax error is refused with its own line
-//! and column. Unknown fields are refused by name, never ignored, and so is a field given twice.
+//! spells it, and the field's line and column; a field the file lacks, at its rule's line),
+//! the first 100 in file order and the others counted; a syntax error is refused with its own
+//! line and column. Unknown fields are refused by name, never ignored, and so is a field given
+//! twice. A file nested more than 64 levels deep is refused before it is parsed.
 //!
 //! ## Flow rules ([`FlowRule`])
 //!
@@ -648,7 +650,7 @@
 //!     CircuitBreakerRule::error_count("ledger", 6).window(secs(1), 1).recovery(secs(60)),
 //! ]);
 //!
-//! // What is not supported is refused by name, with the line where its rule starts.
+//! // What is not supported is refused by name, at the field's line and column.
 //! let err = RuleSet::from_json(r#"{
 //!   "flow": [
 //!     { "resource": "orders", "count": 100 },
@@ -657,7 +659,7 @@
 //! }"#).unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
-//!     "invalid rule set: line 4, column 5: flow[1] (resource `checkout`): field `strategy` \
+//!     "invalid rule set: line 4, column 44: flow[1] (resource `checkout`): field `strategy` \
 //!      is 2 (chain): limiting by calling chain is not supported (0 direct or 1 relate)"
 //! );
 //! # Ok::<(), sentinel_runtime::rules::RuleSetError>(())
@@ -668,14 +670,16 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::authority::AuthorityRule;
 use super::breaker::CircuitBreakerRule;
 use super::flow::{FlowMetric, FlowRule};
 use super::hotspot::{HotspotMetric, HotspotRule};
+use super::locate::{self, Located, Pos};
 use super::node::{Node, NodeError};
+use super::report;
 use super::sentinel_format;
 use super::set::{self, RuleSet, RuleSetError, RuleSetErrorEntry};
 use super::system::SystemRule;
@@ -1296,6 +1300,7 @@ pub(crate) fn parse(text: &str, format: Format) -> Result<RuleSet, RuleSetError>
     if text.trim().is_empty() {
         return Err(RuleSetError::whole(EMPTY));
     }
+    locate::check_depth(text, format).map_err(RuleSetError::whole)?;
     let fields = match parse_doc(text, format)? {
         RawDoc::Empty => return Err(RuleSetError::whole(EMPTY)),
         RawDoc::Fields(fields) if format == Format::Toml && fields.lists_no_kind() => {
@@ -1307,15 +1312,55 @@ pub(crate) fn parse(text: &str, format: Format) -> Result<RuleSet, RuleSetError>
     if problems.is_empty() {
         return Ok(set);
     }
-    let mut entries: Vec<RuleSetErrorEntry> = problems
+    Err(located_error(text, format, problems))
+}
+
+/// At most this many problems of a file are listed (in file order); the others are counted in
+/// a last entry.
+pub(crate) const MAX_LISTED: usize = 100;
+
+/// The problems of a file that parsed, each at its field's line and column (or its rule's, for
+/// a field not in the file): every position found in one pass over the text.
+fn located_error(text: &str, format: Format, problems: Vec<Problem>) -> RuleSetError {
+    let tree = locate::tree(text, format);
+    let mut located: Vec<(Located, Problem)> = problems
         .into_iter()
         .map(|p| {
-            let location = locate(text, format, p.kind, p.index);
-            p.entry.at(location)
+            let at = tree.as_ref().map_or_else(Located::default, |tree| {
+                tree.locate(p.kind.keys(), p.index, p.entry.field.as_deref())
+            });
+            (at, p)
         })
         .collect();
-    entries.sort_by_key(|e| (e.line, e.column));
-    Err(RuleSetError::new(entries))
+    located.sort_by_key(|(at, p)| (at.best().is_none(), at.best(), p.kind.name(), p.index));
+    let omitted = located.len().saturating_sub(MAX_LISTED);
+    located.truncate(MAX_LISTED);
+    let mut positions: Vec<Pos> = located
+        .iter()
+        .flat_map(|(at, _)| [at.rule, at.field])
+        .flatten()
+        .collect();
+    positions.sort_unstable();
+    positions.dedup();
+    let resolved = locate::line_columns(text, &positions);
+    let find = |pos: Option<Pos>| {
+        let i = positions.binary_search(&pos?).ok()?;
+        resolved.get(i).copied()
+    };
+    let mut entries: Vec<RuleSetErrorEntry> = located
+        .into_iter()
+        .map(|(at, p)| {
+            let mut entry = p.entry.at(find(at.best()));
+            entry.rule_line = find(at.rule).map(|(line, _)| line);
+            entry
+        })
+        .collect();
+    if omitted > 0 {
+        entries.push(RuleSetErrorEntry::whole(format!(
+            "and {omitted} more problems (only the first {MAX_LISTED} are listed)"
+        )));
+    }
+    RuleSetError::new(entries)
 }
 
 fn syntax_error(mut message: String, location: Option<(usize, usize)>) -> RuleSetError {
@@ -1334,6 +1379,8 @@ fn without_location(message: String, line: usize, column: usize) -> String {
 }
 
 fn parse_doc(text: &str, format: Format) -> Result<RawDoc, RuleSetError> {
+    #[cfg(test)]
+    tests::count_parse();
     match format {
         Format::Json => serde_json::from_str(text).map_err(|e| {
             let (line, column) = (e.line(), e.column());
@@ -1442,133 +1489,6 @@ fn strip_json_comments(text: &str) -> Result<String, RuleSetError> {
         .map_err(|_| RuleSetError::whole("the file is not valid UTF-8 after its comments"))
 }
 
-/// Where rule `index` of `kind` starts in `text` (which parsed): found by reading the text again
-/// and failing on purpose at that rule, so the format's parser says where it is.
-fn locate(text: &str, format: Format, kind: RuleKind, index: usize) -> Option<(usize, usize)> {
-    let probe = Probe {
-        keys: kind.keys(),
-        index,
-    };
-    match format {
-        Format::Json => {
-            let mut de = serde_json::Deserializer::from_str(text);
-            let e = probe.deserialize(&mut de).err()?;
-            json_value_start(text, e.line(), e.column())
-        }
-        Format::Yaml => {
-            let e = probe
-                .deserialize(serde_yaml_ng::Deserializer::from_str(text))
-                .err()?;
-            e.location().map(|l| (l.line(), l.column()))
-        }
-        Format::Toml => {
-            let de = toml::Deserializer::parse(text).ok()?;
-            let e = probe.deserialize(de).err()?;
-            e.span().map(|span| line_column(text, span.start))
-        }
-    }
-}
-
-/// serde_json reports an error in a map after the whitespace that follows its `{`; the rule
-/// starts at that `{`.
-fn json_value_start(text: &str, line: usize, column: usize) -> Option<(usize, usize)> {
-    if line == 0 {
-        return None;
-    }
-    let line_start = text
-        .split_inclusive('\n')
-        .take(line - 1)
-        .map(str::len)
-        .sum::<usize>();
-    let reported = floor_char_boundary(text, line_start + column);
-    let bytes = text.as_bytes();
-    for from in [reported, reported.saturating_sub(1)] {
-        let mut i = from;
-        while i > 0 && bytes[i - 1].is_ascii_whitespace() {
-            i -= 1;
-        }
-        if i > 0 && bytes[i - 1] == b'{' {
-            return Some(line_column(text, i - 1));
-        }
-    }
-    Some((line, column.max(1)))
-}
-
-/// Reads a document, skipping everything but the list of `keys`, and fails at its item `index`.
-struct Probe {
-    keys: &'static [&'static str],
-    index: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for Probe {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Probe {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a rule file")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            if self.keys.contains(&key.as_str()) {
-                return map.next_value_seed(ProbeList(self.index));
-            }
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
-struct ProbeList(usize);
-
-impl<'de> DeserializeSeed<'de> for ProbeList {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ProbeList {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list of rules")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        for _ in 0..self.0 {
-            if seq.next_element::<IgnoredAny>()?.is_none() {
-                return Ok(());
-            }
-        }
-        seq.next_element::<Stop>().map(drop)
-    }
-}
-
-/// Fails on whatever value it is given: the error carries the value's position.
-struct Stop;
-
-impl<'de> Deserialize<'de> for Stop {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Stop, D::Error> {
-        struct StopVisitor;
-        impl Visitor<'_> for StopVisitor {
-            type Value = Stop;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("nothing (locating a rule)")
-            }
-        }
-        d.deserialize_any(StopVisitor)
-    }
-}
-
 // ----- the public constructors --------------------------------------------------------------------
 
 impl RuleSet {
@@ -1576,7 +1496,8 @@ impl RuleSet {
     /// names or Sentinel's: see [the format](crate::rules::files).
     ///
     /// Every rule is checked, as [`load`](crate::rules::load) would: the error lists every bad
-    /// rule with the line where it starts, or the syntax error with its line and column.
+    /// rule at its field's line and column (the first 100 in file order, the others counted),
+    /// or the syntax error with its line and column.
     pub fn from_json(text: &str) -> Result<RuleSet, RuleSetError> {
         parse(text, Format::Json)
     }
@@ -1595,9 +1516,7 @@ impl RuleSet {
     /// `.toml`); the error names the file.
     pub fn from_path(path: impl AsRef<Path>) -> Result<RuleSet, RuleSetError> {
         let path = path.as_ref();
-        let format = Format::of(path)?;
-        let text = fs::read_to_string(path)
-            .map_err(|e| RuleSetError::whole(format!("cannot read the file: {e}")).in_file(path))?;
+        let (text, format) = read_file(path)?;
         parse(&text, format).map_err(|e| e.in_file(path))
     }
 
@@ -1619,14 +1538,150 @@ impl RuleSet {
 
 /// Reads, checks and loads a rule file: [`RuleSet::from_path`], then
 /// [`load`](crate::rules::load). On any error nothing changes.
+///
+/// Every load is counted in [`metrics::rule_loads`](crate::metrics::rule_loads) (kind
+/// `rule_set`) and sets the file's result in [`metrics::rule_files`](crate::metrics::rule_files);
+/// with the `tracing` feature it gives an event on target `sentinel`: `rules loaded` (with the
+/// `file`, its content's `version` and the number of `rules`) or `rules refused, the previous
+/// stay in force` (with the `file`, the first problem's `line`, `column` and `field`, the
+/// number of `problems` and the whole `error`), whatever refused it: the file unreadable, its
+/// syntax, a bad rule or a budget.
 pub fn load_file(path: impl AsRef<Path>) -> Result<(), RuleSetError> {
     let path = path.as_ref();
-    set::load(RuleSet::from_path(path)?).map_err(|e| e.in_file(path))
+    let (result, version, rules) = match read_file(path) {
+        Err(e) => (Err(e), None, 0),
+        Ok((text, format)) => {
+            let version = report::content_version(text.as_bytes());
+            match parse(&text, format) {
+                Err(e) => (Err(e.in_file(path)), Some(version), 0),
+                Ok(set) => {
+                    let rules = rule_count(&set);
+                    let result = set::load_uncounted(set).map_err(|e| e.in_file(path));
+                    (result, Some(version), rules)
+                }
+            }
+        }
+    };
+    report::file_load(path, version, rules, result)
+}
+
+/// How many rules a set has, of every kind.
+pub(crate) fn rule_count(set: &RuleSet) -> usize {
+    set.flow.len()
+        + set.circuit_breaker.len()
+        + set.hotspot.len()
+        + set.system.len()
+        + set.authority.len()
+}
+
+/// A rule file's text and format (from its extension); errors name the file.
+fn read_file(path: &Path) -> Result<(String, Format), RuleSetError> {
+    let format = Format::of(path)?;
+    let text = fs::read_to_string(path)
+        .map_err(|e| RuleSetError::whole(format!("cannot read the file: {e}")).in_file(path))?;
+    Ok((text, format))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// How many times this thread handed a rule file's text to a parser.
+        static PARSES: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub(crate) fn count_parse() {
+        PARSES.with(|p| p.set(p.get() + 1));
+    }
+
+    thread_local! {
+        /// How many bytes of text this thread walked to turn positions into lines and columns.
+        static SCANNED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(crate) fn count_scanned(bytes: usize) {
+        SCANNED.with(|s| s.set(s.get() + bytes));
+    }
+
+    /// The parses `f` made on this thread.
+    fn parses_of<T>(f: impl FnOnce() -> T) -> (T, u64) {
+        let before = PARSES.with(Cell::get);
+        let out = f();
+        (out, PARSES.with(Cell::get) - before)
+    }
+
+    /// A file of `n` flow rules, each with a bad `threshold`, in `format`.
+    fn many_bad_rules(n: usize, format: Format) -> String {
+        let mut text = String::new();
+        match format {
+            Format::Json => {
+                text.push_str("{\"flow\": [\n");
+                for i in 0..n {
+                    let sep = if i + 1 == n { "" } else { "," };
+                    text.push_str(&format!(
+                        "  {{\"resource\": \"r{i}\",\n   \"threshold\": -1}}{sep}\n"
+                    ));
+                }
+                text.push_str("]}\n");
+            }
+            Format::Yaml => {
+                text.push_str("flow:\n");
+                for i in 0..n {
+                    text.push_str(&format!("  - resource: r{i}\n    threshold: -1\n"));
+                }
+            }
+            Format::Toml => {
+                for i in 0..n {
+                    text.push_str(&format!(
+                        "[[flow]]\nresource = \"r{i}\"\nthreshold = -1\n\n"
+                    ));
+                }
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn many_bad_rules_are_located_in_one_pass_over_the_text() {
+        for format in [Format::Json, Format::Yaml, Format::Toml] {
+            for n in [10, 1_000] {
+                let text = many_bad_rules(n, format);
+                let scanned_before = SCANNED.with(Cell::get);
+                let (result, parses) = parses_of(|| parse(&text, format));
+                let scanned = SCANNED.with(Cell::get) - scanned_before;
+                let err = result.expect_err("every rule is bad");
+                // Once to read the rules, once to locate them all: never once per bad rule.
+                assert!(
+                    parses <= 2,
+                    "{format:?}, {n} bad rules: the text was parsed {parses} times"
+                );
+                assert!(
+                    scanned <= text.len(),
+                    "{format:?}, {n} bad rules: {scanned} bytes walked for lines in {}",
+                    text.len()
+                );
+                let first = &err.entries()[0];
+                assert_eq!(
+                    (first.line, first.field.as_deref(), first.index),
+                    (Some(3), Some("threshold"), Some(0)),
+                    "{format:?}: {err}"
+                );
+                // At most MAX_LISTED problems are listed, in file order; the rest are counted.
+                let listed = n.min(MAX_LISTED);
+                assert_eq!(err.entries().len(), listed + usize::from(n > MAX_LISTED));
+                assert_eq!(err.entries()[listed - 1].index, Some(listed - 1));
+                if n > MAX_LISTED {
+                    let last = err.entries().last().map(|e| e.message.as_str());
+                    assert_eq!(
+                        last,
+                        Some("and 900 more problems (only the first 100 are listed)")
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn durations_parse_and_print() {
@@ -1716,29 +1771,63 @@ mod tests {
         assert_eq!(err.entries()[0].line, Some(2));
     }
 
-    #[test]
-    fn rules_are_located_where_they_start_in_every_format() {
-        let json = "{\n \"x\": 1,\n \"flow\": [\n  {\"a\": 1},\n\n  {\n \"b\": 2}, {\"c\":3}]}";
-        let at = |i| locate(json, Format::Json, RuleKind::Flow, i);
-        assert_eq!(
-            (at(0), at(1), at(2), at(3)),
-            (Some((4, 3)), Some((6, 3)), Some((7, 11)), None)
-        );
+    type LineColumn = Option<(usize, usize)>;
 
-        let yaml = "x: 1\ndegrade:\n  - a: 1\n\n  - b: 2\n    c: 3\n  - {e: 5}\n";
-        let at = |i| locate(yaml, Format::Yaml, RuleKind::CircuitBreaker, i);
-        assert_eq!(
-            (at(0), at(1), at(2), at(3)),
-            (Some((3, 5)), Some((5, 5)), Some((7, 5)), None)
-        );
-
-        let toml = "x = 1\n\n[[flow]]\na = 1\n\n[[flow]]\n# c\nb = 2\n";
-        let at = |i| locate(toml, Format::Toml, RuleKind::Flow, i);
-        assert_eq!((at(0), at(1), at(2)), (Some((3, 1)), Some((6, 1)), None));
+    /// Where rule `index` of `kind` is in `text`, and its `field`, as lines and columns.
+    fn at(
+        text: &str,
+        format: Format,
+        kind: RuleKind,
+        index: usize,
+        field: Option<&str>,
+    ) -> (LineColumn, LineColumn) {
+        let found =
+            locate::tree(text, format)
+                .expect("the text parses")
+                .locate(kind.keys(), index, field);
+        let one = |pos: Option<Pos>| pos.map(|p| locate::line_columns(text, &[p])[0]);
+        (one(found.rule), one(found.field))
     }
 
     #[test]
-    fn every_bad_rule_is_listed_with_its_line_and_field() {
+    fn rules_and_fields_are_located_in_every_format() {
+        let json = "{\n \"x\": 1,\n \"flow\": [\n  {\"a\": 1},\n\n  {\n \"b\": {\"c\": [0, 2]}}, {\"c\":3}]}";
+        let rule = |i| at(json, Format::Json, RuleKind::Flow, i, None).0;
+        assert_eq!(
+            (rule(0), rule(1), rule(2), rule(3)),
+            (Some((4, 3)), Some((6, 3)), Some((7, 23)), None)
+        );
+        let field = |f| at(json, Format::Json, RuleKind::Flow, 1, Some(f)).1;
+        assert_eq!(field("b"), Some((7, 2)));
+        assert_eq!(field("b.c"), Some((7, 8)));
+        assert_eq!(field("b.c[1]"), Some((7, 17)));
+        assert_eq!(field("b.missing"), Some((7, 2)), "the deepest part found");
+        assert_eq!(field("missing"), None);
+
+        let yaml = "x: 1\ndegrade:\n  - a: 1\n\n  - b: 2\n    c: {d: [5, 6]}\n  - {e: 5}\n";
+        let rule = |i| at(yaml, Format::Yaml, RuleKind::CircuitBreaker, i, None).0;
+        assert_eq!(
+            (rule(0), rule(1), rule(2), rule(3)),
+            (Some((3, 5)), Some((5, 5)), Some((7, 6)), None)
+        );
+        let field = |f| at(yaml, Format::Yaml, RuleKind::CircuitBreaker, 1, Some(f)).1;
+        assert_eq!(field("c"), Some((6, 5)));
+        assert_eq!(field("c.d"), Some((6, 9)));
+        assert_eq!(field("c.d[1]"), Some((6, 16)));
+
+        let toml = "x = 1\n\n[[flow]]\na = 1\n\n[[flow]]\n# c\nb = 2\nc = { d = [1, 2] }\n";
+        let rule = |i| at(toml, Format::Toml, RuleKind::Flow, i, None).0;
+        assert_eq!(
+            (rule(0), rule(1), rule(2)),
+            (Some((3, 1)), Some((6, 1)), None)
+        );
+        let field = |f| at(toml, Format::Toml, RuleKind::Flow, 1, Some(f)).1;
+        assert_eq!(field("b"), Some((8, 1)));
+        assert_eq!(field("c.d[1]"), Some((9, 15)));
+    }
+
+    #[test]
+    fn every_bad_rule_is_listed_at_its_field() {
         let yaml = "\
 flow:
   - resource: ok
@@ -1763,12 +1852,31 @@ circuit_breaker:
         assert_eq!(
             found,
             vec![
-                (Some(4), Some("negative"), Some("threshold")),
-                (Some(6), Some("typo"), Some("threshhold")),
+                (Some(5), Some("negative"), Some("threshold")),
+                (Some(7), Some("typo"), Some("threshhold")),
                 (Some(9), Some("no-recovery"), Some("recovery")),
-                (Some(11), Some("bad-rt"), Some("strategy.max_rt")),
+                (Some(12), Some("bad-rt"), Some("strategy.max_rt")),
             ]
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_by_line_before_parsing() {
+        for (text, format) in [
+            (format!("{{\n\"flow\": {}", "[".repeat(1_000)), Format::Json),
+            (format!("flow:\n  - {}", "- ".repeat(100_000)), Format::Yaml),
+            (format!("flow:\n  - {}", "[".repeat(100_000)), Format::Yaml),
+            (format!("# deep\na = {}", "[".repeat(1_000)), Format::Toml),
+        ] {
+            let (result, parses) = parses_of(|| parse(&text, format));
+            let err = result.expect_err("too deep");
+            assert_eq!(parses, 0, "{format:?}: parsed");
+            assert!(
+                err.to_string()
+                    .contains("nested more than 64 levels deep at line 2"),
+                "{format:?}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -287,27 +287,9 @@ fn valid<R>(
 
 /// Validates every rule of every kind, then replaces every kind at once (under one lock, so a
 /// concurrent load of one kind sees either none or all of this set); on any error nothing
-/// changes and every failing rule is reported, by its position in its kind's list.
+/// changes and every failing rule is reported, by its position in its kind's list. The caller
+/// counts the load ([`counted`], or the rule-file report).
 pub(crate) fn replace_all(
-    flow: Vec<FlowRule>,
-    breakers: Vec<CircuitBreakerRule>,
-    hotspot: Vec<HotspotRule>,
-    system: Vec<SystemRule>,
-    authority: Vec<AuthorityRule>,
-) -> Result<(), Vec<(&'static str, usize, RuleError)>> {
-    let result = replace_all_counted(flow, breakers, hotspot, system, authority);
-    let _ = counted(
-        "rule_set",
-        match &result {
-            Ok(()) => Ok(()),
-            Err(problems) => Err(problems.first().map(|(_, _, e)| e.to_string())),
-        }
-        .map_err(Option::unwrap_or_default),
-    );
-    result
-}
-
-fn replace_all_counted(
     flow: Vec<FlowRule>,
     breakers: Vec<CircuitBreakerRule>,
     hotspot: Vec<HotspotRule>,
@@ -570,13 +552,21 @@ fn overflowed(name: &str) -> &'static ResourceNode {
 static LOADS: Mutex<std::collections::BTreeMap<(&'static str, bool), u64>> =
     Mutex::new(std::collections::BTreeMap::new());
 
-/// Counts a load of `kind` (and with the `tracing` feature, reports it) and returns `result`.
-fn counted<E: std::fmt::Display>(kind: &'static str, result: Result<(), E>) -> Result<(), E> {
+/// Counts a load of `kind`: `loaded`, or refused.
+pub(crate) fn count_load(kind: &'static str, loaded: bool) {
     *LOADS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .entry((kind, result.is_ok()))
+        .entry((kind, loaded))
         .or_default() += 1;
+}
+
+/// Counts a load of `kind` (and with the `tracing` feature, reports it) and returns `result`.
+pub(crate) fn counted<E: std::fmt::Display>(
+    kind: &'static str,
+    result: Result<(), E>,
+) -> Result<(), E> {
+    count_load(kind, result.is_ok());
     #[cfg(feature = "tracing")]
     match &result {
         Ok(()) => tracing::info!(target: "sentinel", kind, "rules loaded"),

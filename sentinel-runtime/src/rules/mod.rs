@@ -30,7 +30,11 @@ pub(crate) mod flow;
 pub(crate) mod hotspot;
 mod load;
 #[cfg(feature = "rule-files")]
+mod locate;
+#[cfg(feature = "rule-files")]
 mod node;
+#[cfg(feature = "rule-files")]
+mod report;
 #[cfg(feature = "rule-files")]
 mod sentinel_format;
 mod set;
@@ -66,6 +70,10 @@ pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspo
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
 pub(crate) use load::{defined_node, load_counts, node_by_name};
 pub use load::{load_system_rules, system_rules};
+#[cfg(feature = "rule-files")]
+pub(crate) use report::file_results;
+#[cfg(feature = "rule-files")]
+pub use report::MAX_REPORTED_FILES;
 pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
 pub use system::{SystemRule, MAX_SYSTEM_RT};
 pub use unmatched::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};

@@ -121,6 +121,12 @@ pub(crate) fn problems(set: &RuleSet) -> Vec<(&'static str, usize, RuleError)> {
 /// A concurrent load of one kind ([`load_flow_rules`](crate::rules::load_flow_rules)) sees
 /// either none or all of this set.
 pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
+    super::load::counted("rule_set", load_uncounted(set))
+}
+
+/// [`load`] without counting or reporting the load (a rule file's load is reported with the
+/// file's name).
+pub(crate) fn load_uncounted(set: RuleSet) -> Result<(), RuleSetError> {
     set.validate()?;
     super::load::replace_all(
         set.flow,
@@ -160,7 +166,9 @@ pub fn current() -> RuleSet {
 /// A refused rule set: every problem found, each with where it is.
 ///
 /// Parsing a file refuses it at the first syntax error (one entry with the line and column);
-/// a file that parses has each of its bad rules listed, with the line where the rule starts.
+/// a file that parses has each of its bad rules listed, at the bad field's line and column
+/// (with the line where the rule starts, if another), the first 100 in file order and a last
+/// entry counting the others.
 ///
 /// ```
 /// use sentinel_runtime::rules::{self, FlowRule, RuleSet};
@@ -193,10 +201,13 @@ pub struct RuleSetErrorEntry {
     pub kind: Option<&'static str>,
     /// The rule's position in its kind's list (from 0), if the problem is one rule's.
     pub index: Option<usize>,
-    /// The line in the file (from 1): where the rule starts, or where the syntax error is.
+    /// The line in the file (from 1): where the bad field is (where its rule starts if the field
+    /// is not in the file, e.g. a missing one), or where the syntax error is.
     pub line: Option<usize>,
     /// The column (from 1) of `line`, where known.
     pub column: Option<usize>,
+    /// The line where the bad rule starts (from 1), if the problem is one rule's in a file.
+    pub rule_line: Option<usize>,
     /// The resource the bad rule names, if it names one.
     pub resource: Option<String>,
     /// The bad field, as the file spells it (`threshold`, `warm_up.period`, Sentinel's `count`).
@@ -213,6 +224,7 @@ impl RuleSetErrorEntry {
             index: None,
             line: None,
             column: None,
+            rule_line: None,
             resource: None,
             field: None,
             message: message.into(),
@@ -258,8 +270,14 @@ impl fmt::Display for RuleSetErrorEntry {
             if let Some(index) = self.index {
                 write!(f, "[{index}]")?;
             }
-            if let Some(resource) = &self.resource {
-                write!(f, " (resource `{resource}`)")?;
+            let resource = self.resource.as_ref().map(|r| format!("resource `{r}`"));
+            let rule_line = self
+                .rule_line
+                .filter(|&rule| Some(rule) != self.line)
+                .map(|rule| format!("rule at line {rule}"));
+            let notes: Vec<String> = resource.into_iter().chain(rule_line).collect();
+            if !notes.is_empty() {
+                write!(f, " ({})", notes.join(", "))?;
             }
             f.write_str(": ")?;
         }

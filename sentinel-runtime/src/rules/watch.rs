@@ -12,6 +12,7 @@ use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::files::{self, Format};
+use super::report::{self, content_version};
 use super::set::{self, RuleSet, RuleSetError};
 
 /// A change is read once the directory has been quiet this long...
@@ -66,8 +67,13 @@ enum Message {
 ///
 /// * The file's **directory** is watched, not the file, so what editors and Kubernetes do
 ///   works: an atomic rename over the file, and a ConfigMap's `..data` symlink flip (the file
-///   being a symlink through `..data`). If the directory cannot be watched (or stops being
-///   watchable), the file is read every second instead.
+///   being a symlink through `..data`). If the file is a **symlink**, the directories of every
+///   link on the way to the real file and the real file's own directory are watched too (so an
+///   edit of the target in another directory is seen), and they are found again after every
+///   change (a link swapped to another target is followed). If any of these directories cannot
+///   be watched (or stops being watchable), the file is read every second instead, and
+///   [`WatchStatus::polling`] says so: the watcher never reports a file as followed while blind
+///   to it.
 /// * Changes are read once the directory has been quiet for 150 ms (at most 1 s after the first
 ///   change), and content equal to what is loaded is not loaded again.
 /// * A deleted, empty, unreadable or unparseable file, or one with a bad rule, **keeps the last
@@ -78,6 +84,12 @@ enum Message {
 ///
 /// The first load happens before this returns: its error (a missing file, a bad rule with its
 /// line) is returned and nothing is watched.
+///
+/// Every load and every refusal (each new content refused once; a file that cannot be read,
+/// once until it can) is counted and reported as [`load_file`](crate::rules::load_file)'s are:
+/// [`metrics::rule_loads`](crate::metrics::rule_loads) (kind `rule_set`),
+/// [`metrics::rule_files`](crate::metrics::rule_files) and, with the `tracing` feature, an event
+/// naming the file (and for a refusal the first problem's line and field).
 ///
 /// ```no_run
 /// use sentinel_runtime::rules;
@@ -90,7 +102,7 @@ enum Message {
 /// # Ok::<(), rules::RuleSetError>(())
 /// ```
 pub fn watch_file(path: impl AsRef<Path>) -> Result<RuleWatcher, RuleSetError> {
-    RuleWatcher::start(path.as_ref(), set::load, false)
+    RuleWatcher::start(path.as_ref(), set::load_uncounted, false)
 }
 
 type Loader = fn(RuleSet) -> Result<(), RuleSetError>;
@@ -100,39 +112,42 @@ impl RuleWatcher {
         let cannot = |what: String| RuleSetError::whole(what).in_file(path);
         let path = std::path::absolute(path)
             .map_err(|e| cannot(format!("cannot resolve the file's path: {e}")))?;
-        let format = Format::of(&path)?;
+        // The first load's refusals are reported as every later one is.
+        let refused = |e: RuleSetError, version| {
+            let _ = report::file_load(&path, version, 0, Err(e.clone()));
+            e
+        };
+        let format = Format::of(&path).map_err(|e| refused(e, None))?;
         let dir = match path.parent() {
             Some(dir) => dir.to_owned(),
             None => return Err(cannot("the path names no file in a directory".into())),
         };
         let (wake, messages) = mpsc::channel();
-        // Watch before the first read, so no change after it is missed.
-        let notifier = if poll {
-            None
-        } else {
-            watch_directory(&dir, wake.clone())
-        };
         let file = WatchedFile {
             path: path.clone(),
             format,
             loader,
-            failed_version: None,
+            failed: None,
         };
-        let bytes = fs::read(&path).map_err(|e| {
-            RuleSetError::whole(format!("cannot read the file: {e}")).in_file(&path)
-        })?;
-        file.load(&bytes)?;
+        // Watch before the first read, so no change after it is missed.
+        let mut watches = Watches::new(&dir, wake.clone(), poll);
+        watches.refresh(&path);
+        let bytes = fs::read(&path)
+            .map_err(|e| RuleSetError::whole(format!("cannot read the file: {e}")).in_file(&path))
+            .map_err(|e| refused(e, None))?;
+        let version = content_version(&bytes);
+        let rules = file.load(&bytes).map_err(|e| refused(e, Some(version)))?;
+        report::file_load(&path, Some(version), rules, Ok(()))?;
         let status = Arc::new(Mutex::new(WatchStatus {
             loaded_at: SystemTime::now(),
-            version: content_version(&bytes),
+            version,
             last_error: None,
             loads: 1,
-            polling: notifier.is_none(),
+            polling: watches.blind(),
         }));
         let worker = Worker {
             file,
-            dir,
-            notifier,
+            watches,
             messages,
             status: Arc::clone(&status),
         };
@@ -172,22 +187,138 @@ fn lock(status: &Mutex<WatchStatus>) -> MutexGuard<'_, WatchStatus> {
     status.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A 64-bit FNV-1a hash: stable across runs and Rust versions, so a version can be compared
-/// with one computed elsewhere.
-fn content_version(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+/// The directories watched for one file: the file's own, and when it is a symlink, those of
+/// every link on the way and of the real file (found again after every change).
+struct Watches {
+    /// The file's own directory (its path as given, made absolute).
+    dir: PathBuf,
+    notifier: Option<RecommendedWatcher>,
+    /// The directories watched now, canonical.
+    watched: Vec<PathBuf>,
+    /// Whether some directory that matters could not be watched: the file is then polled.
+    blind: bool,
 }
 
-/// Starts watching `dir` (its entries, not below), sending every event to `wake`.
-fn watch_directory(dir: &Path, wake: Sender<Message>) -> Option<RecommendedWatcher> {
-    let mut watcher = notify::recommended_watcher(move |event| {
-        let _ = wake.send(Message::Changed(event));
-    })
-    .ok()?;
-    watcher.watch(dir, RecursiveMode::NonRecursive).ok()?;
-    Some(watcher)
+impl Watches {
+    fn new(dir: &Path, wake: Sender<Message>, poll: bool) -> Watches {
+        let notifier = if poll {
+            None
+        } else {
+            notify::recommended_watcher(move |event| {
+                let _ = wake.send(Message::Changed(event));
+            })
+            .ok()
+        };
+        Watches {
+            dir: dir.to_owned(),
+            notifier,
+            watched: Vec::new(),
+            blind: false,
+        }
+    }
+
+    /// Whether the file is polled (no notifier, or a directory that matters unwatched).
+    fn blind(&self) -> bool {
+        self.notifier.is_none() || self.blind
+    }
+
+    /// Watches the directories `path` depends on now, and stops watching the others.
+    fn refresh(&mut self, path: &Path) {
+        let Some(notifier) = self.notifier.as_mut() else {
+            return;
+        };
+        let (wanted, complete) = directories_of(path, &self.dir);
+        for old in std::mem::take(&mut self.watched) {
+            if wanted.contains(&old) {
+                self.watched.push(old);
+            } else {
+                let _ = notifier.unwatch(&old);
+            }
+        }
+        let mut blind = !complete;
+        for dir in wanted {
+            if self.watched.contains(&dir) {
+                continue;
+            }
+            match notifier.watch(&dir, RecursiveMode::NonRecursive) {
+                Ok(()) => self.watched.push(dir),
+                Err(_) => blind = true,
+            }
+        }
+        self.blind = blind;
+    }
+
+    /// Whether the file's own directory went away (its watch is then gone for good).
+    fn lost_directory(&self, event: &Event) -> bool {
+        matches!(
+            event.kind,
+            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+        ) && event
+            .paths
+            .iter()
+            .any(|p| p == &self.dir || self.watched.first() == Some(p))
+    }
+
+    fn stop(&mut self) {
+        self.notifier = None;
+        self.watched.clear();
+    }
+}
+
+/// The most links followed from the file to the real file.
+const MAX_LINKS: usize = 40;
+
+/// The directories (canonical) whose changes can change what `path` reads: its own `dir`
+/// first, then the directory of each link on the way (a link may name a path through other
+/// links, such as a ConfigMap's `..data`), and the real file's. `false` with them if a link
+/// could not be followed to the end (a missing target is fine: its directory is watched).
+fn directories_of(path: &Path, dir: &Path) -> (Vec<PathBuf>, bool) {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut add = |d: &Path| {
+        if let Ok(d) = fs::canonicalize(d) {
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    };
+    add(dir);
+    let mut at = path.to_owned();
+    let mut complete = false;
+    for _ in 0..MAX_LINKS {
+        let Ok(meta) = fs::symlink_metadata(&at) else {
+            // Missing: the directory it would be in is watched, for when it comes.
+            complete = true;
+            break;
+        };
+        if !meta.file_type().is_symlink() {
+            complete = true;
+            break;
+        }
+        let Ok(target) = fs::read_link(&at) else {
+            break;
+        };
+        let next = match at.parent() {
+            Some(parent) => parent.join(target),
+            None => target,
+        };
+        if let Some(parent) = next.parent() {
+            add(parent);
+            // A link to a directory on the way (a ConfigMap's `..data`): its own directory too.
+            let linked = fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink());
+            if let Some(grandparent) = parent.parent().filter(|_| linked) {
+                add(grandparent);
+            }
+        }
+        at = next;
+    }
+    if let Some(real_dir) = fs::canonicalize(path)
+        .ok()
+        .as_deref()
+        .and_then(Path::parent)
+    {
+        add(real_dir);
+    }
+    (dirs, complete)
 }
 
 /// The file and how to load it.
@@ -195,17 +326,42 @@ struct WatchedFile {
     path: PathBuf,
     format: Format,
     loader: Loader,
-    /// The version of the latest content refused, not to report it again until it changes.
-    failed_version: Option<u64>,
+    /// The latest refusal, not to report it again until something changes.
+    failed: Option<Failure>,
+}
+
+/// Why the file's latest look was refused.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// Content of this version.
+    Content(u64),
+    /// The file could not be read.
+    Unreadable(std::io::ErrorKind),
 }
 
 impl WatchedFile {
-    fn load(&self, bytes: &[u8]) -> Result<(), RuleSetError> {
+    /// Parses and loads the content: how many rules it has.
+    fn load(&self, bytes: &[u8]) -> Result<usize, RuleSetError> {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| RuleSetError::whole(format!("the file is not UTF-8: {e}")))
             .map_err(|e| e.in_file(&self.path))?;
         let set = files::parse(text, self.format).map_err(|e| e.in_file(&self.path))?;
-        (self.loader)(set).map_err(|e| e.in_file(&self.path))
+        let rules = files::rule_count(&set);
+        (self.loader)(set).map_err(|e| e.in_file(&self.path))?;
+        Ok(rules)
+    }
+
+    /// Records a refusal in the status, and reports it if it is new.
+    fn refused(&mut self, status: &Mutex<WatchStatus>, why: Failure, e: RuleSetError) {
+        lock(status).last_error = Some(e.clone());
+        if self.failed != Some(why) {
+            self.failed = Some(why);
+            let version = match why {
+                Failure::Content(version) => Some(version),
+                Failure::Unreadable(_) => None,
+            };
+            let _ = report::file_load(&self.path, version, 0, Err(e));
+        }
     }
 
     /// Reads the file and loads it if its content changed; the last good rules stay otherwise.
@@ -218,37 +374,36 @@ impl WatchedFile {
                 } else {
                     format!("cannot read the file: {e}")
                 };
-                self.failed_version = None;
-                lock(status).last_error = Some(
+                let error =
                     RuleSetError::whole(format!("{why}; the last good rules stay in force"))
-                        .in_file(&self.path),
-                );
+                        .in_file(&self.path);
+                self.refused(status, Failure::Unreadable(e.kind()), error);
                 return;
             }
         };
         let version = content_version(&bytes);
         if version == lock(status).version {
             // Back to (or still) what is in force.
-            self.failed_version = None;
+            if self.failed.take().is_some() {
+                report::set_file_result(&self.path, true);
+            }
             lock(status).last_error = None;
             return;
         }
-        if self.failed_version == Some(version) {
+        if self.failed == Some(Failure::Content(version)) {
             return;
         }
         match self.load(&bytes) {
-            Ok(()) => {
-                self.failed_version = None;
+            Ok(rules) => {
+                self.failed = None;
+                let _ = report::file_load(&self.path, Some(version), rules, Ok(()));
                 let mut status = lock(status);
                 status.loaded_at = SystemTime::now();
                 status.version = version;
                 status.loads += 1;
                 status.last_error = None;
             }
-            Err(e) => {
-                self.failed_version = Some(version);
-                lock(status).last_error = Some(e);
-            }
+            Err(e) => self.refused(status, Failure::Content(version), e),
         }
     }
 }
@@ -256,13 +411,12 @@ impl WatchedFile {
 /// The watcher's thread.
 struct Worker {
     file: WatchedFile,
-    dir: PathBuf,
-    notifier: Option<RecommendedWatcher>,
+    watches: Watches,
     messages: Receiver<Message>,
     status: Arc<Mutex<WatchStatus>>,
 }
 
-/// What came while waiting for the directory to settle.
+/// What came while waiting for the directories to settle.
 enum Settled {
     Quiet { watch_failed: bool },
     Stop,
@@ -271,34 +425,46 @@ enum Settled {
 impl Worker {
     fn run(mut self) {
         loop {
-            let message = if self.notifier.is_some() {
+            let message = if self.watches.blind() {
+                self.messages.recv_timeout(POLL)
+            } else {
                 self.messages
                     .recv()
                     .map_err(|_| RecvTimeoutError::Disconnected)
-            } else {
-                self.messages.recv_timeout(POLL)
             };
             match message {
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-                Err(RecvTimeoutError::Timeout) => self.file.check(&self.status),
+                Err(RecvTimeoutError::Timeout) => {
+                    // Polling: a directory may have become watchable again.
+                    self.watches.refresh(&self.file.path);
+                    self.set_polling();
+                    self.file.check(&self.status);
+                }
                 Ok(Message::Changed(event)) => {
                     let watch_failed = match &event {
                         Ok(event) if !matters(event) => continue,
-                        Ok(event) => self.lost_directory(event),
+                        Ok(event) => self.watches.lost_directory(event),
                         Err(_) => true,
                     };
                     match self.settle() {
                         Settled::Stop => return,
                         Settled::Quiet { watch_failed: more } => {
                             if watch_failed || more {
-                                self.poll_instead();
+                                self.watches.stop();
                             }
                         }
                     }
+                    // Links may point elsewhere now: watch where they lead, then read.
+                    self.watches.refresh(&self.file.path);
+                    self.set_polling();
                     self.file.check(&self.status);
                 }
             }
         }
+    }
+
+    fn set_polling(&self) {
+        lock(&self.status).polling = self.watches.blind();
     }
 
     /// Waits until no change has come for [`DEBOUNCE`] (at most [`MAX_DEBOUNCE`]).
@@ -318,24 +484,11 @@ impl Worker {
                         // Reads (ours included) do not delay the reload.
                         continue;
                     }
-                    watch_failed |= self.lost_directory(&event);
+                    watch_failed |= self.watches.lost_directory(&event);
                 }
                 Ok(Message::Changed(Err(_))) => watch_failed = true,
             }
         }
-    }
-
-    /// Whether the watched directory itself went away (its watch is then gone).
-    fn lost_directory(&self, event: &Event) -> bool {
-        matches!(
-            event.kind,
-            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
-        ) && event.paths.iter().any(|p| p == &self.dir)
-    }
-
-    fn poll_instead(&mut self) {
-        self.notifier = None;
-        lock(&self.status).polling = true;
     }
 }
 
@@ -399,12 +552,6 @@ mod tests {
         fn assert_traits<T: Send + Sync + 'static>() {}
         assert_traits::<RuleWatcher>();
         assert_traits::<WatchStatus>();
-    }
-
-    #[test]
-    fn versions_are_fnv1a() {
-        assert_eq!(content_version(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(content_version(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]
