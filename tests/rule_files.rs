@@ -1456,6 +1456,24 @@ fn the_watcher_follows_atomic_renames_and_stops_when_dropped() {
     rules::load(RuleSet::new()).unwrap();
 }
 
+#[test]
+fn the_watchers_status_counts_the_rules_that_match_nothing() {
+    let _serial = serial();
+    let dir = TempDir::new("unmatched");
+    let path = dir.join("rules.yaml");
+    fs::write(
+        &path,
+        "flow:\n  - { resource: \"GET:/watch-unmatched/:id\", threshold: 5 }\n",
+    )
+    .unwrap();
+    let watcher = rules::watch_file(&path).expect("the first load");
+    assert_eq!(watcher.status().unmatched, 1, "no call has entered it");
+    drop(sentinel_runtime::entry("GET:/watch-unmatched/:id"));
+    assert_eq!(watcher.status().unmatched, 0);
+    drop(watcher);
+    rules::load(RuleSet::new()).unwrap();
+}
+
 #[cfg(unix)]
 #[test]
 fn the_watcher_follows_a_configmap_symlink_flip() {

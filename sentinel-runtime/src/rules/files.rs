@@ -74,7 +74,7 @@
 //! |---|---|---|
 //! | `resource` | the resource's name | required |
 //! | `strategy` | `allow` (only the listed origins pass) or `deny` | required |
-//! | `origins` | a list of origins (trimmed) | required |
+//! | `origins` | a list of origins (trimmed; matched against a call's origin, also trimmed, ignoring ASCII case) | required |
 //! | `allow_missing` | `true`: a call without an origin passes an allow-list | `false` |
 //!
 //! ```

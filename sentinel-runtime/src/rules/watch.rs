@@ -39,6 +39,10 @@ pub struct WatchStatus {
     /// Whether the watcher reads the file every second, the directory's change notifications
     /// being unavailable.
     pub polling: bool,
+    /// How many resources the rules in force name that no call has entered since they were
+    /// loaded (read when the status is taken; [`unmatched`](crate::rules::unmatched) names
+    /// them): usually a typo or a route in another syntax.
+    pub unmatched: usize,
 }
 
 /// A running rule-file watcher, from [`watch_file`]. Dropping it stops it (and waits for its
@@ -144,6 +148,7 @@ impl RuleWatcher {
             last_error: None,
             loads: 1,
             polling: watches.blind(),
+            unmatched: 0,
         }));
         let worker = Worker {
             file,
@@ -170,7 +175,9 @@ impl RuleWatcher {
 
     /// When the rules were last loaded from the file, which content, and the latest error.
     pub fn status(&self) -> WatchStatus {
-        lock(&self.status).clone()
+        let mut status = lock(&self.status).clone();
+        status.unmatched = super::unmatched::unmatched().len();
+        status
     }
 }
 
