@@ -52,7 +52,7 @@
 //! * `tower`: `tower::SentinelLayer` for axum, tonic and hyper services.
 //! * `prometheus`: `metrics::prometheus`, a `prometheus-client` collector read at scrape time.
 //! * `tracing`: rate-limited `tracing` events on target `sentinel` (blocks at `INFO`,
-//!   [`metrics::set_block_event_level`]; breaker transitions and refused rules at `WARN`).
+//!   `metrics::set_block_event_level`; breaker transitions and refused rules at `WARN`).
 //!
 //! # Promises
 //!
