@@ -52,6 +52,8 @@
 //! * `tower`: `tower::SentinelLayer` for axum, tonic and hyper services.
 //! * `prometheus`: `metrics::prometheus`, a `prometheus-client` collector read at scrape time.
 //! * `tracing`: rate-limited `tracing` events on target `sentinel`.
+//! * `dashboard`: `dashboard::Dashboard`, a live page served by the process itself (loopback,
+//!   behind a token).
 //!
 //! # Promises
 //!
@@ -79,6 +81,8 @@
 pub mod breaker;
 pub mod clock;
 pub mod context;
+#[cfg(feature = "dashboard")]
+pub mod dashboard;
 mod entry;
 mod error;
 pub mod metrics;
