@@ -75,6 +75,17 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     let addr = listener
         .local_addr()
         .map_err(|e| DashboardError::Bind(d.addr, e))?;
+    // The totals that later samples report differences from, taken now: whatever happens
+    // after `start` returns is reported, however late the server's first tick runs.
+    let mut deltas = Deltas::default();
+    let _ = deltas.blocks(
+        0,
+        api::ranked()
+            .iter()
+            .map(|(n, s)| (n.name(), &s.block_total_by_rule)),
+    );
+    let _ = deltas.rule_loads(metrics::rule_loads());
+    deltas.prime();
     let (tx, stopped) = watch::channel(false);
     let shared = Arc::new(Shared {
         addr,
@@ -91,7 +102,7 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
             let _in_runtime = handle.enter();
             let listener =
                 tokio::net::TcpListener::from_std(listener).map_err(DashboardError::Runtime)?;
-            handle.spawn(serve(shared, listener));
+            handle.spawn(serve(shared, listener, deltas));
             None
         }
         Err(_) => {
@@ -105,7 +116,7 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
             };
             let thread = std::thread::Builder::new()
                 .name("sentinel-dashboard".into())
-                .spawn(move || runtime.block_on(serve(shared, listener)))
+                .spawn(move || runtime.block_on(serve(shared, listener, deltas)))
                 .map_err(DashboardError::Runtime)?;
             Some(thread)
         }
@@ -118,22 +129,21 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
 }
 
 /// Serves until stopped, sampling once a second.
-async fn serve(shared: Arc<Shared>, listener: tokio::net::TcpListener) {
+async fn serve(shared: Arc<Shared>, listener: tokio::net::TcpListener, deltas: Deltas) {
     let mut stopped = shared.stopped.clone();
     let app = Router::new()
         .fallback(handle)
         .with_state(Arc::clone(&shared));
     tokio::select! {
         _ = axum::serve(listener, app) => {}
-        _ = sample_every_second(Arc::clone(&shared)) => {}
+        _ = sample_every_second(Arc::clone(&shared), deltas) => {}
         _ = stopped.wait_for(|s| *s) => {}
     }
 }
 
-async fn sample_every_second(shared: Arc<Shared>) {
+async fn sample_every_second(shared: Arc<Shared>, mut deltas: Deltas) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut deltas = Deltas::default();
     loop {
         tick.tick().await;
         sample(&shared, &mut deltas);
