@@ -28,7 +28,7 @@
       var total = r.headers.get("x-sentinel-resources-total");
       return r.json().then(function (rows) { return [rows, total]; });
     }).then(function (res) {
-      var now = Date.now(), rows = res[0];
+      var now = Date.now(), rows = res[0], total = res[1];
       rows.forEach(function (row) {
         var p = state.prev[row.resource];
         var by = {};
