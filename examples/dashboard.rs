@@ -80,21 +80,21 @@ fn simulate(worker: u64, start: Instant, seconds: Option<u64>) {
             drop(e);
         }
         if let Ok(e) = entry("search") {
-            if i % 50 == 0 {
+            if i.is_multiple_of(50) {
                 e.set_error();
             }
         }
         // payments: healthy for 20 s, then failing for 10 s, in cycles.
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             if let Ok(e) = entry("payments") {
                 let failing = (t as u64 % 30) >= 20;
-                if failing && i % 4 != 0 {
+                if failing && !i.is_multiple_of(4) {
                     e.set_error();
                 }
             }
         }
         // profile: user 7 calls often, the others now and then.
-        let user = if i % 2 == 0 { 7 } else { i % 100 };
+        let user = if i.is_multiple_of(2) { 7 } else { i % 100 };
         drop(EntryBuilder::new("profile").param(&user).enter());
     }
 }

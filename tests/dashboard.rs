@@ -109,19 +109,40 @@ fn access_is_refused_without_the_token_from_foreign_hosts_and_on_unknown_paths()
     assert_eq!(dash.url(), format!("http://{addr}/?token={TOKEN}"));
 
     // 401: no token, a wrong one, a wrong cookie; on every path, known or not.
-    for path in ["/", "/api/resources", "/api/rules", "/api/events", "/nope", "/assets/app.js"] {
+    for path in [
+        "/",
+        "/api/resources",
+        "/api/rules",
+        "/api/events",
+        "/nope",
+        "/assets/app.js",
+    ] {
         let r = request(addr, "GET", path, &[], "");
         assert_eq!(r.status, 401, "{path}");
         assert_eq!(r.header("www-authenticate"), Some("Bearer"));
     }
-    let wrong = request(addr, "GET", "/api/resources", &[("Authorization", "Bearer nope")], "");
+    let wrong = request(
+        addr,
+        "GET",
+        "/api/resources",
+        &[("Authorization", "Bearer nope")],
+        "",
+    );
     assert_eq!(wrong.status, 401);
     assert_eq!(request(addr, "GET", "/?token=nope", &[], "").status, 401);
     let cookie = format!("sentinel_dashboard_{}=nope", addr.port());
-    assert_eq!(request(addr, "GET", "/", &[("Cookie", &cookie)], "").status, 401);
+    assert_eq!(
+        request(addr, "GET", "/", &[("Cookie", &cookie)], "").status,
+        401
+    );
 
     // 403: a Host that is not this server (DNS rebinding), even with the token.
-    for host in ["evil.example", "evil.example:80", "localhost:1", "127.0.0.1.evil.example"] {
+    for host in [
+        "evil.example",
+        "evil.example:80",
+        "localhost:1",
+        "127.0.0.1.evil.example",
+    ] {
         let r = request(
             addr,
             "GET",
@@ -132,12 +153,21 @@ fn access_is_refused_without_the_token_from_foreign_hosts_and_on_unknown_paths()
         assert_eq!(r.status, 403, "{host}");
     }
     let local = format!("localhost:{}", addr.port());
-    let r = request(addr, "GET", "/api/resources", &[("Host", &local), ("Authorization", &bearer())], "");
+    let r = request(
+        addr,
+        "GET",
+        "/api/resources",
+        &[("Host", &local), ("Authorization", &bearer())],
+        "",
+    );
     assert_eq!(r.status, 200);
 
     // 404 and 405.
     assert_eq!(get(addr, "/nope").status, 404);
-    assert_eq!(get(addr, "/api/resources/no-such-resource-here/history").status, 404);
+    assert_eq!(
+        get(addr, "/api/resources/no-such-resource-here/history").status,
+        404
+    );
     assert_eq!(get(addr, "/assets/nope.js").status, 404);
     for (method, path, allow) in [
         ("DELETE", "/api/resources", "GET, HEAD"),
@@ -157,28 +187,52 @@ fn access_is_refused_without_the_token_from_foreign_hosts_and_on_unknown_paths()
     let set_cookie = r.header("set-cookie").unwrap();
     assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"));
     let cookie = set_cookie.split(';').next().unwrap().to_owned();
-    assert_eq!(cookie, format!("sentinel_dashboard_{}={TOKEN}", addr.port()));
+    assert_eq!(
+        cookie,
+        format!("sentinel_dashboard_{}={TOKEN}", addr.port())
+    );
     let page = request(addr, "GET", "/", &[("Cookie", &cookie)], "");
     assert_eq!(page.status, 200);
     assert!(page.body.contains("<title>Sentinel dashboard</title>"));
-    assert_eq!(page.header("content-security-policy"), Some("default-src 'self'"));
+    assert_eq!(
+        page.header("content-security-policy"),
+        Some("default-src 'self'")
+    );
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
     let api = request(addr, "GET", "/api/resources", &[("Cookie", &cookie)], "");
     assert_eq!(api.status, 200);
     assert_eq!(api.header("cache-control"), Some("no-store"));
-    assert_eq!(api.header("content-security-policy"), Some("default-src 'self'"));
+    assert_eq!(
+        api.header("content-security-policy"),
+        Some("default-src 'self'")
+    );
     assert_eq!(api.header("x-content-type-options"), Some("nosniff"));
-    let js = request(addr, "GET", "/assets/uPlot.iife.min.js", &[("Cookie", &cookie)], "");
+    let js = request(
+        addr,
+        "GET",
+        "/assets/uPlot.iife.min.js",
+        &[("Cookie", &cookie)],
+        "",
+    );
     assert_eq!(js.status, 200);
     assert!(js.body.contains("uPlot"));
 
     // A change with the cookie alone is refused (CSRF); the token header is required.
-    let r = request(addr, "PUT", "/api/rules", &[("Cookie", &cookie), ("If-Match", "*")], "{}");
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Cookie", &cookie), ("If-Match", "*")],
+        "{}",
+    );
     assert_eq!(r.status, 403);
 
     // Stopping: the port is closed once the handle is dropped.
     drop(dash);
-    assert!(TcpStream::connect(addr).is_err(), "still listening after drop");
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "still listening after drop"
+    );
 }
 
 #[test]
@@ -199,10 +253,20 @@ fn non_loopback_addresses_and_unfit_tokens_are_refused() {
     let port = remote.local_addr().port();
     let loopback: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // Still behind the Host check: a name given with allow_host would be needed.
-    let r = request(loopback, "GET", "/api/resources", &[("Host", "10.1.2.3"), ("Authorization", &bearer())], "");
+    let r = request(
+        loopback,
+        "GET",
+        "/api/resources",
+        &[("Host", "10.1.2.3"), ("Authorization", &bearer())],
+        "",
+    );
     assert_eq!(r.status, 403);
     drop(remote);
-    for bad in ["short", "has spaces but is long enough", "semi;colon;is;long;enough"] {
+    for bad in [
+        "short",
+        "has spaces but is long enough",
+        "semi;colon;is;long;enough",
+    ] {
         let err = Dashboard::new()
             .bind("127.0.0.1:0".parse().unwrap())
             .token(bad)
@@ -217,7 +281,14 @@ fn non_loopback_addresses_and_unfit_tokens_are_refused() {
     assert_eq!(random.token().len(), 64);
     assert!(random.token().bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(
-        request(random.local_addr(), "GET", "/api/resources", &[("X-Sentinel-Token", random.token())], "").status,
+        request(
+            random.local_addr(),
+            "GET",
+            "/api/resources",
+            &[("X-Sentinel-Token", random.token())],
+            ""
+        )
+        .status,
         200
     );
 }
@@ -233,10 +304,10 @@ fn resources_and_history_show_exact_totals_of_known_traffic() {
 
     // Second 0: 7 calls against a limit of 5 (2 blocked), 2 of the passes errors, each call
     // held 4 ms; one call still inside when the JSON is read.
-    for i in 0..7 {
+    for i in 0..7u32 {
         if let Ok(e) = entry(R) {
             clock.advance(Duration::from_millis(4));
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 e.set_error();
             }
         }
@@ -314,7 +385,11 @@ fn the_busiest_200_of_more_resources_are_listed_with_the_count_of_all() {
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 200);
     assert_eq!(rows[0]["resource"], busy);
-    let total: usize = r.header("x-sentinel-resources-total").unwrap().parse().unwrap();
+    let total: usize = r
+        .header("x-sentinel-resources-total")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(total >= 261, "{total}");
 }
 
@@ -343,13 +418,25 @@ fn rule_edits_are_versioned_checked_applied_and_saved_to_the_file() {
     assert_eq!(r.status, 428, "{}", r.body);
     assert_eq!(rules::current(), RuleSet::default());
     // 409 with a stale version.
-    let r = request(addr, "PUT", "/api/rules", &[("Authorization", &auth), ("If-Match", "\"0\"")], good);
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", "\"0\"")],
+        good,
+    );
     assert_eq!(r.status, 409, "{}", r.body);
     assert_eq!(r.header("etag"), Some(etag.as_str()));
     assert_eq!(rules::current(), RuleSet::default());
     // 422 with the field's error; nothing applied, no file written.
     let bad = r#"{"flow": [{"resource": "dash-edit", "threshold": -1}]}"#;
-    let r = request(addr, "PUT", "/api/rules", &[("Authorization", &auth), ("If-Match", &etag)], bad);
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", &etag)],
+        bad,
+    );
     assert_eq!(r.status, 422, "{}", r.body);
     let body = r.json();
     assert_eq!(body["problems"][0]["kind"], "flow");
@@ -357,13 +444,29 @@ fn rule_edits_are_versioned_checked_applied_and_saved_to_the_file() {
     assert_eq!(body["problems"][0]["field"], "threshold");
     assert_eq!(rules::current(), RuleSet::default());
     assert!(!file.exists());
-    let r = request(addr, "PUT", "/api/rules", &[("Authorization", &auth), ("If-Match", &etag)], "{not json");
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", &etag)],
+        "{not json",
+    );
     assert_eq!(r.status, 422);
-    assert!(r.json()["error"].as_str().unwrap().contains("line 1"), "{}", r.body);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("line 1"),
+        "{}",
+        r.body
+    );
 
     // 200: applied at once and saved (YAML, from the file's extension), nothing else left in
     // the directory.
-    let r = request(addr, "PUT", "/api/rules", &[("X-Sentinel-Token", TOKEN), ("If-Match", &etag)], good);
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("X-Sentinel-Token", TOKEN), ("If-Match", &etag)],
+        good,
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     let new_tag = r.header("etag").unwrap().to_owned();
     assert_ne!(new_tag, etag);
@@ -373,12 +476,24 @@ fn rule_edits_are_versioned_checked_applied_and_saved_to_the_file() {
     assert_eq!(RuleSet::from_path(&file).unwrap(), expected);
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(saved.contains("flow:"), "{saved}");
-    let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(entries, vec![std::ffi::OsString::from("rules.yaml")]);
-    assert_eq!(get(addr, "/api/rules").header("etag"), Some(new_tag.as_str()));
+    assert_eq!(
+        get(addr, "/api/rules").header("etag"),
+        Some(new_tag.as_str())
+    );
 
     // The old version is stale now: a second editor gets a conflict, not an overwrite.
-    let r = request(addr, "PUT", "/api/rules", &[("Authorization", &auth), ("If-Match", &etag)], "{}");
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", &etag)],
+        "{}",
+    );
     assert_eq!(r.status, 409);
     assert_eq!(rules::current(), expected);
 
@@ -387,7 +502,11 @@ fn rule_edits_are_versioned_checked_applied_and_saved_to_the_file() {
         addr,
         "PUT",
         "/api/rules",
-        &[("Authorization", &auth), ("If-Match", &new_tag), ("Content-Type", "application/yaml")],
+        &[
+            ("Authorization", &auth),
+            ("If-Match", &new_tag),
+            ("Content-Type", "application/yaml"),
+        ],
         "flow:\n  - { resource: dash-edit, threshold: 9 }\n",
     );
     assert_eq!(r.status, 200, "{}", r.body);
@@ -423,7 +542,10 @@ impl Events {
         // Subscribed once the answer has started.
         events.until(|s| s.contains("\r\n\r\n"));
         assert!(events.seen.starts_with("HTTP/1.1 200"), "{}", events.seen);
-        assert!(events.seen.to_ascii_lowercase().contains("content-type: text/event-stream"));
+        assert!(events
+            .seen
+            .to_ascii_lowercase()
+            .contains("content-type: text/event-stream"));
         events
     }
 
@@ -431,11 +553,19 @@ impl Events {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut buf = [0u8; 4096];
         while !done(&self.seen) {
-            assert!(Instant::now() < deadline, "timed out; the stream so far:\n{}", self.seen);
+            assert!(
+                Instant::now() < deadline,
+                "timed out; the stream so far:\n{}",
+                self.seen
+            );
             match self.stream.read(&mut buf) {
                 Ok(0) => panic!("stream ended; so far:\n{}", self.seen),
                 Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
                 Err(e) => panic!("{e}"),
             }
         }
@@ -459,10 +589,20 @@ fn the_event_stream_carries_blocks_breaker_transitions_and_rule_refusals() {
         entry(R).unwrap().set_error();
     }
     events.until(|s| s.contains(r#""type":"breaker""#));
-    assert!(events.seen.contains(&format!(r#""resource":"{R}""#)), "{}", events.seen);
+    assert!(
+        events.seen.contains(&format!(r#""resource":"{R}""#)),
+        "{}",
+        events.seen
+    );
     assert!(events.seen.contains(r#""from":"closed""#) && events.seen.contains(r#""to":"open""#));
     let row = get(dash.local_addr(), "/api/resources").json();
-    let row = row.as_array().unwrap().iter().find(|r| r["resource"] == R).unwrap().clone();
+    let row = row
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == R)
+        .unwrap()
+        .clone();
     assert_eq!(row["breaker"], "open");
 
     // Three calls blocked by the open breaker: one `blocks` event at the next second's sample.
@@ -481,7 +621,11 @@ fn the_event_stream_carries_blocks_breaker_transitions_and_rule_refusals() {
     // A refused load is an event too.
     assert!(rules::load_flow_rules(vec![FlowRule::qps(R, -1.0)]).is_err());
     events.until(|s| s.contains(r#""type":"rule_load""#));
-    assert!(events.seen.contains(r#""kind":"flow","loaded":false"#), "{}", events.seen);
+    assert!(
+        events.seen.contains(r#""kind":"flow","loaded":false"#),
+        "{}",
+        events.seen
+    );
 
     // Stopping the dashboard ends the stream.
     drop(dash);
@@ -492,7 +636,11 @@ fn the_event_stream_carries_blocks_breaker_transitions_and_rule_refusals() {
         match events.stream.read(&mut buf) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => break,
         }
     }

@@ -14,11 +14,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder};
-use serde_json::{json, Value};
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::dashboard::Dashboard;
-use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
 use sentinel_runtime::entry;
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
+use serde_json::{json, Value};
 
 const ORDERS: &str = "browser-orders";
 const FLAKY: &str = "browser-flaky";
@@ -73,7 +73,8 @@ impl Driver {
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver starts");
-        let profile = std::env::temp_dir().join(format!("sentinel-dash-chromium-{}", std::process::id()));
+        let profile =
+            std::env::temp_dir().join(format!("sentinel-dash-chromium-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&profile);
         let driver = Driver {
             child,
@@ -83,7 +84,10 @@ impl Driver {
         let deadline = Instant::now() + Duration::from_secs(20);
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not listen on {addr}");
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on {addr}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         driver
@@ -99,7 +103,13 @@ impl Drop for Driver {
 }
 
 /// Polls `script` (returning a value) until `ok` accepts it, for at most `within`.
-async fn wait_for(c: &Client, within: Duration, what: &str, script: &str, ok: impl Fn(&Value) -> bool) -> Value {
+async fn wait_for(
+    c: &Client,
+    within: Duration,
+    what: &str,
+    script: &str,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + within;
     loop {
         let v = c.execute(script, vec![]).await.unwrap_or(Value::Null);
@@ -108,7 +118,10 @@ async fn wait_for(c: &Client, within: Duration, what: &str, script: &str, ok: im
         }
         if Instant::now() >= deadline {
             let page = c
-                .execute("return document.body ? document.body.innerText : null;", vec![])
+                .execute(
+                    "return document.body ? document.body.innerText : null;",
+                    vec![],
+                )
                 .await
                 .unwrap_or(Value::Null);
             panic!("{what}: not within {within:?}; last value {v}; the page:\n{page}");
@@ -137,7 +150,7 @@ fn traffic(clock: &MockClock, s: u64) {
     for _ in 0..4 {
         drop(entry("browser-search"));
     }
-    if s % 3 == 0 {
+    if s.is_multiple_of(3) {
         let e = entry("browser-reports");
         clock.advance(Duration::from_millis(30));
         drop(e);

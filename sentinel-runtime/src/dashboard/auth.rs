@@ -134,11 +134,8 @@ pub(crate) fn host_allowed(headers: &HeaderMap, addr: SocketAddr, extra: &[Strin
 /// `name[:port]`, with IPv6 literals in brackets.
 fn split_port(host: &str) -> (&str, Option<u16>) {
     let colon = if host.starts_with('[') {
-        host.find(']').and_then(|end| {
-            host[end + 1..]
-                .starts_with(':')
-                .then_some(end + 1)
-        })
+        host.find(']')
+            .and_then(|end| host[end + 1..].starts_with(':').then_some(end + 1))
     } else {
         host.rfind(':')
     };
@@ -162,7 +159,12 @@ mod tests {
     #[test]
     fn hosts_other_than_loopback_names_with_the_port_are_refused() {
         let addr: SocketAddr = "127.0.0.1:8719".parse().unwrap();
-        for ok in ["127.0.0.1:8719", "localhost:8719", "LOCALHOST:8719", "[::1]:8719"] {
+        for ok in [
+            "127.0.0.1:8719",
+            "localhost:8719",
+            "LOCALHOST:8719",
+            "[::1]:8719",
+        ] {
             assert!(host_allowed(&with_host(ok), addr, &[]), "{ok}");
         }
         for bad in [
@@ -180,7 +182,11 @@ mod tests {
         assert!(host_allowed(&with_host("dash.example"), addr, &extra));
         assert!(host_allowed(&with_host("dash.example:8719"), addr, &extra));
         assert!(host_allowed(&with_host("dash.example:443"), addr, &extra));
-        assert!(!host_allowed(&with_host("other.example:8719"), addr, &extra));
+        assert!(!host_allowed(
+            &with_host("other.example:8719"),
+            addr,
+            &extra
+        ));
     }
 
     #[test]
@@ -199,15 +205,27 @@ mod tests {
     fn a_cookie_proves_less_than_a_header() {
         let t = "0123456789abcdef";
         let mut h = HeaderMap::new();
-        h.insert(header::COOKIE, HeaderValue::from_static("a=b; c_1=0123456789abcdef"));
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=b; c_1=0123456789abcdef"),
+        );
         assert_eq!(proof(&h, t, "c_1"), Proof::Cookie);
         assert_eq!(proof(&h, t, "c_2"), Proof::None);
-        h.insert("x-sentinel-token", HeaderValue::from_static("0123456789abcdef"));
+        h.insert(
+            "x-sentinel-token",
+            HeaderValue::from_static("0123456789abcdef"),
+        );
         assert_eq!(proof(&h, t, "c_2"), Proof::Header);
         let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer 0123456789abcdeX"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer 0123456789abcdeX"),
+        );
         assert_eq!(proof(&h, t, "c"), Proof::None);
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer 0123456789abcdef"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer 0123456789abcdef"),
+        );
         assert_eq!(proof(&h, t, "c"), Proof::Header);
     }
 }

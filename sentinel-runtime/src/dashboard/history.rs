@@ -85,7 +85,10 @@ impl History {
     /// How many rings there are (for tests of the bound).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.rings.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.rings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 

@@ -233,7 +233,10 @@ impl fmt::Display for DashboardError {
             ),
             DashboardError::Token(why) => write!(f, "dashboard: bad token: {why}"),
             DashboardError::Random(e) => {
-                write!(f, "dashboard: no random source for a token ({e}); set token()")
+                write!(
+                    f,
+                    "dashboard: no random source for a token ({e}); set token()"
+                )
             }
             DashboardError::Bind(addr, e) => write!(f, "dashboard: cannot bind {addr}: {e}"),
             DashboardError::Runtime(e) => write!(f, "dashboard: cannot start the server: {e}"),

@@ -68,7 +68,8 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
         }
         None => auth::random_token()?,
     };
-    let listener = std::net::TcpListener::bind(d.addr).map_err(|e| DashboardError::Bind(d.addr, e))?;
+    let listener =
+        std::net::TcpListener::bind(d.addr).map_err(|e| DashboardError::Bind(d.addr, e))?;
     listener
         .set_nonblocking(true)
         .map_err(|e| DashboardError::Bind(d.addr, e))?;
@@ -364,8 +365,9 @@ fn events(shared: &Shared) -> Response<Body> {
         };
         let event = match next? {
             Ok(text) => Event::default().data(&*text),
-            Err(broadcast::error::RecvError::Lagged(n)) => Event::default()
-                .data(json!({ "type": "lagged", "missed": n }).to_string()),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                Event::default().data(json!({ "type": "lagged", "missed": n }).to_string())
+            }
             Err(broadcast::error::RecvError::Closed) => return None,
         };
         Some((Ok::<Event, Infallible>(event), (rx, stopped)))
