@@ -53,7 +53,7 @@
 //!   `PUT` changes anything; a `GET` never does.
 //! * **DNS rebinding**: a `Host` header other than the bound address, `localhost`,
 //!   `127.0.0.1` or `[::1]` (with the bound port), or a host added with
-//!   [`Dashboard::allow_host`], gets `403`.
+//!   [`Dashboard::allow_host`] (any port), gets `403`.
 //! * Unknown paths `404`, known paths with another method `405`.
 //! * Every answer has `Content-Security-Policy: default-src 'self'`, `X-Content-Type-Options:
 //!   nosniff`, `X-Frame-Options: DENY` and `Referrer-Policy: no-referrer`; the API and the page
@@ -65,8 +65,12 @@
 //!
 //! A sampler reads every resource's statistics once a second (on the server's runtime, never
 //! on the call path): the guarded call costs the same with the dashboard on. Memory is bounded
-//! by the number of tracked resources (200 rings of 300 points, about 10 KB each), whatever
-//! the number of resources.
+//! by the number of tracked resources (200 rings of 300 points, about 12 KB each), whatever
+//! the number of resources. `benches/dashboard_cost.rs` measures both.
+//!
+//! A rule set whose hotspot rules have exceptions cannot be written back as a rule file (only
+//! the values' hashes are kept): `GET /api/rules` then answers `500` with that reason, and the
+//! page's editor shows it (the `ETag` is still given).
 
 mod api;
 mod auth;
