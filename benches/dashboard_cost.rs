@@ -63,7 +63,8 @@ fn busy(names: Arc<Vec<String>>, stop: Arc<AtomicBool>) -> std::thread::JoinHand
 }
 
 fn sampling(resources: usize, prefix: &str) {
-    let names: Arc<Vec<String>> = Arc::new((0..resources).map(|i| format!("{prefix}-{i}")).collect());
+    let names: Arc<Vec<String>> =
+        Arc::new((0..resources).map(|i| format!("{prefix}-{i}")).collect());
     for n in names.iter() {
         drop(entry(n));
     }
@@ -103,7 +104,10 @@ fn calls(n: u64) {
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument that is not ours skips this bench.
-    if std::env::args().skip(1).any(|a| !a.starts_with('-') && !"dashboard_cost".contains(&a)) {
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with('-') && !"dashboard_cost".contains(&a))
+    {
         return;
     }
     if let Ok(n) = std::env::var("DASHBOARD_COST_CALLS") {
