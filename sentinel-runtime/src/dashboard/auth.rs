@@ -82,7 +82,12 @@ pub(crate) fn proof(headers: &HeaderMap, token: &str, cookie: &str) -> Proof {
         .get_all(header::AUTHORIZATION)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .filter_map(|v| v.strip_prefix("Bearer "))
+        // The scheme's name is case-insensitive (RFC 9110).
+        .filter_map(|v| {
+            v.get(..7)
+                .filter(|s| s.eq_ignore_ascii_case("bearer "))
+                .map(|_| &v[7..])
+        })
         .any(|t| same(t.trim(), token));
     let custom = headers
         .get_all("x-sentinel-token")

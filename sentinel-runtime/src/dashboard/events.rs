@@ -11,6 +11,10 @@ use tokio::sync::broadcast;
 use crate::breaker::{self, CircuitState, StateChange};
 use crate::stat::BlockTotals;
 
+/// The most resources one `blocks` event lists (the most blocked first; `more` counts the
+/// rest), so an event stays small whatever the number of resources.
+pub(crate) const MAX_BLOCKED_LISTED: usize = 100;
+
 /// Events buffered per dashboard; a subscriber that falls further behind skips the oldest
 /// (and is told how many it missed).
 pub(crate) const CAPACITY: usize = 256;
@@ -114,16 +118,29 @@ impl Deltas {
                 continue;
             }
             let total: u64 = since.iter().map(|(_, d)| d).sum();
-            let by_rule: serde_json::Map<String, Value> = since
-                .into_iter()
-                .map(|(rule, d)| (rule.to_owned(), json!(d)))
-                .collect();
-            resources.push(json!({ "resource": name, "blocked": total, "by_rule": by_rule }));
+            resources.push((total, name, since));
         }
         if resources.is_empty() {
             return None;
         }
-        Some(json!({ "type": "blocks", "second": second, "resources": resources }))
+        resources.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        let more = resources.len().saturating_sub(MAX_BLOCKED_LISTED);
+        let listed: Vec<Value> = resources
+            .into_iter()
+            .take(MAX_BLOCKED_LISTED)
+            .map(|(total, name, since)| {
+                let by_rule: serde_json::Map<String, Value> = since
+                    .into_iter()
+                    .map(|(rule, d)| (rule.to_owned(), json!(d)))
+                    .collect();
+                json!({ "resource": name, "blocked": total, "by_rule": by_rule })
+            })
+            .collect();
+        let mut event = json!({ "type": "blocks", "second": second, "resources": listed });
+        if more > 0 {
+            event["more"] = json!(more);
+        }
+        Some(event)
     }
 
     /// One `rule_load` event per kind whose loads (or refusals) grew since the last call.
@@ -175,6 +192,32 @@ mod tests {
                 {"resource": "a", "blocked": 3, "by_rule": {"flow": 2, "circuit_breaker": 1}}
             ]})
         );
+    }
+
+    #[test]
+    fn a_blocks_event_lists_the_most_blocked_100() {
+        let mut d = Deltas::default();
+        let names: Vec<&'static str> = (0..150)
+            .map(|i| &*Box::leak(format!("r{i:03}").into_boxed_str()))
+            .collect();
+        let zero = BlockTotals::default();
+        let _ = d.blocks(1, names.iter().map(|n| (*n, &zero)));
+        d.prime();
+        let totals: Vec<BlockTotals> = (0..150u64)
+            .map(|i| BlockTotals {
+                flow: i + 1,
+                ..BlockTotals::default()
+            })
+            .collect();
+        let e = d
+            .blocks(2, names.iter().copied().zip(totals.iter()))
+            .unwrap();
+        let listed = e["resources"].as_array().unwrap();
+        assert_eq!(listed.len(), MAX_BLOCKED_LISTED);
+        assert_eq!(listed[0]["resource"], "r149");
+        assert_eq!(listed[0]["blocked"], 150);
+        assert_eq!(listed[99]["resource"], "r050");
+        assert_eq!(e["more"], 50);
     }
 
     #[test]
