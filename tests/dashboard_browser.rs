@@ -8,6 +8,7 @@
 //! (CI) a missing browser is a failure. `SENTINEL_UPDATE_SCREENSHOT=1` writes the screenshot to
 //! `docs/dashboard.png` (the README's); it is always written under the target directory.
 
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -46,7 +47,8 @@ fn browser() -> Option<(PathBuf, PathBuf)> {
             if std::env::var("SENTINEL_REQUIRE_SERVERS").as_deref() == Ok("1") {
                 panic!("{msg}; SENTINEL_REQUIRE_SERVERS=1 requires it");
             }
-            eprintln!("skipped: {msg}");
+            // Straight to stderr: the harness captures `eprintln!` of passing tests.
+            let _ = writeln!(std::io::stderr(), "skipped: {msg}");
             None
         }
     }
