@@ -100,6 +100,21 @@ impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A test that failed never closed its session: chromedriver, killed, leaves its
+        // browser running. Those processes are the ones with this run's own profile directory.
+        let profile = format!("--user-data-dir={}", self.profile.display());
+        for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = proc_dir.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(proc_dir.path().join("cmdline")).unwrap_or_default();
+            if cmdline
+                .split(|&b| b == 0)
+                .any(|arg| arg == profile.as_bytes())
+            {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
