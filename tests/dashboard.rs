@@ -604,6 +604,14 @@ fn the_event_stream_carries_blocks_breaker_transitions_and_rule_refusals() {
         .unwrap()
         .clone();
     assert_eq!(row["breaker"], "open");
+    let system = get(dash.local_addr(), "/api/system").json();
+    let last = system["last_transitions"].as_array().unwrap();
+    assert_eq!(last.len(), 1, "{system}");
+    assert_eq!(last[0]["resource"], R);
+    assert_eq!(
+        (last[0]["from"].as_str(), last[0]["to"].as_str()),
+        (Some("closed"), Some("open"))
+    );
 
     // Three calls blocked by the open breaker: one `blocks` event at the next second's sample.
     for _ in 0..3 {

@@ -279,6 +279,15 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         )
         .await;
 
+        wait_for(
+            &c,
+            Duration::from_secs(2),
+            "the breaker's latest transitions",
+            "return document.getElementById('transitions').textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains(&format!("{FLAKY}: closed -> open"))),
+        )
+        .await;
+
         let png = c.screenshot().await.unwrap();
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
         std::fs::write(&out, &png).unwrap();

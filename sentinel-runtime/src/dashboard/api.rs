@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::events::state_name;
+use super::events::{state_name, Bus};
 use super::history::{History, TRACKED};
 use crate::metrics::{self, ResourceStats};
 use crate::node::ResourceNode;
@@ -113,8 +113,9 @@ pub(crate) fn history(history: &History, name: &str) -> Option<Value> {
     Some(json!({ "resource": name, "now_second": now_second, "points": points }))
 }
 
-/// `GET /api/system`: what the system rules compare against, and the rules.
-pub(crate) fn system() -> Value {
+/// `GET /api/system`: what the system rules compare against, the rules, and the breakers'
+/// transitions (counts since start, and the latest ones this dashboard saw).
+pub(crate) fn system(bus: &Bus) -> Value {
     let (cpu, load) = metrics::system_load();
     let inbound = metrics::inbound();
     let rules: Vec<Value> = rules::system_rules()
@@ -145,6 +146,7 @@ pub(crate) fn system() -> Value {
                 "resource": r, "from": state_name(from), "to": state_name(to), "count": n
             }))
             .collect::<Vec<_>>(),
+        "last_transitions": bus.recent_transitions(),
         "rule_kinds": BlockTotals::RULES,
     })
 }

@@ -2,7 +2,7 @@
 //! fed by the breaker listener (every transition, at once) and by the sampler (blocks
 //! aggregated per second, rule loads and refusals by their counters).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
 
 use serde_json::{json, Value};
@@ -19,9 +19,14 @@ pub(crate) const MAX_BLOCKED_LISTED: usize = 100;
 /// (and is told how many it missed).
 pub(crate) const CAPACITY: usize = 256;
 
-/// One dashboard's events: JSON text, shared by every subscriber.
+/// Breaker transitions a dashboard remembers for the page (the latest last).
+pub(crate) const RECENT_TRANSITIONS: usize = 20;
+
+/// One dashboard's events: JSON text, shared by every subscriber; and the latest breaker
+/// transitions, for a page opened after them.
 pub(crate) struct Bus {
     tx: broadcast::Sender<Arc<str>>,
+    transitions: Mutex<VecDeque<Value>>,
 }
 
 /// The buses of the running dashboards, for the breaker listener (registered once per
@@ -33,7 +38,10 @@ impl Bus {
     /// A bus that also receives every circuit-breaker transition while it lives.
     pub(crate) fn new() -> Arc<Bus> {
         let (tx, _) = broadcast::channel(CAPACITY);
-        let bus = Arc::new(Bus { tx });
+        let bus = Arc::new(Bus {
+            tx,
+            transitions: Mutex::new(VecDeque::with_capacity(RECENT_TRANSITIONS)),
+        });
         let mut buses = BUSES.lock().unwrap_or_else(PoisonError::into_inner);
         buses.retain(|b| b.strong_count() > 0);
         buses.push(Arc::downgrade(&bus));
@@ -45,6 +53,26 @@ impl Bus {
     /// Sends `event` (with its `type`) to every subscriber; none is fine.
     pub(crate) fn send(&self, event: Value) {
         let _ = self.tx.send(Arc::from(event.to_string()));
+    }
+
+    /// The latest [`RECENT_TRANSITIONS`] breaker transitions, oldest first.
+    pub(crate) fn recent_transitions(&self) -> Vec<Value> {
+        let t = self
+            .transitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        t.iter().cloned().collect()
+    }
+
+    fn remember(&self, transition: &Value) {
+        let mut t = self
+            .transitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if t.len() == RECENT_TRANSITIONS {
+            t.pop_front();
+        }
+        t.push_back(transition.clone());
     }
 
     /// A new subscriber, from the next event on.
@@ -71,6 +99,7 @@ fn on_transition(change: &StateChange) {
         .filter_map(Weak::upgrade)
         .collect();
     for bus in buses {
+        bus.remember(&event);
         bus.send(event.clone());
     }
 }

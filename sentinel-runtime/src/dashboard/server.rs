@@ -233,7 +233,7 @@ async fn route(shared: &Shared, req: Request) -> Response<Body> {
                 .insert("x-sentinel-resources-total", HeaderValue::from(total));
             res
         }
-        "/api/system" if read => json_response(StatusCode::OK, &api::system()),
+        "/api/system" if read => json_response(StatusCode::OK, &api::system(&shared.bus)),
         "/api/rules" if read => {
             let (status, body, tag) = rules_api::get();
             let mut res = json_response(StatusCode::from_u16(status).unwrap_or_default(), &body);

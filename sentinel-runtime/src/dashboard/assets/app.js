@@ -56,6 +56,11 @@
         if (r.avg_rt_ms !== null) parts.push("rt<=" + r.avg_rt_ms + "ms");
         return parts.join(" ");
       }).join("; ");
+      var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
+        return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + " (" + fmt(t.figure, 2) + ")");
+      });
+      if (!items.length) items = [el("li", "muted", "none since the dashboard started")];
+      list.replaceChildren.apply(list, items);
       $("system").textContent = "CPU " + fmt(s.cpu_usage * 100, 1) + "%  load/core " + fmt(s.load_per_core, 2) +
         "  inbound " + fmt(s.inbound.pass_qps) + "/s, inside " + s.inbound.concurrency +
         (rules ? "  system rules: " + rules : "");
