@@ -53,6 +53,8 @@
 //! * `prometheus`: `metrics::prometheus`, a `prometheus-client` collector read at scrape time.
 //! * `tracing`: rate-limited `tracing` events on target `sentinel` (blocks at `INFO`,
 //!   `metrics::set_block_event_level`; breaker transitions and refused rules at `WARN`).
+//! * `dashboard`: `dashboard::Dashboard`, a live page served by the process itself (loopback,
+//!   behind a token).
 //!
 //! # Promises
 //!
@@ -80,6 +82,8 @@
 pub mod breaker;
 pub mod clock;
 pub mod context;
+#[cfg(feature = "dashboard")]
+pub mod dashboard;
 mod entry;
 mod error;
 #[cfg(feature = "tracing")]

@@ -1,0 +1,152 @@
+//! The read-only JSON answers: resources (busiest first), one resource's history, the system
+//! protection figures.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::events::{state_name, Bus};
+use super::history::{History, TRACKED};
+use crate::metrics::{self, ResourceStats};
+use crate::node::ResourceNode;
+use crate::registry;
+use crate::rules::{self, FlowMetric, FlowRule};
+use crate::stat::BlockTotals;
+
+/// Every resource with its statistics, busiest first (passes and blocks in the last second,
+/// then calls inside, then totals), ties by name.
+pub(crate) fn ranked() -> Vec<(&'static ResourceNode, ResourceStats)> {
+    let mut all: Vec<(&'static ResourceNode, ResourceStats)> = registry::all()
+        .into_iter()
+        .map(|node| (node, node.snapshot()))
+        .collect();
+    all.sort_by(|(an, a), (bn, b)| {
+        let key = |s: &ResourceStats| {
+            (
+                s.pass_qps + s.block_qps,
+                s.concurrency,
+                s.pass_total + s.block_total,
+            )
+        };
+        let (ka, kb) = (key(a), key(b));
+        kb.0.total_cmp(&ka.0)
+            .then(kb.1.cmp(&ka.1))
+            .then(kb.2.cmp(&ka.2))
+            .then(an.name().cmp(bn.name()))
+    });
+    all
+}
+
+/// `GET /api/resources`: the [`TRACKED`] busiest resources, and how many there are in all.
+pub(crate) fn resources() -> (Value, usize) {
+    let ranked = ranked();
+    let total = ranked.len();
+    let loaded = loaded_concurrency_limits();
+    let rows: Vec<Value> = ranked
+        .iter()
+        .take(TRACKED)
+        .map(|(node, s)| resource_json(node, s, &loaded))
+        .collect();
+    (Value::Array(rows), total)
+}
+
+/// The smallest concurrency threshold of the loaded flow rules, by resource (`None`: the
+/// loaded rules name the resource without a concurrency limit).
+fn loaded_concurrency_limits() -> HashMap<String, Option<u64>> {
+    let mut limits: HashMap<String, Option<u64>> = HashMap::new();
+    for rule in rules::flow_rules() {
+        let limit = limits.entry(rule.resource.clone()).or_insert(None);
+        if let Some(t) = concurrency_threshold(&rule) {
+            *limit = Some(limit.map_or(t, |l| l.min(t)));
+        }
+    }
+    limits
+}
+
+fn concurrency_threshold(rule: &FlowRule) -> Option<u64> {
+    (rule.metric == FlowMetric::Concurrency).then_some(rule.threshold as u64)
+}
+
+fn resource_json(
+    node: &ResourceNode,
+    s: &ResourceStats,
+    loaded: &HashMap<String, Option<u64>>,
+) -> Value {
+    // Loaded flow rules replace the definition's for the resources they name.
+    let limit = match loaded.get(node.name()) {
+        Some(limit) => *limit,
+        None => node
+            .default_flow_rules()
+            .iter()
+            .filter_map(concurrency_threshold)
+            .min(),
+    };
+    let by_rule: serde_json::Map<String, Value> = s
+        .block_total_by_rule
+        .by_rule()
+        .iter()
+        .map(|&(rule, n)| (rule.to_owned(), json!(n)))
+        .collect();
+    json!({
+        "resource": node.name(),
+        "pass_qps": s.pass_qps,
+        "block_qps": s.block_qps,
+        "error_qps": s.error_qps,
+        "complete_qps": s.complete_qps,
+        "avg_rt_ms": s.avg_rt_ms,
+        "concurrency": s.concurrency,
+        "concurrency_limit": s.concurrency_limit.or(limit),
+        "breaker": s.circuit.map(state_name),
+        "breakers": node.circuit_states().into_iter().map(state_name).collect::<Vec<_>>(),
+        "pass_total": s.pass_total,
+        "block_total": s.block_total,
+        "error_total": s.error_total,
+        "complete_total": s.complete_total,
+        "block_total_by_rule": by_rule,
+    })
+}
+
+/// `GET /api/resources/{name}/history`, or `None` for an unknown resource.
+pub(crate) fn history(history: &History, name: &str) -> Option<Value> {
+    let now_second = crate::clock::now_nanos() / 1_000_000_000;
+    let points = history.series(name, now_second)?;
+    Some(json!({ "resource": name, "now_second": now_second, "points": points }))
+}
+
+/// `GET /api/system`: what the system rules compare against, the rules, and the breakers'
+/// transitions (counts since start, and the latest ones this dashboard saw).
+pub(crate) fn system(bus: &Bus) -> Value {
+    let (cpu, load) = metrics::system_load();
+    let inbound = metrics::inbound();
+    let rules: Vec<Value> = rules::system_rules()
+        .iter()
+        .map(|r| {
+            json!({
+                "cpu_usage": r.cpu_usage,
+                "load_per_core": r.load_per_core,
+                "avg_rt_ms": r.avg_rt.map(|d| d.as_secs_f64() * 1_000.0),
+                "concurrency": r.concurrency,
+                "qps": r.qps,
+            })
+        })
+        .collect();
+    json!({
+        "cpu_usage": cpu,
+        "load_per_core": load,
+        "inbound": {
+            "pass_qps": inbound.pass_qps,
+            "block_qps": inbound.block_qps,
+            "avg_rt_ms": inbound.avg_rt_ms,
+            "concurrency": inbound.concurrency,
+        },
+        "rules": rules,
+        "breaker_transitions": metrics::circuit_breaker_transitions()
+            .into_iter()
+            .map(|(r, from, to, n)| json!({
+                "resource": r, "from": state_name(from), "to": state_name(to), "count": n
+            }))
+            .collect::<Vec<_>>(),
+        "last_transitions": bus.recent_transitions(),
+        "rule_kinds": BlockTotals::RULES,
+    })
+}

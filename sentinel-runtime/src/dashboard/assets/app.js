@@ -1,0 +1,243 @@
+// The dashboard's page: polls the API once a second, streams the events, edits the rules.
+// Same origin only; the token for changes comes from the page itself (never from the URL).
+(function () {
+  "use strict";
+  var TOKEN = document.querySelector('meta[name="sentinel-token"]').content;
+  var RULES = ["flow", "concurrency", "circuit_breaker", "hotspot", "system", "authority", "custom"];
+  var state = { rows: [], prev: {}, sortKey: "traffic", sortDesc: true, filter: "", selected: null, etag: null, chart: null };
+
+  function $(id) { return document.getElementById(id); }
+  function fmt(n, d) { return (n === null || n === undefined) ? "-" : Number(n).toFixed(d === undefined ? 0 : d); }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function api(path, opts) {
+    opts = opts || {};
+    opts.credentials = "same-origin";
+    opts.cache = "no-store";
+    return fetch(path, opts);
+  }
+
+  // ---- resources -------------------------------------------------------------------------
+  function refresh() {
+    api("/api/resources").then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      var total = r.headers.get("x-sentinel-resources-total");
+      return r.json().then(function (rows) { return [rows, total]; });
+    }).then(function (res) {
+      var now = Date.now(), rows = res[0], total = res[1];
+      rows.forEach(function (row) {
+        var p = state.prev[row.resource];
+        var by = {};
+        RULES.forEach(function (k) {
+          var d = p ? (row.block_total_by_rule[k] - p.by[k]) / Math.max((now - p.at) / 1000, 0.001) : 0;
+          if (d > 0) by[k] = d;
+        });
+        row.blocked_by = by;
+        row.traffic = row.pass_qps + row.block_qps;
+        state.prev[row.resource] = { at: now, by: row.block_total_by_rule };
+      });
+      state.rows = rows;
+      $("count").textContent = rows.length + (total && +total > rows.length ? " of " + total + " (busiest shown)" : " resources");
+      $("status").textContent = "live, updated " + new Date().toLocaleTimeString();
+      render();
+      if (!state.selected && rows.length) select(rows[0].resource);
+    }).catch(function (e) { $("status").textContent = "disconnected: " + e.message; });
+    api("/api/system").then(function (r) { return r.json(); }).then(function (s) {
+      var rules = s.rules.map(function (r) {
+        var parts = [];
+        if (r.cpu_usage !== null) parts.push("cpu<=" + fmt(r.cpu_usage * 100) + "%");
+        if (r.load_per_core !== null) parts.push("load<=" + r.load_per_core);
+        if (r.concurrency !== null) parts.push("inside<=" + r.concurrency);
+        if (r.qps !== null) parts.push("qps<=" + r.qps);
+        if (r.avg_rt_ms !== null) parts.push("rt<=" + r.avg_rt_ms + "ms");
+        return parts.join(" ");
+      }).join("; ");
+      var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
+        return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + " (" + fmt(t.figure, 2) + ")");
+      });
+      if (!items.length) items = [el("li", "muted", "none since the dashboard started")];
+      list.replaceChildren.apply(list, items);
+      $("system").textContent = "CPU " + fmt(s.cpu_usage * 100, 1) + "%  load/core " + fmt(s.load_per_core, 2) +
+        "  inbound " + fmt(s.inbound.pass_qps) + "/s, inside " + s.inbound.concurrency +
+        (rules ? "  system rules: " + rules : "");
+    }).catch(function () {});
+  }
+
+  function render() {
+    var body = document.querySelector("#resources tbody");
+    var f = state.filter.toLowerCase();
+    var rows = state.rows.filter(function (r) { return r.resource.toLowerCase().indexOf(f) >= 0; });
+    var k = state.sortKey, sign = state.sortDesc ? -1 : 1;
+    rows.sort(function (a, b) {
+      var x = a[k], y = b[k];
+      if (k === "blocked_by") { x = sum(x); y = sum(y); }
+      if (x === y) return a.resource < b.resource ? -1 : 1;
+      if (x === null || x === undefined) return 1;
+      if (y === null || y === undefined) return -1;
+      return (x < y ? -1 : 1) * sign;
+    });
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (r) {
+      var tr = el("tr");
+      tr.dataset.resource = r.resource;
+      if (r.resource === state.selected) tr.className = "selected";
+      tr.appendChild(el("td", "resource", r.resource));
+      tr.appendChild(el("td", "num pass_qps", fmt(r.pass_qps)));
+      tr.appendChild(el("td", "num block_qps" + (r.block_qps > 0 ? " blocking" : ""), fmt(r.block_qps)));
+      tr.appendChild(el("td", "num blocked_by", Object.keys(r.blocked_by).map(function (k) {
+        return k + " " + fmt(r.blocked_by[k], 1);
+      }).join(", ")));
+      tr.appendChild(el("td", "num error_qps", fmt(r.error_qps)));
+      tr.appendChild(el("td", "num avg_rt_ms", fmt(r.avg_rt_ms, 1)));
+      tr.appendChild(el("td", "num concurrency", r.concurrency + (r.concurrency_limit !== null ? " / " + r.concurrency_limit : "")));
+      var td = el("td", "breaker");
+      if (r.breaker) td.appendChild(el("span", "breaker-" + r.breaker, r.breaker.replace("_", "-").toUpperCase()));
+      tr.appendChild(td);
+      tr.appendChild(el("td", "num pass_total", String(r.pass_total)));
+      tr.appendChild(el("td", "num block_total", String(r.block_total)));
+      tr.addEventListener("click", function () { select(r.resource); });
+      frag.appendChild(tr);
+    });
+    body.replaceChildren(frag);
+    document.querySelectorAll("#resources th").forEach(function (th) {
+      th.classList.toggle("sorted", th.dataset.key === state.sortKey);
+    });
+  }
+  function sum(o) { var s = 0; for (var k in o) s += o[k]; return s; }
+
+  // ---- chart -----------------------------------------------------------------------------
+  function select(name) {
+    state.selected = name;
+    $("chart-name").textContent = name;
+    render();
+    drawHistory();
+  }
+  function drawHistory() {
+    var name = state.selected;
+    if (!name) return;
+    api("/api/resources/" + encodeURIComponent(name) + "/history").then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.json();
+    }).then(function (h) {
+      if (name !== state.selected) return;
+      var pts = h.points;
+      var data = [
+        pts.map(function (p) { return p.second; }),
+        pts.map(function (p) { return p.pass; }),
+        pts.map(function (p) { return p.block; }),
+        pts.map(function (p) { return p.error; }),
+        pts.map(function (p) { return p.avg_rt_ms; })
+      ];
+      // Relative seconds on the x axis: the runtime clock is monotonic, not wall time.
+      var last = data[0].length ? data[0][data[0].length - 1] : 0;
+      data[0] = data[0].map(function (s) { return s - last; });
+      var box = $("chart");
+      var width = Math.max(box.clientWidth, 300);
+      if (!state.chart || state.chart.width !== width) {
+        if (state.chart) state.chart.destroy();
+        state.chart = new uPlot({
+          width: width, height: 280,
+          scales: { x: { time: false }, rt: { auto: true } },
+          axes: [
+            { label: "seconds ago" },
+            { label: "calls/s" },
+            { scale: "rt", side: 1, label: "avg RT ms", grid: { show: false } }
+          ],
+          series: [
+            {},
+            { label: "pass", stroke: "#2e86de", width: 2 },
+            { label: "block", stroke: "#c0392b", width: 2 },
+            { label: "error", stroke: "#e67e22", width: 1 },
+            { label: "RT ms", stroke: "#8e44ad", width: 1, scale: "rt" }
+          ]
+        }, data, box);
+      } else {
+        state.chart.setData(data);
+      }
+    }).catch(function () {});
+  }
+
+  // ---- events ----------------------------------------------------------------------------
+  function describe(e) {
+    switch (e.type) {
+      case "blocks": return "blocked: " + e.resources.map(function (r) {
+        return r.resource + " " + r.blocked + " (" + Object.keys(r.by_rule).map(function (k) { return k + " " + r.by_rule[k]; }).join(", ") + ")";
+      }).join("; ");
+      case "breaker": return "breaker " + e.resource + ": " + e.from + " -> " + e.to + " (" + fmt(e.figure, 2) + ")";
+      case "rule_load": return (e.loaded ? "rules loaded: " : "rules REFUSED: ") + e.kind + " x" + e.count;
+      case "rules_saved": return "rules saved from the dashboard (" + e.etag + ")";
+      case "rules_refused": return "rule edit refused: " + e.error;
+      case "lagged": return "(missed " + e.missed + " events)";
+      default: return JSON.stringify(e);
+    }
+  }
+  function listen() {
+    var src = new EventSource("/api/events");
+    src.onmessage = function (m) {
+      var e;
+      try { e = JSON.parse(m.data); } catch (x) { return; }
+      var li = el("li", e.type, new Date().toLocaleTimeString() + "  " + describe(e));
+      var list = $("events");
+      list.insertBefore(li, list.firstChild);
+      while (list.children.length > 200) list.removeChild(list.lastChild);
+      if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) loadRules(false);
+    };
+  }
+
+  // ---- rules -----------------------------------------------------------------------------
+  function loadRules(force) {
+    var text = $("rules-text");
+    if (!force && document.activeElement === text) return; // never overwrite an edit in progress
+    api("/api/rules").then(function (r) {
+      state.etag = r.headers.get("etag");
+      return r.json().then(function (b) { return [r.ok, b]; });
+    }).then(function (res) {
+      if (res[0]) text.value = JSON.stringify(res[1], null, 2);
+      else status(res[1].error, true);
+    }).catch(function (e) { status(e.message, true); });
+  }
+  function status(msg, bad) {
+    var s = $("rules-status");
+    s.textContent = msg;
+    s.className = bad ? "error" : "ok";
+  }
+  function save(ev) {
+    ev.preventDefault();
+    api("/api/rules", {
+      method: "PUT",
+      headers: { "Content-Type": "application/json", "X-Sentinel-Token": TOKEN, "If-Match": state.etag || "" },
+      body: $("rules-text").value
+    }).then(function (r) {
+      return r.json().then(function (b) { return [r.status, b]; });
+    }).then(function (res) {
+      var code = res[0], b = res[1];
+      if (code === 200) { state.etag = b.etag; status("saved and applied", false); }
+      else if (code === 422) {
+        status("refused, nothing changed:\n" + b.problems.map(function (p) {
+          return (p.kind ? p.kind + "[" + p.index + "]" : "") + (p.field ? " field `" + p.field + "`" : "") + ": " + p.message;
+        }).join("\n"), true);
+      } else if (code === 409) status("the rules changed meanwhile: press Reload, then edit again", true);
+      else status(b.error || ("HTTP " + code), true);
+    }).catch(function (e) { status(e.message, true); });
+  }
+
+  // ---- wiring ----------------------------------------------------------------------------
+  document.querySelectorAll("#resources th").forEach(function (th) {
+    th.addEventListener("click", function () {
+      var k = th.dataset.key;
+      if (state.sortKey === k) state.sortDesc = !state.sortDesc; else { state.sortKey = k; state.sortDesc = k !== "resource"; }
+      render();
+    });
+  });
+  $("filter").addEventListener("input", function (e) { state.filter = e.target.value; render(); });
+  $("rules-form").addEventListener("submit", save);
+  $("rules-reload").addEventListener("click", function () { loadRules(true); status("", false); });
+  refresh();
+  loadRules(true);
+  listen();
+  setInterval(function () { refresh(); drawHistory(); }, 1000);
+})();

@@ -1,0 +1,169 @@
+//! The rules in force as rule-file text with a version (`ETag`), and edits: checked whole,
+//! applied whole, saved atomically to the rules file, refused on a stale version.
+
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::{json, Value};
+
+use crate::rules::{self, RuleSet, RuleSetError};
+
+/// The version of a rule set: a hash of everything in it, quoted as an `ETag` is.
+pub(crate) fn etag(set: &RuleSet) -> String {
+    // Debug covers every field of every rule (exceptions' hashes included), unlike the JSON,
+    // which a set with hotspot exceptions cannot be written to.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{set:?}").hash(&mut h);
+    format!("\"{:016x}\"", h.finish())
+}
+
+/// The answer to `GET /api/rules`: the status, the body and the version.
+pub(crate) fn get() -> (u16, Value, String) {
+    let set = rules::current();
+    let tag = etag(&set);
+    match serde_json::to_value(&set) {
+        Ok(value) if set_writable(&set) => (200, value, tag),
+        _ => (
+            500,
+            json!({ "error": "the rules in force cannot be written as a rule file \
+                              (hotspot exceptions keep only their values' hashes)" }),
+            tag,
+        ),
+    }
+}
+
+fn set_writable(set: &RuleSet) -> bool {
+    set.to_json().is_ok()
+}
+
+/// The outcome of a `PUT /api/rules`.
+pub(crate) enum Put {
+    /// Applied (and saved, with a rules file): the new version.
+    Applied(String),
+    /// No `If-Match`.
+    NoVersion,
+    /// `If-Match` names another version than the one in force: the current one.
+    Stale(String),
+    /// The set was refused; nothing changed.
+    Refused(RuleSetError),
+    /// Not applied: the rules file's new copy could not be written (the reason).
+    CannotSave(String),
+    /// Applied, but the rules file could not be written (the reason).
+    NotSaved(String, String),
+}
+
+/// Edits, one at a time (the version check and the load are one step).
+pub(crate) struct Editor {
+    file: Option<PathBuf>,
+    lock: Mutex<()>,
+}
+
+impl Editor {
+    /// An editor saving to `file`, if any.
+    pub(crate) fn new(file: Option<PathBuf>) -> Editor {
+        Editor {
+            file,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// Checks `if_match` against the rules in force, parses `body` (YAML if `yaml`, else
+    /// JSON), checks every rule, writes the rules file's temporary copy, loads the set, and
+    /// renames the copy over the file.
+    pub(crate) fn put(&self, if_match: Option<&str>, body: &str, yaml: bool) -> Put {
+        let _one_at_a_time = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(if_match) = if_match else {
+            return Put::NoVersion;
+        };
+        let current = etag(&rules::current());
+        if if_match.trim() != current && if_match.trim() != "*" {
+            return Put::Stale(current);
+        }
+        let parsed = if yaml {
+            RuleSet::from_yaml(body)
+        } else {
+            RuleSet::from_json(body)
+        };
+        let set = match parsed.and_then(|set| set.validate().map(|()| set)) {
+            Ok(set) => set,
+            Err(e) => return Put::Refused(e),
+        };
+        let staged = match &self.file {
+            Some(file) => match stage(file, &set) {
+                Ok(tmp) => Some((file, tmp)),
+                Err(e) => return Put::CannotSave(e),
+            },
+            None => None,
+        };
+        if let Err(e) = rules::load(set.clone()) {
+            if let Some((_, tmp)) = staged {
+                let _ = std::fs::remove_file(tmp);
+            }
+            return Put::Refused(e);
+        }
+        let tag = etag(&rules::current());
+        if let Some((file, tmp)) = staged {
+            if let Err(e) = std::fs::rename(&tmp, file) {
+                let _ = std::fs::remove_file(&tmp);
+                return Put::NotSaved(
+                    tag,
+                    format!("applied, but {} was not written: {e}", file.display()),
+                );
+            }
+        }
+        Put::Applied(tag)
+    }
+}
+
+/// Writes `set` in `file`'s format to a temporary file beside it (same directory: the rename
+/// is atomic), synced; returns its path.
+fn stage(file: &Path, set: &RuleSet) -> Result<PathBuf, String> {
+    let ext = file
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let text = match ext.as_deref() {
+        Some("yaml" | "yml") => set.to_yaml(),
+        Some("toml") => set.to_toml(),
+        _ => set.to_json(),
+    }
+    .map_err(|e| format!("cannot write the rules file: {e}"))?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "rules".to_owned());
+    let tmp = file.with_file_name(format!(".{name}.dashboard-{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    match written {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(format!("cannot write {}: {e}", tmp.display()))
+        }
+    }
+}
+
+/// A refused set as the API writes it: a message and each problem with its field.
+pub(crate) fn refused_json(e: &RuleSetError) -> Value {
+    let problems: Vec<Value> = e
+        .entries()
+        .iter()
+        .map(|p| {
+            json!({
+                "kind": p.kind,
+                "index": p.index,
+                "resource": p.resource,
+                "field": p.field,
+                "line": p.line,
+                "column": p.column,
+                "message": p.message,
+            })
+        })
+        .collect();
+    json!({ "error": e.to_string(), "problems": problems })
+}

@@ -1,0 +1,479 @@
+//! The server: binding, the runtime it runs on (the caller's or a thread of its own), the
+//! sampler, routing with the access checks, and stopping.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, Response, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::IntoResponse;
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, watch};
+
+use super::auth::{self, Proof};
+use super::events::{Bus, Deltas};
+use super::history::{History, TRACKED};
+use super::rules_api::{self, Editor, Put};
+use super::{api, page, Dashboard, DashboardError, DashboardHandle};
+use crate::{clock, metrics};
+
+/// The largest rule set a `PUT` may send.
+const MAX_BODY: usize = 1 << 20;
+
+/// What every request handler shares.
+struct Shared {
+    addr: SocketAddr,
+    token: String,
+    cookie: String,
+    hosts: Vec<String>,
+    editor: Editor,
+    history: History,
+    bus: Arc<Bus>,
+    stopped: watch::Receiver<bool>,
+}
+
+/// Stops a running server: ends its listener, its sampler and its event streams; the server's
+/// own thread (outside a runtime) is joined.
+pub(crate) struct Stop {
+    tx: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Stop {
+    pub(crate) fn stop(mut self) {
+        let _ = self.tx.send(true);
+        if let Some(thread) = self.thread.take() {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// [`Dashboard::start`].
+pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
+    if !d.allow_remote && !d.addr.ip().is_loopback() {
+        return Err(DashboardError::NotLoopback(d.addr));
+    }
+    let token = match d.token {
+        Some(token) => {
+            auth::check_token(&token)?;
+            token
+        }
+        None => auth::random_token()?,
+    };
+    let listener =
+        std::net::TcpListener::bind(d.addr).map_err(|e| DashboardError::Bind(d.addr, e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| DashboardError::Bind(d.addr, e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| DashboardError::Bind(d.addr, e))?;
+    // The totals that later samples report differences from, taken now: whatever happens
+    // after `start` returns is reported, however late the server's first tick runs.
+    let mut deltas = Deltas::default();
+    let _ = deltas.blocks(
+        0,
+        api::ranked()
+            .iter()
+            .map(|(n, s)| (n.name(), &s.block_total_by_rule)),
+    );
+    let _ = deltas.rule_loads(metrics::rule_loads());
+    deltas.prime();
+    let (tx, stopped) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        addr,
+        cookie: auth::cookie_name(addr),
+        token: token.clone(),
+        hosts: d.hosts,
+        editor: Editor::new(d.rules_file),
+        history: History::default(),
+        bus: Bus::new(),
+        stopped,
+    });
+    let thread = match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            let _in_runtime = handle.enter();
+            let listener =
+                tokio::net::TcpListener::from_std(listener).map_err(DashboardError::Runtime)?;
+            handle.spawn(serve(shared, listener, deltas));
+            None
+        }
+        Err(_) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(DashboardError::Runtime)?;
+            let listener = {
+                let _in_runtime = runtime.enter();
+                tokio::net::TcpListener::from_std(listener).map_err(DashboardError::Runtime)?
+            };
+            let thread = std::thread::Builder::new()
+                .name("sentinel-dashboard".into())
+                .spawn(move || runtime.block_on(serve(shared, listener, deltas)))
+                .map_err(DashboardError::Runtime)?;
+            Some(thread)
+        }
+    };
+    Ok(DashboardHandle {
+        addr,
+        token,
+        stop: Some(Stop { tx, thread }),
+    })
+}
+
+/// Serves until stopped, sampling once a second.
+async fn serve(shared: Arc<Shared>, listener: tokio::net::TcpListener, deltas: Deltas) {
+    let mut stopped = shared.stopped.clone();
+    let app = Router::new()
+        .fallback(handle)
+        .with_state(Arc::clone(&shared));
+    tokio::select! {
+        _ = axum::serve(listener, app) => {}
+        _ = sample_every_second(Arc::clone(&shared), deltas) => {}
+        _ = stopped.wait_for(|s| *s) => {}
+    }
+}
+
+async fn sample_every_second(shared: Arc<Shared>, mut deltas: Deltas) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        sample(&shared, &mut deltas);
+    }
+}
+
+/// One sample: the history of the busiest resources, the blocks and rule loads since the last.
+fn sample(shared: &Shared, deltas: &mut Deltas) {
+    let second = clock::now_nanos() / 1_000_000_000;
+    let ranked = api::ranked();
+    let busiest: Vec<&'static str> = ranked.iter().take(TRACKED).map(|(n, _)| n.name()).collect();
+    shared.history.update(&busiest, second);
+    let blocks = ranked
+        .iter()
+        .map(|(n, s)| (n.name(), &s.block_total_by_rule));
+    if let Some(event) = deltas.blocks(second, blocks) {
+        shared.bus.send(event);
+    }
+    for event in deltas.rule_loads(metrics::rule_loads()) {
+        shared.bus.send(event);
+    }
+    deltas.prime();
+}
+
+/// Every request: the checks and the route, then the security headers on whatever answers.
+async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response<Body> {
+    let mut res = route(&shared, req).await;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+async fn route(shared: &Shared, req: Request) -> Response<Body> {
+    if !auth::host_allowed(req.headers(), shared.addr, &shared.hosts) {
+        return text(
+            StatusCode::FORBIDDEN,
+            "forbidden: the Host header does not name this dashboard",
+        );
+    }
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    if path == "/" && method == Method::GET {
+        if let Some(given) = query_token(req.uri().query()) {
+            return if auth::same(given, &shared.token) {
+                Response::builder()
+                    .status(StatusCode::SEE_OTHER)
+                    .header(header::LOCATION, "/")
+                    .header(
+                        header::SET_COOKIE,
+                        format!(
+                            "{}={}; Path=/; HttpOnly; SameSite=Strict",
+                            shared.cookie, shared.token
+                        ),
+                    )
+                    .body(Body::empty())
+                    .unwrap_or_default()
+            } else {
+                unauthorized()
+            };
+        }
+    }
+    let proof = auth::proof(req.headers(), &shared.token, &shared.cookie);
+    if proof == Proof::None {
+        return unauthorized();
+    }
+    let read = method == Method::GET || method == Method::HEAD;
+    match path.as_str() {
+        "/" if read => html(page::index(&shared.token)),
+        "/api/resources" if read => {
+            let (rows, total) = api::resources();
+            let mut res = json_response(StatusCode::OK, &rows);
+            res.headers_mut()
+                .insert("x-sentinel-resources-total", HeaderValue::from(total));
+            res
+        }
+        "/api/system" if read => json_response(StatusCode::OK, &api::system(&shared.bus)),
+        "/api/rules" if read => {
+            let (status, body, tag) = rules_api::get();
+            let mut res = json_response(StatusCode::from_u16(status).unwrap_or_default(), &body);
+            if let Ok(tag) = HeaderValue::from_str(&tag) {
+                res.headers_mut().insert(header::ETAG, tag);
+            }
+            res
+        }
+        "/api/rules" if method == Method::PUT => put_rules(shared, proof, req).await,
+        "/api/events" if read => events(shared),
+        "/" | "/api/resources" | "/api/system" | "/api/events" => not_allowed("GET, HEAD"),
+        "/api/rules" => not_allowed("GET, HEAD, PUT"),
+        p => {
+            if let Some(asset) = p.strip_prefix("/assets/").and_then(page::asset) {
+                return if read {
+                    Response::builder()
+                        .header(header::CONTENT_TYPE, asset.0)
+                        .body(Body::from(asset.1))
+                        .unwrap_or_default()
+                } else {
+                    not_allowed("GET, HEAD")
+                };
+            }
+            match history_name(p) {
+                Some(name) if read => match api::history(&shared.history, &name) {
+                    Some(body) => json_response(StatusCode::OK, &body),
+                    None => json_response(
+                        StatusCode::NOT_FOUND,
+                        &json!({ "error": format!("no resource named `{name}`") }),
+                    ),
+                },
+                Some(_) => not_allowed("GET, HEAD"),
+                None => json_response(
+                    StatusCode::NOT_FOUND,
+                    &json!({ "error": format!("no such path: {p}") }),
+                ),
+            }
+        }
+    }
+}
+
+/// `PUT /api/rules`.
+async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body> {
+    if proof != Proof::Header {
+        return json_response(
+            StatusCode::FORBIDDEN,
+            &json!({ "error": "changes need the token in the Authorization or X-Sentinel-Token \
+                               header; the cookie alone is not enough" }),
+        );
+    }
+    let if_match = req
+        .headers()
+        .get(header::IF_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let yaml = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.contains("yaml"));
+    let body = match to_bytes(req.into_body(), MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return json_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &json!({ "error": format!("a rule set is at most {MAX_BODY} bytes") }),
+            )
+        }
+    };
+    let Ok(body) = std::str::from_utf8(&body) else {
+        return json_response(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &json!({ "error": "the body is not UTF-8", "problems": [] }),
+        );
+    };
+    match shared.editor.put(if_match.as_deref(), body, yaml) {
+        Put::Applied(tag) => {
+            shared
+                .bus
+                .send(json!({ "type": "rules_saved", "etag": tag }));
+            let mut res = json_response(StatusCode::OK, &json!({ "applied": true, "etag": tag }));
+            if let Ok(tag) = HeaderValue::from_str(&tag) {
+                res.headers_mut().insert(header::ETAG, tag);
+            }
+            res
+        }
+        Put::NoVersion => json_response(
+            StatusCode::PRECONDITION_REQUIRED,
+            &json!({ "error": "send the version read from GET /api/rules in If-Match" }),
+        ),
+        Put::Stale(current) => {
+            let mut res = json_response(
+                StatusCode::CONFLICT,
+                &json!({ "error": "the rules changed since they were read; read them again",
+                         "etag": current }),
+            );
+            if let Ok(tag) = HeaderValue::from_str(&current) {
+                res.headers_mut().insert(header::ETAG, tag);
+            }
+            res
+        }
+        Put::Refused(e) => {
+            let body = rules_api::refused_json(&e);
+            shared
+                .bus
+                .send(json!({ "type": "rules_refused", "error": body["error"] }));
+            json_response(StatusCode::UNPROCESSABLE_ENTITY, &body)
+        }
+        Put::CannotSave(why) => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &json!({ "error": why, "applied": false }),
+        ),
+        Put::NotSaved(tag, why) => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &json!({ "error": why, "applied": true, "etag": tag }),
+        ),
+    }
+}
+
+/// `GET /api/events`: every event of the bus from now on, until the client leaves or the
+/// dashboard stops. A client too slow for the bus is told how many events it missed.
+fn events(shared: &Shared) -> Response<Body> {
+    let rx = shared.bus.subscribe();
+    let stopped = shared.stopped.clone();
+    let stream = futures_util::stream::unfold((rx, stopped), |(mut rx, mut stopped)| async move {
+        let next = tokio::select! {
+            _ = stopped.wait_for(|s| *s) => None,
+            r = rx.recv() => Some(r),
+        };
+        let event = match next? {
+            Ok(text) => Event::default().data(&*text),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                Event::default().data(json!({ "type": "lagged", "missed": n }).to_string())
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok::<Event, Infallible>(event), (rx, stopped)))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The resource name of `/api/resources/{name}/history` (percent-decoded).
+fn history_name(path: &str) -> Option<String> {
+    let name = path
+        .strip_prefix("/api/resources/")?
+        .strip_suffix("/history")?;
+    percent_decode(name).filter(|n| !n.is_empty())
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The `token` parameter of a query string.
+fn query_token(query: Option<&str>) -> Option<&str> {
+    query?
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "token")
+        .map(|(_, v)| v)
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_default()
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+fn html(body: String) -> Response<Body> {
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut res = text(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized: open the dashboard's URL with its token (/?token=...), or send \
+         Authorization: Bearer <token>",
+    );
+    res.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    res
+}
+
+fn not_allowed(allow: &'static str) -> Response<Body> {
+    let mut res = json_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &json!({ "error": format!("method not allowed here; allowed: {allow}") }),
+    );
+    res.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_names_are_percent_decoded() {
+        assert_eq!(
+            history_name("/api/resources/GET%3A%2Fusers%2F%7Bid%7D/history").as_deref(),
+            Some("GET:/users/{id}")
+        );
+        assert_eq!(history_name("/api/resources//history"), None);
+        assert_eq!(history_name("/api/resources/a%zz/history"), None);
+        assert_eq!(history_name("/api/resources/a"), None);
+    }
+
+    #[test]
+    fn the_token_is_read_from_the_query() {
+        assert_eq!(query_token(Some("a=1&token=xyz")), Some("xyz"));
+        assert_eq!(query_token(Some("tokens=1")), None);
+        assert_eq!(query_token(None), None);
+    }
+}

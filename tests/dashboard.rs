@@ -1,0 +1,673 @@
+//! The dashboard over real HTTP on 127.0.0.1:0: every status code of its surface, the JSON after
+//! known traffic (exact totals under the mock clock), rule edits applied and saved to the file,
+//! and the event stream carrying blocks and a breaker transition.
+//!
+//! The client is a few lines of HTTP/1.1 over a `TcpStream`, so the tests choose every header
+//! (a foreign `Host` included). Every test holds the mock clock, which also runs them one at a
+//! time (the rules in force are process-wide).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::dashboard::{Dashboard, DashboardError, DashboardHandle};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
+use sentinel_runtime::{entry, metrics};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+/// One request on its own connection (`Connection: close`); `Host` is the bound address
+/// unless `headers` give one.
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap()[9..12].parse().unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+fn get(addr: SocketAddr, path: &str) -> Reply {
+    request(addr, "GET", path, &[("Authorization", &bearer())], "")
+}
+
+fn start(rules_file: Option<&std::path::Path>) -> DashboardHandle {
+    let mut d = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .token(TOKEN);
+    if let Some(f) = rules_file {
+        d = d.rules_file(f);
+    }
+    d.start().unwrap()
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sentinel-dash-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn access_is_refused_without_the_token_from_foreign_hosts_and_on_unknown_paths() {
+    let _clock = MockClock::install();
+    let dash = start(None);
+    let addr = dash.local_addr();
+    assert!(dash.url().starts_with(&format!("http://{addr}/?token=")));
+    assert_eq!(dash.url(), format!("http://{addr}/?token={TOKEN}"));
+
+    // 401: no token, a wrong one, a wrong cookie; on every path, known or not.
+    for path in [
+        "/",
+        "/api/resources",
+        "/api/rules",
+        "/api/events",
+        "/nope",
+        "/assets/app.js",
+    ] {
+        let r = request(addr, "GET", path, &[], "");
+        assert_eq!(r.status, 401, "{path}");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    }
+    let wrong = request(
+        addr,
+        "GET",
+        "/api/resources",
+        &[("Authorization", "Bearer nope")],
+        "",
+    );
+    assert_eq!(wrong.status, 401);
+    assert_eq!(request(addr, "GET", "/?token=nope", &[], "").status, 401);
+    let cookie = format!("sentinel_dashboard_{}=nope", addr.port());
+    assert_eq!(
+        request(addr, "GET", "/", &[("Cookie", &cookie)], "").status,
+        401
+    );
+
+    // 403: a Host that is not this server (DNS rebinding), even with the token.
+    for host in [
+        "evil.example",
+        "evil.example:80",
+        "localhost:1",
+        "127.0.0.1.evil.example",
+    ] {
+        let r = request(
+            addr,
+            "GET",
+            "/api/resources",
+            &[("Host", host), ("Authorization", &bearer())],
+            "",
+        );
+        assert_eq!(r.status, 403, "{host}");
+    }
+    let local = format!("localhost:{}", addr.port());
+    let r = request(
+        addr,
+        "GET",
+        "/api/resources",
+        &[("Host", &local), ("Authorization", &bearer())],
+        "",
+    );
+    assert_eq!(r.status, 200);
+
+    // 404 and 405.
+    assert_eq!(get(addr, "/nope").status, 404);
+    assert_eq!(
+        get(addr, "/api/resources/no-such-resource-here/history").status,
+        404
+    );
+    assert_eq!(get(addr, "/assets/nope.js").status, 404);
+    for (method, path, allow) in [
+        ("DELETE", "/api/resources", "GET, HEAD"),
+        ("POST", "/api/rules", "GET, HEAD, PUT"),
+        ("PUT", "/", "GET, HEAD"),
+        ("POST", "/api/events", "GET, HEAD"),
+    ] {
+        let r = request(addr, method, path, &[("Authorization", &bearer())], "");
+        assert_eq!(r.status, 405, "{method} {path}");
+        assert_eq!(r.header("allow"), Some(allow));
+    }
+
+    // The cookie flow: /?token= sets it and redirects to /, where the cookie is enough to read.
+    let r = request(addr, "GET", &format!("/?token={TOKEN}"), &[], "");
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/"));
+    let set_cookie = r.header("set-cookie").unwrap();
+    assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"));
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(
+        cookie,
+        format!("sentinel_dashboard_{}={TOKEN}", addr.port())
+    );
+    let page = request(addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<title>Sentinel dashboard</title>"));
+    assert_eq!(
+        page.header("content-security-policy"),
+        Some("default-src 'self'")
+    );
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    let api = request(addr, "GET", "/api/resources", &[("Cookie", &cookie)], "");
+    assert_eq!(api.status, 200);
+    assert_eq!(api.header("cache-control"), Some("no-store"));
+    assert_eq!(
+        api.header("content-security-policy"),
+        Some("default-src 'self'")
+    );
+    assert_eq!(api.header("x-content-type-options"), Some("nosniff"));
+    let js = request(
+        addr,
+        "GET",
+        "/assets/uPlot.iife.min.js",
+        &[("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(js.status, 200);
+    assert!(js.body.contains("uPlot"));
+
+    // A change with the cookie alone is refused (CSRF); the token header is required.
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Cookie", &cookie), ("If-Match", "*")],
+        "{}",
+    );
+    assert_eq!(r.status, 403);
+
+    // Stopping: the port is closed once the handle is dropped.
+    drop(dash);
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "still listening after drop"
+    );
+}
+
+#[test]
+fn non_loopback_addresses_and_unfit_tokens_are_refused() {
+    let _clock = MockClock::install();
+    let err = Dashboard::new()
+        .bind("0.0.0.0:0".parse().unwrap())
+        .start()
+        .unwrap_err();
+    assert!(matches!(err, DashboardError::NotLoopback(_)), "{err}");
+    assert!(err.to_string().contains("allow_remote"));
+    let remote = Dashboard::new()
+        .bind("0.0.0.0:0".parse().unwrap())
+        .allow_remote()
+        .token(TOKEN)
+        .start()
+        .unwrap();
+    let port = remote.local_addr().port();
+    let loopback: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // Still behind the Host check: a name given with allow_host would be needed.
+    let r = request(
+        loopback,
+        "GET",
+        "/api/resources",
+        &[("Host", "10.1.2.3"), ("Authorization", &bearer())],
+        "",
+    );
+    assert_eq!(r.status, 403);
+    drop(remote);
+    for bad in [
+        "short",
+        "has spaces but is long enough",
+        "semi;colon;is;long;enough",
+    ] {
+        let err = Dashboard::new()
+            .bind("127.0.0.1:0".parse().unwrap())
+            .token(bad)
+            .start()
+            .unwrap_err();
+        assert!(matches!(err, DashboardError::Token(_)), "{bad}: {err}");
+    }
+    let random = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start()
+        .unwrap();
+    assert_eq!(random.token().len(), 64);
+    assert!(random.token().bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(
+        request(
+            random.local_addr(),
+            "GET",
+            "/api/resources",
+            &[("X-Sentinel-Token", random.token())],
+            ""
+        )
+        .status,
+        200
+    );
+}
+
+#[test]
+fn resources_and_history_show_exact_totals_of_known_traffic() {
+    const R: &str = "dash-json-orders";
+    let clock = MockClock::install();
+    rules::load_flow_rules(vec![FlowRule::qps(R, 5.0), FlowRule::concurrency(R, 3)]).unwrap();
+    let dash = start(None);
+    let addr = dash.local_addr();
+    let second0 = sentinel_runtime::clock::now_nanos() / 1_000_000_000;
+
+    // Second 0: 7 calls against a limit of 5 (2 blocked), 2 of the passes errors, each call
+    // held 4 ms; one call still inside when the JSON is read.
+    for i in 0..7u32 {
+        if let Ok(e) = entry(R) {
+            clock.advance(Duration::from_millis(4));
+            if i.is_multiple_of(3) {
+                e.set_error();
+            }
+        }
+    }
+    let inside = entry(R);
+    assert!(inside.is_err(), "the limit of 5 is spent");
+    let rows = get(addr, "/api/resources").json();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == R)
+        .unwrap_or_else(|| panic!("{R} not in {rows}"));
+    assert_eq!(row["pass_total"], 5);
+    assert_eq!(row["block_total"], 3);
+    assert_eq!(row["pass_qps"], 5.0);
+    assert_eq!(row["block_qps"], 3.0);
+    assert_eq!(row["error_qps"], 2.0);
+    assert_eq!(row["error_total"], 2);
+    assert_eq!(row["avg_rt_ms"], 4.0);
+    assert_eq!(row["concurrency"], 0);
+    assert_eq!(row["concurrency_limit"], 3);
+    assert_eq!(row["breaker"], serde_json::Value::Null);
+    assert_eq!(row["block_total_by_rule"]["flow"], 3);
+    let stats = metrics::snapshot(R).unwrap();
+    assert_eq!(row["pass_total"], stats.pass_total);
+
+    // Seconds 1 and 3 (2 quiet): 2 passes each.
+    for s in [1u64, 3] {
+        clock.advance(Duration::from_secs(1));
+        if s == 3 {
+            clock.advance(Duration::from_secs(1));
+        }
+        drop(entry(R).unwrap());
+        drop(entry(R).unwrap());
+    }
+    clock.advance(Duration::from_secs(1));
+    let h = get(addr, &format!("/api/resources/{R}/history")).json();
+    let points: Vec<(u64, u64, u64, u64)> = h["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["second"].as_u64().unwrap() - second0,
+                p["pass"].as_u64().unwrap(),
+                p["block"].as_u64().unwrap(),
+                p["error"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        points,
+        vec![(0, 5, 3, 2), (1, 2, 0, 0), (2, 0, 0, 0), (3, 2, 0, 0)],
+        "now is second {}",
+        h["now_second"].as_u64().unwrap() - second0
+    );
+    rules::load_flow_rules(vec![]).unwrap();
+}
+
+#[test]
+fn the_busiest_200_of_more_resources_are_listed_with_the_count_of_all() {
+    let clock = MockClock::install();
+    clock.advance(Duration::from_secs(1));
+    for i in 0..260 {
+        drop(entry(&format!("dash-many-{i:03}")));
+    }
+    let busy = "dash-many-busiest";
+    for _ in 0..50 {
+        drop(entry(busy));
+    }
+    let dash = start(None);
+    let r = get(dash.local_addr(), "/api/resources");
+    let rows = r.json();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 200);
+    assert_eq!(rows[0]["resource"], busy);
+    let total: usize = r
+        .header("x-sentinel-resources-total")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(total >= 261, "{total}");
+}
+
+#[test]
+fn rule_edits_are_versioned_checked_applied_and_saved_to_the_file() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("rules");
+    let file = dir.join("rules.yaml");
+    let dash = start(Some(&file));
+    let addr = dash.local_addr();
+    let auth = bearer();
+
+    let r = get(addr, "/api/rules");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    let etag = r.header("etag").unwrap().to_owned();
+    assert!(etag.starts_with('"') && etag.ends_with('"'));
+    assert_eq!(RuleSet::from_json(&r.body).unwrap(), RuleSet::default());
+
+    let good = r#"{"flow": [{"resource": "dash-edit", "threshold": 3}],
+                   "circuit_breaker": [{"resource": "dash-edit", "recovery": "5s",
+                                        "strategy": {"type": "error_count", "threshold": 2}}]}"#;
+    // 428 without If-Match; nothing applied.
+    let r = request(addr, "PUT", "/api/rules", &[("Authorization", &auth)], good);
+    assert_eq!(r.status, 428, "{}", r.body);
+    assert_eq!(rules::current(), RuleSet::default());
+    // 409 with a stale version.
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", "\"0\"")],
+        good,
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+    assert_eq!(rules::current(), RuleSet::default());
+    // 422 with the field's error; nothing applied, no file written.
+    let bad = r#"{"flow": [{"resource": "dash-edit", "threshold": -1}]}"#;
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", &etag)],
+        bad,
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    let body = r.json();
+    assert_eq!(body["problems"][0]["kind"], "flow");
+    assert_eq!(body["problems"][0]["index"], 0);
+    assert_eq!(body["problems"][0]["field"], "threshold");
+    assert_eq!(rules::current(), RuleSet::default());
+    assert!(!file.exists());
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", &etag)],
+        "{not json",
+    );
+    assert_eq!(r.status, 422);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("line 1"),
+        "{}",
+        r.body
+    );
+
+    // 200: applied at once and saved (YAML, from the file's extension), nothing else left in
+    // the directory.
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("X-Sentinel-Token", TOKEN), ("If-Match", &etag)],
+        good,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let new_tag = r.header("etag").unwrap().to_owned();
+    assert_ne!(new_tag, etag);
+    let expected = RuleSet::from_json(good).unwrap();
+    assert_eq!(rules::current(), expected);
+    assert_eq!(rules::flow_rules(), vec![FlowRule::qps("dash-edit", 3.0)]);
+    assert_eq!(RuleSet::from_path(&file).unwrap(), expected);
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("flow:"), "{saved}");
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, vec![std::ffi::OsString::from("rules.yaml")]);
+    assert_eq!(
+        get(addr, "/api/rules").header("etag"),
+        Some(new_tag.as_str())
+    );
+
+    // The old version is stale now: a second editor gets a conflict, not an overwrite.
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &auth), ("If-Match", &etag)],
+        "{}",
+    );
+    assert_eq!(r.status, 409);
+    assert_eq!(rules::current(), expected);
+
+    // YAML bodies too.
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[
+            ("Authorization", &auth),
+            ("If-Match", &new_tag),
+            ("Content-Type", "application/yaml"),
+        ],
+        "flow:\n  - { resource: dash-edit, threshold: 9 }\n",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(rules::current().flow, vec![FlowRule::qps("dash-edit", 9.0)]);
+    assert!(rules::current().circuit_breaker.is_empty());
+    rules::load(RuleSet::default()).unwrap();
+    drop(dash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads the event stream until `done` says what arrived is enough, for at most 10 s.
+struct Events {
+    stream: TcpStream,
+    seen: String,
+}
+
+impl Events {
+    fn open(addr: SocketAddr) -> Events {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {}\r\nAccept: text/event-stream\r\n\r\n",
+            bearer()
+        )
+        .unwrap();
+        let mut events = Events {
+            stream,
+            seen: String::new(),
+        };
+        // Subscribed once the answer has started.
+        events.until(|s| s.contains("\r\n\r\n"));
+        assert!(events.seen.starts_with("HTTP/1.1 200"), "{}", events.seen);
+        assert!(events
+            .seen
+            .to_ascii_lowercase()
+            .contains("content-type: text/event-stream"));
+        events
+    }
+
+    fn until(&mut self, done: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut buf = [0u8; 4096];
+        while !done(&self.seen) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out; the stream so far:\n{}",
+                self.seen
+            );
+            match self.stream.read(&mut buf) {
+                Ok(0) => panic!("stream ended; so far:\n{}", self.seen),
+                Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_event_stream_carries_blocks_breaker_transitions_and_rule_refusals() {
+    const R: &str = "dash-events-flaky";
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_circuit_breaker_rules(vec![CircuitBreakerRule::error_count(R, 2)
+        .min_requests(1)
+        .recovery(Duration::from_secs(5))])
+    .unwrap();
+    let dash = start(None);
+    let mut events = Events::open(dash.local_addr());
+
+    // Two errors open the breaker: the transition is sent as it happens.
+    for _ in 0..2 {
+        entry(R).unwrap().set_error();
+    }
+    events.until(|s| s.contains(r#""type":"breaker""#));
+    assert!(
+        events.seen.contains(&format!(r#""resource":"{R}""#)),
+        "{}",
+        events.seen
+    );
+    assert!(events.seen.contains(r#""from":"closed""#) && events.seen.contains(r#""to":"open""#));
+    let row = get(dash.local_addr(), "/api/resources").json();
+    let row = row
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == R)
+        .unwrap()
+        .clone();
+    assert_eq!(row["breaker"], "open");
+    let system = get(dash.local_addr(), "/api/system").json();
+    let last = system["last_transitions"].as_array().unwrap();
+    assert_eq!(last.len(), 1, "{system}");
+    assert_eq!(last[0]["resource"], R);
+    assert_eq!(
+        (last[0]["from"].as_str(), last[0]["to"].as_str()),
+        (Some("closed"), Some("open"))
+    );
+
+    // Three calls blocked by the open breaker: one `blocks` event at the next second's sample.
+    for _ in 0..3 {
+        assert!(entry(R).is_err());
+    }
+    events.until(|s| s.contains(r#""type":"blocks""#));
+    assert!(
+        events.seen.contains(&format!(
+            r#"{{"blocked":3,"by_rule":{{"circuit_breaker":3}},"resource":"{R}"}}"#
+        )),
+        "{}",
+        events.seen
+    );
+
+    // A refused load is an event too.
+    assert!(rules::load_flow_rules(vec![FlowRule::qps(R, -1.0)]).is_err());
+    events.until(|s| s.contains(r#""type":"rule_load""#));
+    assert!(
+        events.seen.contains(r#""kind":"flow","loaded":false"#),
+        "{}",
+        events.seen
+    );
+
+    // Stopping the dashboard ends the stream.
+    drop(dash);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buf = [0u8; 1024];
+    loop {
+        assert!(Instant::now() < deadline, "the stream did not end");
+        match events.stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    rules::load(RuleSet::default()).unwrap();
+}
+
+#[test]
+fn it_starts_inside_a_tokio_runtime_too() {
+    let _clock = MockClock::install();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dash = runtime.block_on(async { start(None) });
+    let addr = dash.local_addr();
+    // The server is a task of that runtime: it answers while the runtime runs.
+    assert_eq!(get(addr, "/api/resources").status, 200);
+    drop(dash);
+    drop(runtime);
+    assert!(TcpStream::connect(addr).is_err());
+}
