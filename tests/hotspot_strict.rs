@@ -127,6 +127,16 @@ fn strict_limits_are_checked_by_field() {
         refused(HotspotRule::concurrency("hot-strict-bad", 0, 2).strict(true)).field(),
         "strict"
     );
+    assert_eq!(
+        refused(
+            HotspotRule::qps("hot-strict-bad", 0, 5.0)
+                .strict(true)
+                .throttle(Duration::from_millis(10))
+        )
+        .field(),
+        "max_wait",
+        "calls are admitted or refused at once"
+    );
     HotspotRule::qps("hot-strict-ok", 0, 0.5)
         .strict(true)
         .validate()

@@ -641,6 +641,13 @@ fn hotspot(
         qps_only(name, errors);
     }
     let strict = get("strict").and_then(|(_, v)| boolean(v, "strict", errors));
+    if let (Some(true), Some((k, _))) = (strict, get("max_wait")) {
+        errors.at(
+            k,
+            "`max_wait` does not combine with `strict = true` in `hotspot(...)`: strict calls \
+             are admitted or refused at once (the run-time refuses the rule)",
+        );
+    }
     let burst = get("burst").and_then(|(k, v)| {
         let b = whole(v, "burst", 0, limits::MAX_CONCURRENCY, errors);
         spanned(k, v, b)

@@ -107,11 +107,14 @@ pub struct HotspotException {
 ///   (rounded up): in any interval of length `L`, at most `1 + burst + floor(L / T)` calls.
 ///   Sustained: `floor(threshold) - burst` per `window`, so `burst` trades the sustained rate
 ///   for calls at once, and must be below the whole threshold (of each exception too). A batch
-///   of more than `1 + burst` calls never passes.
+///   of more than `1 + burst` calls never passes. It does not combine with
+///   [`throttle`](Self::throttle).
 ///
-/// With [`throttle`](Self::throttle), a call whose turn is within `max_wait` waits for it
-/// instead of being blocked; the bounds above then hold for the times calls pass (their turns).
-/// A block is [`BlockKind::HotParam`](crate::BlockKind::HotParam) and says when to retry
+/// With [`throttle`](Self::throttle) (default mode), a call whose turn is within `max_wait`
+/// waits for it instead of being blocked; the bound above then holds for the times calls pass
+/// (their turns), as long as no batch is larger than `N + burst` (a larger one that waits
+/// passes whole at its last call's turn). A block is
+/// [`BlockKind::HotParam`](crate::BlockKind::HotParam) and says when to retry
 /// ([`BlockError::retry_after`](crate::BlockError::retry_after)).
 ///
 /// A value forgotten by a full table while it still owed time (see below) owes it when it comes
@@ -258,7 +261,7 @@ impl HotspotRule {
     /// Chooses the strict mode (any interval of `window`'s length admits at most `threshold`
     /// calls of one value; from idle, `1 + burst` of them at once) or the default one
     /// (`threshold + burst` at once from idle, then `threshold` per `window`): see the type's
-    /// docs. QPS rules only.
+    /// docs. QPS rules only; not with [`throttle`](Self::throttle).
     pub fn strict(mut self, strict: bool) -> HotspotRule {
         self.strict = strict;
         self
@@ -403,6 +406,17 @@ impl HotspotRule {
                 }
                 if self.strict {
                     self.strict_fits().or_else(|(field, m)| err(field, m))?;
+                    if self.max_wait.is_some() {
+                        // A batch that waited would pass all at its last call's turn, more at
+                        // once than the bound allows; refusing it would cost the path of every
+                        // call a check.
+                        return err(
+                            "max_wait",
+                            "does not combine with `strict` (calls are admitted or refused at \
+                             once)"
+                                .into(),
+                        );
+                    }
                 }
                 if let Some(max_wait) = self.max_wait {
                     if max_wait > MAX_WAIT_LIMIT {
