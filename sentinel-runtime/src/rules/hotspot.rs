@@ -130,8 +130,9 @@ pub struct HotspotException {
 /// already free is indistinguishable from a value never seen, so such values are forgotten
 /// first; if the table is full of values being limited right now, the one closest to being
 /// free is forgotten (counted in the metrics, `sentinel_hotspot_live_evictions_total`), and
-/// what it still owes is kept in a fixed sketch of the table (8 of the 56 bytes: four cells per
-/// value, each the latest time owed by the values that share it): a value that comes back
+/// what it still owes is kept in a fixed sketch of the table (8 of the 56 bytes: a cell per
+/// value of capacity, in four rows; a value has one cell in each row, which holds the latest
+/// time owed by the values evicted into it): a value that comes back
 /// starts from the smallest of its cells, never from less than it owed. The only error is that
 /// a new value whose four cells each hold a later time, owed by others, is held back until
 /// then. Measured with a rule of 1 per window, new values arriving once each while `k x

@@ -8,7 +8,10 @@
 //! or a concurrency value with no call inside: forgetting either loses nothing), else, by the
 //! table's [`Full`] policy, the slot of the live rate value with the least debt, or nothing (the
 //! call is blocked). A value with calls inside and a [pinned](ParamTable::pin) value are never
-//! forgotten.
+//! forgotten. A live rate value evicted leaves its TAT in a fixed sketch of evicted debts
+//! (`debt_sketch`), and a rate key inserted later starts from what the sketch answers for it
+//! (at least what it owed), so no key comes back with an allowance it had spent; a key whose
+//! answer blocks it is not inserted.
 //!
 //! # Layout
 //!
@@ -62,7 +65,9 @@
 //! than the GCRA allows; a concurrency acquisition is a CAS from the count it saw, so no value
 //! ever has more than `max` calls inside. What the table forgets is only ever idle state, except
 //! for the [`Full::Evict`] policy's live evictions (counted in
-//! [`live_evictions`](ParamTable::live_evictions)).
+//! [`live_evictions`](ParamTable::live_evictions)), whose TATs the sketch keeps (recorded and
+//! read under the key's shard lock; a cell only grows, by a CAS loop, so records of other
+//! shards' keys into the same cell lose nothing).
 //!
 //! A table serves one kind of state. Both kinds may share a table (the kind is part of the tag),
 //! but a pinned key has one slot for both, and [`cancel_rate`](ParamTable::cancel_rate) must only
