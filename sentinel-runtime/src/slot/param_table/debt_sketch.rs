@@ -90,10 +90,16 @@ impl<A: AtomicWord> DebtSketch<A> {
     /// At least the largest TAT recorded for the value `mixed` (0 if none was, short of
     /// collisions): the smallest of its cells.
     pub(super) fn owed(&self, mixed: u64) -> u64 {
-        (0..ROWS)
-            .map(|row| self.cell(row, mixed).load(Acquire))
-            .min()
-            .unwrap_or(0)
+        // Read on every insertion: a plain loop (no iterator adaptors to pay for in debug
+        // builds), stopping at the first empty cell.
+        let mut least = u64::MAX;
+        for row in 0..ROWS {
+            least = least.min(self.cell(row, mixed).load(Acquire));
+            if least == 0 {
+                break;
+            }
+        }
+        least
     }
 }
 
