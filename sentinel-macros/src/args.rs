@@ -52,6 +52,7 @@ const HOTSPOT_KNOWN: &[&str] = &[
     "window",
     "max_wait",
     "capacity",
+    "strict",
 ];
 
 /// `key = value`, or `key(key = value, ...)`, not yet checked; or a literal written without
@@ -154,6 +155,8 @@ pub(crate) struct Hotspot {
     pub(crate) window: Option<WithSpan<u64>>,
     pub(crate) max_wait: Option<WithSpan<u64>>,
     pub(crate) capacity: Option<WithSpan<u32>>,
+    /// `strict = true`: at most `qps` calls of a value in any interval of the window's length.
+    pub(crate) strict: bool,
     /// The `hotspot` key.
     pub(crate) span: Span,
 }
@@ -634,8 +637,16 @@ fn hotspot(
             );
         }
     };
-    for name in ["burst", "window", "max_wait"] {
+    for name in ["burst", "window", "max_wait", "strict"] {
         qps_only(name, errors);
+    }
+    let strict = get("strict").and_then(|(_, v)| boolean(v, "strict", errors));
+    if let (Some(true), Some((k, _))) = (strict, get("max_wait")) {
+        errors.at(
+            k,
+            "`max_wait` does not combine with `strict = true` in `hotspot(...)`: strict calls \
+             are admitted or refused at once (the run-time refuses the rule)",
+        );
     }
     let burst = get("burst").and_then(|(k, v)| {
         let b = whole(v, "burst", 0, limits::MAX_CONCURRENCY, errors);
@@ -674,6 +685,9 @@ fn hotspot(
         let qps = get("qps").map(|(_, v)| v);
         let window_ms = window.map_or(1_000, |w| w.value);
         hotspot_debt(threshold, window_ms, qps, burst, errors);
+        if strict == Some(true) {
+            hotspot_strict_burst(threshold, window_ms, burst, errors);
+        }
     }
     Some(Hotspot {
         param: param?,
@@ -682,8 +696,52 @@ fn hotspot(
         window,
         max_wait,
         capacity,
+        strict: strict.unwrap_or(false),
         span: key.span(),
     })
+}
+
+/// With `strict = true`, `1 + burst` calls at once must fit in the threshold's whole calls, and
+/// what a value owes from idle (`1 + burst` intervals of `window / (floor(qps) - burst)`) in
+/// the run-time's clock (its validation refuses the rule otherwise).
+fn hotspot_strict_burst(
+    threshold: f64,
+    window_ms: u64,
+    burst: Option<WithSpan<u32>>,
+    errors: &mut Errors,
+) {
+    let Some(b) = burst.filter(|_| threshold > 0.0) else {
+        return;
+    };
+    let whole = (threshold.floor() as u128).max(1);
+    let burst = u128::from(b.value);
+    let window = crate::duration::show(window_ms);
+    if burst >= whole {
+        errors.push(syn::Error::new(
+            b.value_span,
+            format!(
+                "`burst` of `hotspot(...)` must be below {whole} with `qps = {threshold}` and \
+                 `strict = true` (at most `qps` calls pass in any window, `1 + burst` of them \
+                 at once), got {burst}"
+            ),
+        ));
+        return;
+    }
+    // `rules::hotspot::strict_interval_nanos`.
+    let interval = (u128::from(window_ms) * 1_000_000)
+        .div_ceil(whole - burst)
+        .max(1);
+    if (1 + burst) * interval > limits::MAX_HOTSPOT_DEBT_NANOS {
+        let years = limits::MAX_HOTSPOT_DEBT_NANOS / 1_000_000_000 / 31_557_600;
+        errors.push(syn::Error::new(
+            b.value_span,
+            format!(
+                "`burst` of `hotspot(...)` is too large with `qps = {threshold}` per {window} \
+                 and `strict = true` (the run-time limit: a value may owe at most {years} years \
+                 from idle), got {burst}"
+            ),
+        ));
+    }
 }
 
 /// What one value of a `qps` hotspot limit may owe from idle must fit in the run-time's clock

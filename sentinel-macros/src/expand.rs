@@ -255,6 +255,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
             None => quote!(::core::option::Option::None),
         };
         let capacity = Literal::usize_suffixed(h.capacity.map_or(0, |c| c.value as usize));
+        let strict = h.strict;
         defaults.push(quote_spanned! {h.span=>
             #private::DefaultRule::Hotspot(#private::HotspotSpec {
                 param_index: #index,
@@ -264,6 +265,7 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
                 window_ms: #window_ms,
                 max_wait_ms: #max_wait,
                 capacity: #capacity,
+                strict: #strict,
             })
         });
     }

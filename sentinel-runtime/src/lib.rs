@@ -233,8 +233,9 @@ pub use node::ResourceNode;
 ///   ([`rules::HotspotRule`]): each distinct value of `user_id` gets its own limit. Exactly one
 ///   of `qps = N` (calls per window per value; with `burst = 5`, extra calls from idle;
 ///   `window = "1s"`, whole milliseconds up to 24 h; `max_wait = "100ms"`, at most 1 h, to
-///   wait for a value's turn instead of being blocked) or `concurrency = N` (calls inside at
-///   once per value); `capacity = 50000` (`1..=16777216`, default 16384) bounds how many values
+///   wait for a value's turn instead of being blocked; `strict = true`, at most `qps` calls of
+///   a value in any interval of the window's length, see [`rules::HotspotRule::strict`]) or
+///   `concurrency = N` (calls inside at once per value); `capacity = 50000` (`1..=16777216`, default 16384) bounds how many values
 ///   are tracked. Several `hotspot(...)` allowed, at most 8. The argument's type must implement
 ///   `Hash`; a block is [`BlockKind::HotParam`].
 /// * **`params = [user_id, region]`**: passes these arguments as hotspot parameters without a
@@ -435,6 +436,7 @@ pub use node::ResourceNode;
 /// | `hotspot(window)` | 1 ms to 24 h |
 /// | `hotspot(max_wait)` | at most 1 h |
 /// | `hotspot(capacity)` | 1 to 16777216 |
+/// | `hotspot(burst)` with `strict = true` | below `qps` (its whole calls, at least 1) |
 ///
 /// The function is still emitted beside the errors, so IDE features keep working.
 ///

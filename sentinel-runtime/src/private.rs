@@ -47,6 +47,8 @@ pub struct HotspotSpec {
     pub max_wait_ms: Option<u64>,
     /// `capacity` (0 for the default).
     pub capacity: usize,
+    /// `strict = true`: the strict mode.
+    pub strict: bool,
 }
 
 impl HotspotSpec {
@@ -57,7 +59,8 @@ impl HotspotSpec {
         }
         let mut rule = HotspotRule::qps(resource, self.param_index, self.threshold)
             .burst(self.burst)
-            .window(Duration::from_millis(self.window_ms));
+            .window(Duration::from_millis(self.window_ms))
+            .strict(self.strict);
         if let Some(ms) = self.max_wait_ms {
             rule = rule.throttle(Duration::from_millis(ms));
         }

@@ -509,13 +509,16 @@ mod tests {
         assert!(entry(B).is_err());
         // A hotspot table of the smallest size (128 slots) flooded with 1 000 values, each
         // limited for a second after its call while the clock stands still: it must forget
-        // live values to take the later ones.
+        // live values to take the later ones (until the debts it forgot hold the rest back).
         rules::load_hotspot_rules(vec![HotspotRule::qps(H, 0, 1.0).capacity(1)]).unwrap();
-        for value in 0..1_000u32 {
-            drop(EntryBuilder::new(H).param(&value).enter().unwrap());
-        }
+        let passed = (0..1_000u32)
+            .filter(|value| EntryBuilder::new(H).param(value).enter().is_ok())
+            .count() as u64;
         let evicted = crate::metrics::hotspot_live_evictions(H).unwrap();
-        assert!(evicted >= 1_000 - 128, "{evicted}");
+        assert!(
+            evicted >= 1 && evicted + 128 >= passed,
+            "{evicted}, {passed}"
+        );
         assert_eq!(
             crate::metrics::snapshot(H).unwrap().hotspot_live_evictions,
             Some(evicted)

@@ -1,9 +1,9 @@
 //! The memory budget of the loaded hotspot rules (part of the rule manager): each rule's table
-//! is allocated whole when it is built (48 bytes per value of `capacity`), so a rule set is
+//! is allocated whole when it is built (about 56 bytes per value of `capacity`), so a rule set is
 //! refused before anything is built if its tables together would take more than the budget.
 //!
 //! One rule's `capacity` is bounded ([`MAX_HOTSPOT_CAPACITY`](super::MAX_HOTSPOT_CAPACITY):
-//! 768 MiB), but the number of resources with hotspot rules is not: without a budget, a rule
+//! 896 MiB), but the number of resources with hotspot rules is not: without a budget, a rule
 //! file of a few dozen such rules would take every byte of the machine (an allocation the
 //! process cannot survive) instead of being refused with the field at fault.
 
@@ -13,8 +13,8 @@ use super::hotspot::{HotspotRule, MAX_HOTSPOT_CAPACITY};
 use crate::error::RuleError;
 use crate::slot::param_table::ParamTable;
 
-/// The default of [`set_max_hotspot_memory`]: 1 GiB, the tables of about 22 million values of
-/// capacity in all (one rule of the largest capacity takes 768 MiB).
+/// The default of [`set_max_hotspot_memory`]: 1 GiB, the tables of about 19 million values of
+/// capacity in all (one rule of the largest capacity takes 896 MiB).
 pub const DEFAULT_MAX_HOTSPOT_MEMORY: usize = 1 << 30;
 
 static MAX_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_HOTSPOT_MEMORY);
@@ -22,7 +22,7 @@ static MAX_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_HOTSPOT_MEMORY);
 /// Sets the most memory the tables of the loaded hotspot rules may take together, in bytes
 /// (default [`DEFAULT_MAX_HOTSPOT_MEMORY`]). A load whose rules' tables would take more is
 /// refused, naming the `capacity` of the first rule beyond the budget, and the rules in force
-/// stay. Each rule's table takes about 48 bytes per value of its `capacity`
+/// stay. Each rule's table takes about 56 bytes per value of its `capacity`
 /// ([`HotspotRule::capacity`]).
 ///
 /// It applies to loads after the call; rules already in force are kept. Hotspot limits of the
@@ -34,7 +34,7 @@ static MAX_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_HOTSPOT_MEMORY);
 /// use sentinel_runtime::rules::{self, HotspotRule};
 ///
 /// rules::set_max_hotspot_memory(4 << 20); // 4 MiB
-/// let big = HotspotRule::qps("doc-budget", 0, 10.0).capacity(100_000); // about 4.6 MiB
+/// let big = HotspotRule::qps("doc-budget", 0, 10.0).capacity(100_000); // about 5.6 MiB
 /// let refused = rules::load_hotspot_rules(vec![big.clone()]).unwrap_err();
 /// assert_eq!(refused.field(), "capacity");
 /// assert!(refused.message().contains("4 MiB"), "{refused}");

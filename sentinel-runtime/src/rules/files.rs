@@ -101,6 +101,7 @@
 //! | `burst` | extra calls a value may make at once from idle (QPS) | `0` |
 //! | `window` | duration, whole milliseconds, at most `24h` (QPS) | `1s` |
 //! | `max_wait` | duration, at most `1h`: wait for a value's slot instead of rejecting (QPS) | none |
+//! | `strict` | `true`: any interval of the window's length admits at most `threshold` calls of a value (QPS; see [`HotspotRule::strict`]) | `false` |
 //! | `capacity` | how many values the rule tracks, `1..=16777216` | `16384` |
 //! | `exceptions` | a list of `{ value: "<string>", threshold: <number> }` | none |
 //!

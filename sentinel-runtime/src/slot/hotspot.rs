@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
 use crate::error::BlockError;
 use crate::param::Params;
-use crate::rules::hotspot::{interval_nanos, HotspotMetric, HotspotRule};
+use crate::rules::hotspot::{interval_nanos, strict_interval_nanos, HotspotMetric, HotspotRule};
 
 /// What makes two hotspot rules need different tables. Everything else (thresholds, burst,
 /// window, wait, exceptions) is per gate: a reload builds a new gate on the table in force, so
@@ -59,18 +59,31 @@ struct Pace {
 }
 
 impl Pace {
-    fn of(threshold: f64, burst: u32, window: Duration) -> Pace {
+    /// The default pace, or the strict one: interval `window / (floor(threshold) - burst)`
+    /// (below a threshold of 1, `window / threshold`) and tolerance `burst x interval`, so that
+    /// `1 + burst` calls pass at once from idle and no interval of `window`'s length holds more
+    /// than the threshold's whole calls.
+    fn of(threshold: f64, burst: u32, window: Duration, strict: bool) -> Pace {
         if threshold <= 0.0 {
             return Pace {
                 interval: u64::MAX,
                 tolerance: 0,
             };
         }
-        let interval = interval_nanos(threshold, window).min(u128::from(u64::MAX));
+        let clamp = |n: u128| n.min(u128::from(u64::MAX)) as u64;
+        if strict {
+            let interval = strict_interval_nanos(threshold, burst, window);
+            // (A threshold below 1 has no burst: validation refuses one.)
+            return Pace {
+                interval: clamp(interval),
+                tolerance: clamp(u128::from(burst) * interval),
+            };
+        }
+        let interval = interval_nanos(threshold, window);
         let calls = (threshold.floor() as u128).max(1) + u128::from(burst) - 1;
         Pace {
-            interval: interval as u64,
-            tolerance: (calls * interval).min(u128::from(u64::MAX)) as u64,
+            interval: clamp(interval),
+            tolerance: clamp(calls * interval),
         }
     }
 }
@@ -184,7 +197,7 @@ impl HotspotGate {
 
     /// The gate of `rule` on `table`, where the values `pinned` are pinned already.
     fn on(table: Arc<ParamTable>, pinned: &[u64], rule: &HotspotRule) -> HotspotGate {
-        let pace = |threshold| Pace::of(threshold, rule.burst, rule.window);
+        let pace = |threshold| Pace::of(threshold, rule.burst, rule.window, rule.strict);
         let mut exceptions: Vec<Exception> = Vec::with_capacity(rule.exceptions.len());
         for e in &rule.exceptions {
             // A value listed twice: the later threshold wins (as the rule's builder reads).
@@ -340,6 +353,7 @@ impl HotspotGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::{Just, Strategy};
 
     proptest::proptest! {
         /// Against a plain `Vec` of the same pushes: the same passes in the same order, given
@@ -513,16 +527,147 @@ mod tests {
         }
     }
 
+    /// The passes (time, calls) of one value under `rule`: calls of `count` arriving at
+    /// `arrivals` (ns after the start), passing at their turn.
+    fn passes(rule: &HotspotRule, arrivals: &[(u64, u32)]) -> Vec<(u64, u32)> {
+        let gate = HotspotGate::new(rule);
+        let mut params = Params::NONE;
+        params.push(crate::param::hash("one value"));
+        let t0 = 3_600 * 1_000_000_000u64;
+        let mut passed = Vec::new();
+        for &(at, count) in arrivals {
+            let now = t0 + at;
+            if let Ok(HotPass::Rate { turn, .. }) =
+                gate.try_enter("strict-model", &params, now, count)
+            {
+                passed.push((if turn == 0 { now } else { turn } - t0, count));
+            }
+        }
+        passed
+    }
+
+    /// The reference: the most calls that pass in any half-open interval `[t, t + len)`
+    /// (the busiest one starts at a pass).
+    fn busiest(passed: &[(u64, u32)], len: u64) -> u64 {
+        passed
+            .iter()
+            .map(|&(start, _)| {
+                passed
+                    .iter()
+                    .filter(|&&(t, _)| t >= start && t - start < len)
+                    .map(|&(_, n)| u64::from(n))
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn arrival() -> impl proptest::strategy::Strategy<Value = (u64, u32)> {
+        use proptest::prelude::*;
+        // Gaps of 0 to 400 ms in steps of 1 ms or less; mostly single calls.
+        (
+            prop_oneof![Just(0u64), 0u64..1_000, 0u64..400_000_000],
+            prop_oneof![4 => Just(1u32), 1 => 1u32..6],
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// Strict: whatever the arrivals (bursts, batches, gaps), no interval of the
+        /// window's length holds more than the threshold's whole calls (one, below 1), against
+        /// a reference that counts the passes of every such interval; from idle `1 + burst`
+        /// pass at once.
+        #[test]
+        fn strict_admits_at_most_the_threshold_in_any_window(
+            gaps in proptest::collection::vec(arrival(), 1..120),
+            threshold in proptest::prop_oneof![1u32..12, 12u32..200].prop_map(f64::from),
+            fraction in proptest::prop_oneof![Just(0.0), 0.0f64..1.0],
+            burst_share in 0.0f64..1.0,
+            window_ms in proptest::prop_oneof![Just(1_000u64), 1u64..3_000],
+        ) {
+            let threshold = (threshold + fraction).max(0.2);
+            let whole = (threshold.floor() as u32).max(1);
+            let burst = ((f64::from(whole - 1)) * burst_share) as u32;
+            let window = Duration::from_millis(window_ms);
+            let rule = HotspotRule::qps("strict-model", 0, threshold)
+                .burst(burst)
+                .window(window)
+                .strict(true)
+                .capacity(16);
+            proptest::prop_assert_eq!(rule.validate(), Ok(()));
+            let mut at = 0;
+            let arrivals: Vec<(u64, u32)> = gaps
+                .iter()
+                .map(|&(gap, count)| {
+                    at += gap;
+                    (at, count)
+                })
+                .collect();
+            let passed = passes(&rule, &arrivals);
+            let span = if threshold < 1.0 {
+                (window.as_nanos() as f64 / threshold) as u64
+            } else {
+                window.as_nanos() as u64
+            };
+            let most = if threshold < 1.0 { 1 } else { u64::from(threshold.floor() as u32) };
+            let seen = busiest(&passed, span);
+            proptest::prop_assert!(
+                seen <= most,
+                "{} passes in an interval of {} ns, threshold {} burst {}: {:?}",
+                seen, span, threshold, burst, passed
+            );
+            // From idle, `1 + burst` single calls pass at once.
+            let at_once: Vec<(u64, u32)> = (0..=burst + 1).map(|_| (0, 1)).collect();
+            let first = passes(&rule, &at_once);
+            proptest::prop_assert_eq!(first.len() as u32, burst + 1);
+        }
+    }
+
+    /// Every arrival pattern of single calls on a 1 ms grid over 12 ms, for a strict 3 per
+    /// 10 ms (burst 0 and 1) and 2 per 5 ms: 2^12 patterns each, every window-length interval
+    /// counted.
+    #[test]
+    fn strict_holds_for_every_pattern_on_a_grid() {
+        for (threshold, burst, window_ms) in [(3.0, 0, 10), (3.0, 1, 10), (3.0, 2, 10), (2.0, 0, 5)]
+        {
+            let rule = HotspotRule::qps("strict-grid", 0, threshold)
+                .burst(burst)
+                .window(Duration::from_millis(window_ms))
+                .strict(true)
+                .capacity(16);
+            for pattern in 0u32..1 << 12 {
+                let arrivals: Vec<(u64, u32)> = (0..12u64)
+                    .filter(|ms| pattern & (1 << ms) != 0)
+                    .map(|ms| (ms * 1_000_000, 1))
+                    .collect();
+                let passed = passes(&rule, &arrivals);
+                let seen = busiest(&passed, window_ms * 1_000_000);
+                assert!(
+                    seen <= threshold as u64,
+                    "{threshold} per {window_ms} ms, burst {burst}, pattern {pattern:#b}: \
+                     {seen} in one window: {passed:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn pace_is_exact_in_integers_and_never_faster_than_the_rule() {
         let second = Duration::from_secs(1);
-        assert_eq!(Pace::of(1e6, 0, second).interval, 1_000);
-        assert_eq!(Pace::of(5_000.0, 0, second).interval, 200_000);
-        assert_eq!(Pace::of(1_001.0, 0, second).interval, 999_001);
-        assert!(1_001 * Pace::of(1_001.0, 0, second).interval >= 1_000_000_000);
-        let p = Pace::of(10.0, 5, second);
+        assert_eq!(Pace::of(1e6, 0, second, false).interval, 1_000);
+        assert_eq!(Pace::of(5_000.0, 0, second, false).interval, 200_000);
+        assert_eq!(Pace::of(1_001.0, 0, second, false).interval, 999_001);
+        assert!(1_001 * Pace::of(1_001.0, 0, second, false).interval >= 1_000_000_000);
+        let p = Pace::of(10.0, 5, second, false);
         assert_eq!((p.interval, p.tolerance), (100_000_000, 14 * 100_000_000));
-        assert_eq!(Pace::of(0.0, 3, second).interval, u64::MAX);
-        assert_eq!(Pace::of(0.5, 0, second).interval, 2_000_000_000);
+        assert_eq!(Pace::of(0.0, 3, second, false).interval, u64::MAX);
+        assert_eq!(Pace::of(0.5, 0, second, false).interval, 2_000_000_000);
+        // Strict: `1 + burst` at once, then `floor(threshold) - burst` per window.
+        let p = Pace::of(10.0, 4, second, true);
+        assert_eq!((p.interval, p.tolerance), (166_666_667, 4 * 166_666_667));
+        let p = Pace::of(10.9, 0, second, true);
+        assert_eq!((p.interval, p.tolerance), (100_000_000, 0));
+        assert_eq!(Pace::of(0.5, 0, second, true).interval, 2_000_000_000);
     }
 }

@@ -3,7 +3,8 @@ use sentinel_runtime::{sentinel, BlockError};
 #[sentinel(
     resource = "ui-hot",
     hotspot(param = user_id, qps = 10, burst = 5, window = "1s", max_wait = "100ms", capacity = 50000),
-    hotspot(param = user_id, concurrency = 2)
+    hotspot(param = user_id, concurrency = 2),
+    hotspot(param = user_id, qps = 100, burst = 9, window = "1m", strict = true)
 )]
 fn per_user(user_id: u64) -> Result<u64, BlockError> {
     Ok(user_id)
