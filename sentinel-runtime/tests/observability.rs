@@ -2,70 +2,15 @@
 //! is process-wide). Every test installs the mock clock, which also runs them one at a time.
 #![cfg(all(feature = "tracing", feature = "prometheus"))]
 
-use std::collections::BTreeMap;
-use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule};
 use sentinel_runtime::{entry, metrics, registry};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::subscriber::Interest;
-use tracing::{Event, Metadata, Subscriber};
 
-/// One event: its message and fields, as text.
-type Recorded = BTreeMap<String, String>;
+mod common;
 
-/// Records every event of target `sentinel`.
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Recorded>>>);
-
-struct Fields<'a>(&'a mut Recorded);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-impl Subscriber for Recorder {
-    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
-        Interest::sometimes()
-    }
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.target() == "sentinel"
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut fields = Recorded::new();
-        event.record(&mut Fields(&mut fields));
-        fields.insert("level".to_owned(), event.metadata().level().to_string());
-        self.0.lock().unwrap().push(fields);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
-impl Recorder {
-    /// The events whose message starts with `message`.
-    fn with(&self, message: &str) -> Vec<Recorded> {
-        let events = self.0.lock().unwrap();
-        events
-            .iter()
-            .filter(|e| e.get("message").is_some_and(|m| m.starts_with(message)))
-            .cloned()
-            .collect()
-    }
-}
+use common::Recorder;
 
 #[test]
 fn an_overload_of_blocked_calls_gives_one_event_a_second() {

@@ -9,8 +9,6 @@
 //! deadline.
 #![cfg(all(feature = "rule-files", feature = "tracing", feature = "prometheus"))]
 
-use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -19,10 +17,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sentinel_runtime::metrics;
 use sentinel_runtime::rules::{self, FlowRule, RuleSet, RuleWatcher, WatchStatus};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::subscriber::Interest;
-use tracing::{Event, Metadata, Subscriber};
 
 static RULES: Mutex<()> = Mutex::new(());
 
@@ -32,66 +26,31 @@ fn serial() -> MutexGuard<'static, ()> {
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
-/// One event's fields (the message included), as text.
-type Recorded = BTreeMap<String, String>;
+mod common;
 
-/// Every event of target `sentinel`, from every thread.
-static EVENTS: Mutex<Vec<Recorded>> = Mutex::new(Vec::new());
+use common::{Recorded, Recorder};
 
-struct Recorder;
-
-struct Fields<'a>(&'a mut Recorded);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-impl Subscriber for Recorder {
-    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
-        Interest::sometimes()
-    }
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.target() == "sentinel"
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut fields = Recorded::new();
-        event.record(&mut Fields(&mut fields));
-        EVENTS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(fields);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
+/// Every event of target `sentinel`, from every thread (the process's default subscriber).
+fn recorder() -> &'static Recorder {
+    static RECORDER: OnceLock<Recorder> = OnceLock::new();
+    RECORDER.get_or_init(Recorder::default)
 }
 
 fn record_events() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
-        tracing::subscriber::set_global_default(Recorder).expect("the only global subscriber");
+        tracing::subscriber::set_global_default(recorder().clone())
+            .expect("the only global subscriber");
     });
 }
 
 /// The events about `file` whose message starts with `message`.
 fn events(file: &Path, message: &str) -> Vec<Recorded> {
     let file = file.display().to_string();
-    EVENTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
+    recorder()
+        .with(message)
+        .into_iter()
         .filter(|e| e.get("file") == Some(&file))
-        .filter(|e| e.get("message").is_some_and(|m| m.starts_with(message)))
-        .cloned()
         .collect()
 }
 
@@ -305,10 +264,7 @@ fn the_watcher_reports_each_refusal_once_and_each_load_with_its_version() {
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0]["error"], err.to_string());
     assert_eq!(file_result(&path), Some(false));
-    EVENTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clear();
+    recorder().clear();
 
     fs::write(&path, flow("report-watch", 10)).unwrap();
     let watcher = rules::watch_file(&path).expect("the first load");
