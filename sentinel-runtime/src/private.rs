@@ -451,13 +451,17 @@ impl<R> FallbackValue<R> for R {
 }
 
 /// Puts CPU-usage and load-per-core readings in place of the sampler's (`None`: the sampler's
-/// again), so that tests drive the system rules' adaptive check deterministically.
+/// again), so that tests drive the system rules' adaptive check deterministically. Only with the
+/// hidden feature `__test-hooks` (this project's own tests).
+#[cfg(feature = "__test-hooks")]
 pub fn set_system_load(cpu_usage: Option<f64>, load_per_core: Option<f64>) {
     crate::slot::system::override_readings(cpu_usage, load_per_core);
 }
 
 /// One hotspot rule's per-value table alone, with no entry around it (no statistics, no rule
 /// chain): for the project's benchmarks, which compare its cost with a whole guarded call's.
+/// Only with the hidden feature `__test-hooks`.
+#[cfg(feature = "__test-hooks")]
 #[derive(Debug)]
 pub struct BenchParamTable {
     table: crate::slot::param_table::ParamTable,
@@ -465,6 +469,7 @@ pub struct BenchParamTable {
     tolerance: u64,
 }
 
+#[cfg(feature = "__test-hooks")]
 impl BenchParamTable {
     /// A table of `capacity` values (at most 2^24, about 800 MB; more is clamped to it), each
     /// limited to `per_second` calls a second (at least 1).

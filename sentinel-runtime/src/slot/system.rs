@@ -252,6 +252,7 @@ pub(crate) fn load_per_core() -> f64 {
 }
 
 /// Puts readings in place of the sampler's (`None`: the sampler's again), for tests.
+#[cfg_attr(not(feature = "__test-hooks"), allow(dead_code))]
 pub(crate) fn override_readings(cpu: Option<f64>, load: Option<f64>) {
     CPU_OVERRIDE.store(cpu.map_or(NO_READING, f64::to_bits), Relaxed);
     LOAD_OVERRIDE.store(load.map_or(NO_READING, f64::to_bits), Relaxed);
