@@ -677,6 +677,7 @@ use serde::Deserialize;
 use super::authority::AuthorityRule;
 use super::breaker::CircuitBreakerRule;
 use super::flow::{FlowMetric, FlowRule};
+use super::format::Format;
 use super::hotspot::{HotspotMetric, HotspotRule};
 use super::locate::{self, Located, Pos};
 use super::node::{Node, NodeError};
@@ -892,31 +893,15 @@ pub(crate) fn default_breaker_probes() -> u32 {
 
 // ----- formats -----------------------------------------------------------------------------------
 
-/// A rule file's format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    Json,
-    Yaml,
-    Toml,
-}
-
-impl Format {
-    /// The format a file's extension names: `.json`, `.yaml` / `.yml`, `.toml`.
-    pub(crate) fn of(path: &Path) -> Result<Format, RuleSetError> {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("json") => Ok(Format::Json),
-            Some("yaml" | "yml") => Ok(Format::Yaml),
-            Some("toml") => Ok(Format::Toml),
-            _ => Err(RuleSetError::whole(
-                "the file's extension does not say its format: use .json, .yaml, .yml or .toml",
-            )
-            .in_file(path)),
-        }
-    }
+/// The format a file's extension names (`.json`, `.yaml` / `.yml`, `.toml`), or an error that
+/// says which extensions are known.
+pub(crate) fn format_of(path: &Path) -> Result<Format, RuleSetError> {
+    Format::of(path).ok_or_else(|| {
+        RuleSetError::whole(
+            "the file's extension does not say its format: use .json, .yaml, .yml or .toml",
+        )
+        .in_file(path)
+    })
 }
 
 /// The rule kinds a file can hold: their names in errors and their keys in files.
@@ -1577,7 +1562,7 @@ pub(crate) fn rule_count(set: &RuleSet) -> usize {
 
 /// A rule file's text and format (from its extension); errors name the file.
 fn read_file(path: &Path) -> Result<(String, Format), RuleSetError> {
-    let format = Format::of(path)?;
+    let format = format_of(path)?;
     let text = fs::read_to_string(path)
         .map_err(|e| RuleSetError::whole(format!("cannot read the file: {e}")).in_file(path))?;
     Ok((text, format))

@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::files::Format;
+use super::format::Format;
 
 /// The deepest nesting a rule file may have (a rule file needs five or six levels); deeper
 /// text is refused before it is parsed, since parsers take time (and stack) per level.

@@ -27,6 +27,8 @@ mod budget;
 #[cfg(feature = "rule-files")]
 pub mod files;
 pub(crate) mod flow;
+#[cfg(feature = "rule-files")]
+mod format;
 pub(crate) mod hotspot;
 mod load;
 #[cfg(feature = "rule-files")]

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::files::{self, Format};
+use super::files::{self, format_of};
+use super::format::Format;
 use super::report::{self, content_version};
 use super::set::{self, RuleSet, RuleSetError};
 
@@ -121,7 +122,7 @@ impl RuleWatcher {
             let _ = report::file_load(&path, version, 0, Err(e.clone()));
             e
         };
-        let format = Format::of(&path).map_err(|e| refused(e, None))?;
+        let format = format_of(&path).map_err(|e| refused(e, None))?;
         let dir = match path.parent() {
             Some(dir) => dir.to_owned(),
             None => return Err(cannot("the path names no file in a directory".into())),
