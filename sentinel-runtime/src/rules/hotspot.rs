@@ -252,10 +252,12 @@ pub struct HotspotRule {
 /// [`HotspotRule::param_index`] of a rule that names its parameter ([`HotspotRule::param`]).
 pub const PARAM_BY_NAME: usize = usize::MAX;
 
+#[cfg(feature = "rule-files")]
 pub(crate) fn param_by_name() -> usize {
     PARAM_BY_NAME
 }
 
+#[cfg(feature = "rule-files")]
 pub(crate) fn is_param_by_name(index: &usize) -> bool {
     *index == PARAM_BY_NAME
 }
