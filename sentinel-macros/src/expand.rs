@@ -534,9 +534,17 @@ fn guard(args: Args, func: ItemFn, passed: &[Passed], params: &[syn::Ident]) -> 
         (false, false) => (hash_let, quote!(#node_ref.enter_with(&#hashes))),
     };
 
+    // The parameters' names, for hotspot rules that name them (`param: user` in rule files).
+    let named = (!params.is_empty()).then(|| {
+        let names = params
+            .iter()
+            .map(|p| syn::LitStr::new(&syn::ext::IdentExt::unraw(p).to_string(), p.span()));
+        quote!(.with_params(&[#(#names),*]))
+    });
     let contents = quote! {
         #(#inner)*
-        static #node: #private::StaticNode = #private::StaticNode::new(#name, &[#(#defaults),*]);
+        static #node: #private::StaticNode =
+            #private::StaticNode::new(#name, &[#(#defaults),*]) #named;
         // Entered through a reference: clippy counts a method call on a static with interior
         // mutability as mutating it, and would then never ask for `#[must_use]`, which it asks
         // of the same function without the attribute.

@@ -47,6 +47,8 @@ pub struct EntryBuilder<'a> {
     resource: &'a str,
     count: u32,
     params: Params,
+    /// The parameters' names, by index, if given.
+    param_names: Option<&'a [&'a str]>,
 }
 
 impl<'a> EntryBuilder<'a> {
@@ -56,6 +58,7 @@ impl<'a> EntryBuilder<'a> {
             resource,
             count: 1,
             params: Params::NONE,
+            param_names: None,
         }
     }
 
@@ -79,6 +82,31 @@ impl<'a> EntryBuilder<'a> {
     #[inline]
     pub fn param(mut self, value: &(impl Hash + ?Sized)) -> EntryBuilder<'a> {
         self.params.push(crate::param::hash(value));
+        self
+    }
+
+    /// Names the parameters, by index (the first name is parameter 0), so that hotspot rules can
+    /// name them ([`HotspotRule::qps_by_name`](crate::rules::HotspotRule::qps_by_name),
+    /// `param:` in rule files) instead of counting positions. A resource learns its names from
+    /// its first entry that gives them (later entries' names are not read): give the same names
+    /// on every entry of a resource.
+    ///
+    /// ```
+    /// use sentinel_runtime::{rules::{self, HotspotRule}, BlockKind, EntryBuilder};
+    ///
+    /// rules::load_hotspot_rules(vec![HotspotRule::qps_by_name("doc-named", "user", 1.0)])?;
+    /// let call = |region: &str, user: &str| {
+    ///     EntryBuilder::new("doc-named").param_names(&["region", "user"]).param(region).param(user).enter()
+    /// };
+    /// # let _clock = sentinel_runtime::clock::MockClock::install();
+    /// assert!(call("eu", "alice").is_ok());
+    /// assert_eq!(call("us", "alice").unwrap_err().kind(), BlockKind::HotParam); // per user
+    /// assert!(call("eu", "bob").is_ok());
+    /// # rules::load_hotspot_rules(vec![])?;
+    /// # Ok::<(), sentinel_runtime::RuleError>(())
+    /// ```
+    pub fn param_names(mut self, names: &'a [&'a str]) -> EntryBuilder<'a> {
+        self.param_names = Some(names);
         self
     }
 
@@ -128,7 +156,19 @@ impl<'a> EntryBuilder<'a> {
     pub fn enter(self) -> Result<Entry, BlockError> {
         let slot = thread_slot();
         let node = rules::node_by_name(self.resource);
+        self.teach_names(node);
         enter_in(slot, node, self.count, &self.params)
+    }
+
+    /// Teaches `node` the parameters' names, if given and it does not know them yet.
+    #[inline]
+    fn teach_names(&self, node: &ResourceNode) {
+        if let Some(names) = self.param_names {
+            if !node.knows_param_names() {
+                let names: Vec<Option<&str>> = names.iter().copied().map(Some).collect();
+                rules::learn_param_names(node, &names);
+            }
+        }
     }
 
     /// Runs the slot chain like [`enter`](Self::enter), but a call whose throttling turn is not
@@ -151,6 +191,7 @@ impl<'a> EntryBuilder<'a> {
         self,
     ) -> impl std::future::Future<Output = Result<Entry, BlockError>> + Send + 'static {
         let node = rules::node_by_name(self.resource);
+        self.teach_names(node);
         let (count, params) = (self.count, self.params);
         async move {
             let reservation = reserve_with(node, count, false, &params)?;

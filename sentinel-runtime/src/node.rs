@@ -31,6 +31,9 @@ pub(crate) struct Defaults {
 struct NodeConfig {
     /// The rules of every definition of the resource.
     defaults: Defaults,
+    /// The names of the entries' parameters by index (`None`: unnamed), once an entry with
+    /// names has been seen: named hotspot rules resolve against them.
+    param_names: Option<Vec<Option<String>>>,
 }
 
 /// A resource: its statistics (second- and minute-level windows) and the rules in force.
@@ -49,6 +52,9 @@ pub struct ResourceNode {
     checked: AtomicBool,
     /// What exits report to: [`REPORTS_BREAKERS`] and [`REPORTS_ADAPTIVE`] bits (0: nothing).
     reports_exits: AtomicU8,
+    /// Whether the parameter names are known (read by entries that supply names, so that they
+    /// supply them once).
+    knows_param_names: AtomicBool,
     /// The checks in force, replaced whole on reload; the replaced one is freed once no call
     /// reads it.
     chain: Published<Chain>,
@@ -93,6 +99,7 @@ impl ResourceNode {
             counter: ConcurrencyCounter::default(),
             checked: AtomicBool::new(false),
             reports_exits: AtomicU8::new(0),
+            knows_param_names: AtomicBool::new(false),
             chain: Published::new(Arc::new(Chain::default())),
             config: Mutex::new(NodeConfig::default()),
             #[cfg(feature = "tracing")]
@@ -248,6 +255,39 @@ impl ResourceNode {
         self.config().defaults.breakers.clone()
     }
 
+    /// Whether the node has learned its parameters' names.
+    #[inline]
+    pub(crate) fn knows_param_names(&self) -> bool {
+        self.knows_param_names.load(Ordering::Acquire)
+    }
+
+    /// Learns the parameters' names (by index; `None`: unnamed): the first supplier's names,
+    /// and from later ones only names for indices still unnamed (several definitions may share
+    /// a resource). Returns whether anything was learned (then the loaded rules must be applied
+    /// again, for named rules to resolve).
+    pub(crate) fn learn_param_names<S: AsRef<str>>(&self, names: &[Option<S>]) -> bool {
+        let mut config = self.config();
+        let mut changed = config.param_names.is_none();
+        let known = config.param_names.get_or_insert_with(Vec::new);
+        for (i, name) in names.iter().enumerate() {
+            let Some(name) = name else { continue };
+            if known.len() <= i {
+                known.resize(i + 1, None);
+            }
+            if known[i].is_none() {
+                known[i] = Some(name.as_ref().to_owned());
+                changed = true;
+            }
+        }
+        self.knows_param_names.store(true, Ordering::Release);
+        changed
+    }
+
+    /// The parameters' names, once known.
+    pub(crate) fn param_names(&self) -> Option<Vec<Option<String>>> {
+        self.config().param_names.clone()
+    }
+
     fn config(&self) -> MutexGuard<'_, NodeConfig> {
         self.config.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -299,6 +339,27 @@ impl ResourceNode {
         let flow = flow.unwrap_or(&config.defaults.flow);
         let breakers = breakers.unwrap_or(&config.defaults.breakers);
         let hotspot = hotspot.unwrap_or(&config.defaults.hotspot);
+        // Named hotspot rules take the index of their parameter's name; one whose name is not
+        // (yet) known is left out of force.
+        let resolved: Vec<HotspotRule>;
+        let hotspot = if hotspot.iter().any(|r| r.param.is_some()) {
+            resolved = hotspot
+                .iter()
+                .filter_map(|r| match &r.param {
+                    None => Some(r.clone()),
+                    Some(name) => {
+                        let names = config.param_names.as_deref()?;
+                        let index = names.iter().position(|n| n.as_deref() == Some(name))?;
+                        let mut rule = r.clone();
+                        rule.param_index = index;
+                        Some(rule)
+                    }
+                })
+                .collect();
+            &resolved[..]
+        } else {
+            hotspot
+        };
         let old = self.chain_owned();
 
         let mut chain = Chain {

@@ -204,6 +204,8 @@ impl BreakerSpec {
 pub struct StaticNode {
     name: &'static str,
     defaults: &'static [DefaultRule],
+    /// The names of the attribute's parameters, by index.
+    param_names: &'static [&'static str],
     node: OnceLock<&'static ResourceNode>,
 }
 
@@ -213,8 +215,16 @@ impl StaticNode {
         StaticNode {
             name,
             defaults,
+            param_names: &[],
             node: OnceLock::new(),
         }
+    }
+
+    /// The node with its parameters named (`params = [user, region]`: `"user"` is parameter 0),
+    /// for hotspot rules that name them.
+    pub const fn with_params(mut self, param_names: &'static [&'static str]) -> StaticNode {
+        self.param_names = param_names;
+        self
     }
 
     /// The node, built and registered on the first call.
@@ -246,7 +256,12 @@ impl StaticNode {
         for error in ResourceNode::validated(&mut defaults) {
             eprintln!("sentinel: a default rule of the attribute was not put in force: {error}");
         }
-        crate::rules::defined_node(self.name, &defaults)
+        let node = crate::rules::defined_node(self.name, &defaults);
+        // Also without params: the resource is then known to supply none, and a rule naming
+        // one is refused at load.
+        let names: Vec<Option<&str>> = self.param_names.iter().copied().map(Some).collect();
+        crate::rules::learn_param_names(node, &names);
+        node
     }
 
     /// Enters the node for one pass.

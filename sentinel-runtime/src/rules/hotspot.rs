@@ -162,8 +162,35 @@ pub struct HotspotException {
 pub struct HotspotRule {
     /// The resource the rule applies to.
     pub resource: String,
-    /// Which parameter of the entry: 0 is the first (`0..MAX_PARAMS`).
+    /// Which parameter of the entry: 0 is the first (`0..MAX_PARAMS`). A rule that names its
+    /// parameter instead ([`param`](Self::param)) has [`PARAM_BY_NAME`] here: give one of the
+    /// two (in rule files, `param_index` or `param`).
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(
+            default = "crate::rules::hotspot::param_by_name",
+            skip_serializing_if = "crate::rules::hotspot::is_param_by_name"
+        )
+    )]
     pub param_index: usize,
+    /// The parameter's name, instead of its index: `"client_ip"` for the tower layer's
+    /// `client_ip`, a name given to its `named_param`, an argument of the attribute's
+    /// `params = [...]`, or one of [`EntryBuilder::param_names`](crate::EntryBuilder::param_names).
+    ///
+    /// The name becomes an index when the rule is put in force on a resource whose parameter
+    /// names are known: a resource learns them on its first entry through the attribute (which
+    /// also tells a resource without `params` that it has none), through a tower layer with
+    /// named params, or through an `EntryBuilder` with `param_names`. Once they are known, a
+    /// load is refused, by the field `param`, if the rule names a parameter the resource does
+    /// not supply (the previous rules stay). Before that the rule is kept, and resolved when
+    /// the resource is first entered; if the resource then turns out not to supply the name,
+    /// the rule stays out of force (the resource is unlimited by it) until a load replaces it.
+    /// Positional entries (`EntryBuilder::param` without names) never resolve names.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub param: Option<String>,
     /// What the rule limits per value.
     #[cfg_attr(
         feature = "rule-files",
@@ -222,12 +249,26 @@ pub struct HotspotRule {
     pub capacity: usize,
 }
 
+/// [`HotspotRule::param_index`] of a rule that names its parameter ([`HotspotRule::param`]).
+pub const PARAM_BY_NAME: usize = usize::MAX;
+
+#[cfg(feature = "rule-files")]
+pub(crate) fn param_by_name() -> usize {
+    PARAM_BY_NAME
+}
+
+#[cfg(feature = "rule-files")]
+pub(crate) fn is_param_by_name(index: &usize) -> bool {
+    *index == PARAM_BY_NAME
+}
+
 impl HotspotRule {
     /// At most `threshold` calls per second for each value of parameter `param_index`.
     pub fn qps(resource: impl Into<String>, param_index: usize, threshold: f64) -> HotspotRule {
         HotspotRule {
             resource: resource.into(),
             param_index,
+            param: None,
             metric: HotspotMetric::Qps,
             threshold,
             burst: 0,
@@ -245,6 +286,38 @@ impl HotspotRule {
             metric: HotspotMetric::Concurrency,
             ..HotspotRule::qps(resource, param_index, f64::from(max))
         }
+    }
+
+    /// At most `threshold` calls per second for each value of the parameter named `param`
+    /// (see [`param`](Self::param) for when the name is resolved).
+    ///
+    /// ```
+    /// use sentinel_runtime::rules::HotspotRule;
+    /// let per_client = HotspotRule::qps_by_name("GET:/login", "client_ip", 10.0);
+    /// # assert!(per_client.validate().is_ok());
+    /// ```
+    pub fn qps_by_name(
+        resource: impl Into<String>,
+        param: impl Into<String>,
+        threshold: f64,
+    ) -> HotspotRule {
+        HotspotRule::qps(resource, 0, threshold).param_name(param)
+    }
+
+    /// At most `max` calls inside at once for each value of the parameter named `param`.
+    pub fn concurrency_by_name(
+        resource: impl Into<String>,
+        param: impl Into<String>,
+        max: u32,
+    ) -> HotspotRule {
+        HotspotRule::concurrency(resource, 0, max).param_name(param)
+    }
+
+    /// Limits the parameter named `param` instead of one by index (see [`param`](Self::param)).
+    pub fn param_name(mut self, param: impl Into<String>) -> HotspotRule {
+        self.param = Some(param.into());
+        self.param_index = PARAM_BY_NAME;
+        self
     }
 
     /// Lets a value make `burst` extra calls at once from idle.
@@ -301,7 +374,27 @@ impl HotspotRule {
         if self.resource.is_empty() {
             return err("resource", "must not be empty".into());
         }
-        if self.param_index >= MAX_PARAMS {
+        match (&self.param, self.param_index) {
+            (Some(_), i) if i != PARAM_BY_NAME => {
+                return err(
+                    "param",
+                    format!("give `param` or `param_index`, not both (`param_index` is {i})"),
+                );
+            }
+            (Some(name), _) if name.is_empty() => {
+                return err("param", "must not be empty".into());
+            }
+            (None, PARAM_BY_NAME) => {
+                return err(
+                    "param_index",
+                    "missing: give `param_index` (0 is the first parameter) or `param` (its \
+                     name)"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        if self.param.is_none() && self.param_index >= MAX_PARAMS {
             return err(
                 "param_index",
                 format!("must be below {MAX_PARAMS}, got {}", self.param_index),

@@ -175,6 +175,50 @@ fn load_circuit_breaker(
     Ok(())
 }
 
+/// [`HotspotRule::validate`], and for a rule naming its parameter, that its resource supplies
+/// a parameter of that name, once the resource has been entered with names (before that, the
+/// rule is kept and resolved when the names are learned).
+fn validate_hotspot(rule: &HotspotRule) -> Result<(), RuleError> {
+    rule.validate()?;
+    let Some(name) = &rule.param else {
+        return Ok(());
+    };
+    let Some(names) = registry::get(&rule.resource).and_then(ResourceNode::param_names) else {
+        return Ok(());
+    };
+    if names.iter().any(|n| n.as_deref() == Some(name)) {
+        return Ok(());
+    }
+    let supplied: Vec<String> = names.iter().flatten().map(|n| format!("`{n}`")).collect();
+    let supplied = if supplied.is_empty() {
+        "none".to_owned()
+    } else {
+        supplied.join(", ")
+    };
+    Err(RuleError::new(
+        &rule.resource,
+        "param",
+        format!(
+            "names `{name}`, which the resource does not supply (its named parameters: {supplied})"
+        ),
+    ))
+}
+
+/// Teaches `node` its parameters' names (by index; `None`: unnamed) if it does not know them
+/// yet, and puts the loaded rules naming them in force. Called by entries that supply names,
+/// until the node knows them.
+#[cold]
+pub(crate) fn learn_param_names<S: AsRef<str>>(node: &ResourceNode, names: &[Option<S>]) {
+    let loaded = loaded();
+    let named_rules = loaded
+        .hotspot
+        .get(node.name())
+        .is_some_and(|rules| rules.iter().any(|r| r.param.is_some()));
+    if node.learn_param_names(names) && named_rules {
+        loaded.apply(node);
+    }
+}
+
 /// The kind names used in errors.
 pub(crate) const FLOW: &str = "flow";
 pub(crate) const CIRCUIT_BREAKER: &str = "circuit_breaker";
@@ -203,7 +247,7 @@ pub(crate) fn problems(
     problems.extend(kind_problems(
         HOTSPOT,
         hotspot,
-        HotspotRule::validate,
+        validate_hotspot,
         Some(HOTSPOT_CAP),
     ));
     problems.extend(
@@ -348,7 +392,7 @@ pub fn load_hotspot_rules(rules: impl IntoIterator<Item = HotspotRule>) -> Resul
 }
 
 fn load_hotspot(rules: impl IntoIterator<Item = HotspotRule>) -> Result<(), RuleError> {
-    let rules = valid(HOTSPOT, rules, HotspotRule::validate, Some(HOTSPOT_CAP))?;
+    let rules = valid(HOTSPOT, rules, validate_hotspot, Some(HOTSPOT_CAP))?;
     if let Some((_, error)) = budget::over_budget(&rules, budget::max_hotspot_memory()) {
         return Err(error);
     }

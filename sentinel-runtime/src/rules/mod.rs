@@ -64,13 +64,13 @@ pub use flow::{
 };
 pub use hotspot::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
-    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW,
+    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
 };
 #[cfg(feature = "tower")]
 pub(crate) use load::known_node;
 pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
-pub(crate) use load::{defined_node, load_counts, node_by_name};
+pub(crate) use load::{defined_node, learn_param_names, load_counts, node_by_name};
 pub use load::{load_system_rules, system_rules};
 #[cfg(feature = "rule-files")]
 pub(crate) use report::file_results;

@@ -136,6 +136,10 @@ enum ParamSource {
 struct Config {
     resource: Option<Arc<ResourceFn>>,
     params: Vec<ParamSource>,
+    /// The parameters' names, by index (`None`: unnamed).
+    param_names: Vec<Option<Arc<str>>>,
+    /// Whether any parameter has a name (then entries teach the resource its names).
+    names_params: bool,
     origin: Option<Arc<ParamFn>>,
     is_error: Option<Arc<IsErrorFn>>,
     on_block: Option<Arc<OnBlockFn>>,
@@ -198,10 +202,11 @@ impl SentinelLayer {
         self
     }
 
-    /// Adds a hotspot parameter taken from the request (a header, a path segment, a tenant):
-    /// parameters are indexed in the order [`param`](Self::param) and
-    /// [`client_ip`](Self::client_ip) are called, the first is index 0
-    /// ([`HotspotRule`](crate::rules::HotspotRule)). A value hashes as its text does, so
+    /// Adds an unnamed hotspot parameter taken from the request (a header, a path segment, a
+    /// tenant): parameters are indexed in the order [`param`](Self::param),
+    /// [`named_param`](Self::named_param) and [`client_ip`](Self::client_ip) are called, the
+    /// first is index 0 ([`HotspotRule`](crate::rules::HotspotRule)). Prefer
+    /// [`named_param`](Self::named_param): rules can then name it, whatever its index. A value hashes as its text does, so
     /// `HotspotRule::exception("vip", 100.0)` (or `EntryBuilder::param("vip")`) is the same
     /// value. `None` (the value is missing) is one value of its own: every request without it
     /// shares one limit.
@@ -213,12 +218,45 @@ impl SentinelLayer {
     /// });
     /// ```
     pub fn param(mut self, f: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> Self {
-        self.config_mut().params.push(ParamSource::Fn(Arc::new(f)));
+        let config = self.config_mut();
+        config.params.push(ParamSource::Fn(Arc::new(f)));
+        config.param_names.push(None);
         self
     }
 
-    /// Adds the client's IP address as a hotspot parameter (see [`param`](Self::param) for the
-    /// indexing).
+    /// Adds a hotspot parameter named `name`, taken from the request as [`param`](Self::param)
+    /// takes it. A rule limits it by name, whatever the order the parameters were added in:
+    /// `param: api_key` in a rule file, or
+    /// [`HotspotRule::qps_by_name`](crate::rules::HotspotRule::qps_by_name). A resource learns
+    /// its parameters' names from its first request.
+    ///
+    /// ```
+    /// use sentinel_runtime::rules::HotspotRule;
+    /// use sentinel_runtime::tower::SentinelLayer;
+    /// let layer = SentinelLayer::new().client_ip(0).named_param("api_key", |parts| {
+    ///     parts.headers.get("x-api-key")?.to_str().ok().map(str::to_owned)
+    /// });
+    /// let per_key = HotspotRule::qps_by_name("GET:/search", "api_key", 10.0);
+    /// ```
+    pub fn named_param(
+        mut self,
+        name: &str,
+        f: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        let config = self.config_mut();
+        config.params.push(ParamSource::Fn(Arc::new(f)));
+        config.param_names.push(Some(Arc::from(name)));
+        config.names_params = true;
+        self
+    }
+
+    /// Adds the client's IP address as the hotspot parameter named `"client_ip"`;
+    /// `trusted_proxies` counts the proxies in front of the service, it is not a parameter
+    /// index.
+    ///
+    /// A rule limits it by name (`param: client_ip` in a rule file, or
+    /// [`HotspotRule::qps_by_name`](crate::rules::HotspotRule::qps_by_name)`(resource,
+    /// "client_ip", ..)`), or by its index (see [`param`](Self::param) for the indexing).
     ///
     /// With `trusted_proxies == 0` it is the peer address: axum's
     /// [`ConnectInfo<SocketAddr>`](ConnectInfo) request extension (serve with
@@ -245,9 +283,12 @@ impl SentinelLayer {
     /// `2001:db8:1:2::7` is `2001:db8:1:2::/64`, and
     /// `HotspotRule::exception("2001:db8:1:2::/64", 100.0)` matches every address in it.
     pub fn client_ip(mut self, trusted_proxies: usize) -> Self {
-        self.config_mut()
+        let config = self.config_mut();
+        config
             .params
             .push(ParamSource::ClientIp { trusted_proxies });
+        config.param_names.push(Some(Arc::from("client_ip")));
+        config.names_params = true;
         self
     }
 

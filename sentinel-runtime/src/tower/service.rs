@@ -290,6 +290,9 @@ pub(super) fn admit(
         (Some(f), Some(parts)) => node_by_name(&f(parts)),
         _ => default_node(view, learn),
     };
+    if config.names_params && !node.knows_param_names() {
+        crate::rules::learn_param_names(node, &config.param_names);
+    }
     // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
     crate::entry::reserve_with(node, 1, true, &params)
 }
