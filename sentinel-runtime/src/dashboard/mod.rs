@@ -68,9 +68,12 @@
 //! by the number of tracked resources (200 rings of 300 points, about 12 KB each), whatever
 //! the number of resources. `benches/dashboard_cost.rs` measures both.
 //!
-//! A rule set whose hotspot rules have exceptions cannot be written back as a rule file (only
-//! the values' hashes are kept): `GET /api/rules` then answers `500` with that reason, and the
-//! page's editor shows it (the `ETag` is still given).
+//! A hotspot exception is shown with its value's text where the text is known (rule files,
+//! [`HotspotRule::exception_str`](crate::rules::HotspotRule::exception_str)); one given in code
+//! only by its hash ([`HotspotRule::exception`](crate::rules::HotspotRule::exception)) is shown
+//! as `{ "value_hash": "<16 hex digits>", "hash_key": "<8 hex digits>", "threshold": .. }`,
+//! which a `PUT` to the same process reads back unchanged; a `hash_key` of another process
+//! (the hash key is drawn at random per process) gets a `422` naming `value_hash`.
 
 mod api;
 mod auth;
