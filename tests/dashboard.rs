@@ -600,6 +600,77 @@ fn hotspot_exceptions_from_files_and_from_code_are_shown_and_round_trip() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn the_values_a_hotspot_rule_blocked_most_in_the_last_minute_are_shown_with_exact_counts() {
+    let clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("dash-hot-top", 0, 1.0).exception_str("vip", 1.0)
+    ])
+    .unwrap();
+    let dash = start(None);
+    let addr = dash.local_addr();
+    // The clock stands still: each value passes once, then every call of it is blocked.
+    let calls = |value: &str, n: usize| {
+        let passed = (0..n)
+            .filter(|_| {
+                sentinel_runtime::EntryBuilder::new("dash-hot-top")
+                    .param(value)
+                    .enter()
+                    .is_ok()
+            })
+            .count();
+        assert_eq!(passed, 1, "{value}");
+    };
+    calls("a", 5);
+    calls("b", 3);
+    calls("vip", 4);
+    calls("c", 1);
+
+    let shown = |addr| {
+        let r = get(addr, "/api/system");
+        assert_eq!(r.status, 200, "{}", r.body);
+        let body = r.json();
+        let rules: Vec<serde_json::Value> = body["hotspot"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["resource"] == "dash-hot-top")
+            .cloned()
+            .collect();
+        assert_eq!(rules.len(), 1, "{body}");
+        rules[0].clone()
+    };
+    let rule = shown(addr);
+    assert_eq!(rule["param_index"], 0);
+    assert_eq!(rule["threshold"], 1.0);
+    assert_eq!(rule["missed"], 0);
+    let top = rule["top_blocked"].as_array().unwrap();
+    // Most blocked first: a (4), vip (3, its text known from the rule's exception), b (2); c
+    // was never blocked and is not listed.
+    let counts: Vec<u64> = top.iter().map(|v| v["blocked"].as_u64().unwrap()).collect();
+    assert_eq!(counts, vec![4, 3, 2], "{rule}");
+    assert!(top[0]["value"].is_null(), "{rule}");
+    assert_eq!(top[1]["value"], "vip", "{rule}");
+    assert!(top[2]["value"].is_null(), "{rule}");
+    for v in top {
+        assert_eq!(v["error"], 0);
+        let hash = v["value_hash"].as_str().unwrap();
+        assert!(hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+    assert_ne!(top[0]["value_hash"], top[2]["value_hash"]);
+
+    // A minute later the last minute still holds them; two minutes later nothing.
+    clock.advance(Duration::from_secs(60));
+    let later = shown(addr);
+    assert_eq!(later["top_blocked"], rule["top_blocked"]);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(shown(addr)["top_blocked"], serde_json::json!([]));
+
+    rules::load(RuleSet::default()).unwrap();
+    drop(dash);
+}
+
 /// Reads the event stream until `done` says what arrived is enough, for at most 10 s.
 struct Events {
     stream: TcpStream,
