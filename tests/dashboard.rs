@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::dashboard::{Dashboard, DashboardError, DashboardHandle};
-use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, HotspotRule, RuleSet};
 use sentinel_runtime::{entry, metrics};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -515,6 +515,160 @@ fn rule_edits_are_versioned_checked_applied_and_saved_to_the_file() {
     rules::load(RuleSet::default()).unwrap();
     drop(dash);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hotspot_exceptions_from_files_and_from_code_are_shown_and_round_trip() {
+    let _clock = MockClock::install();
+    let dir = temp_dir("exceptions");
+    let file = dir.join("rules.json");
+    // One exception from a rule file (its text is known), one from code by a `u64`'s hash, and
+    // one from code as a string.
+    let mut set = RuleSet::from_json(
+        r#"{"hotspot": [{"resource": "dash-hot", "param_index": 0, "threshold": 2,
+                         "exceptions": [{"value": "vip-7", "threshold": 50}]}]}"#,
+    )
+    .unwrap();
+    set.hotspot.push(
+        HotspotRule::qps("dash-hot-code", 0, 3.0)
+            .exception(&42u64, 9.0)
+            .exception_str("gold", 30.0),
+    );
+    rules::load(set.clone()).unwrap();
+    let dash = start(Some(&file));
+    let addr = dash.local_addr();
+
+    let r = get(addr, "/api/rules");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let etag = r.header("etag").unwrap().to_owned();
+    let shown = r.json();
+    let from_file = &shown["hotspot"][0]["exceptions"][0];
+    assert_eq!(from_file["value"], "vip-7");
+    assert_eq!(from_file["threshold"], 50.0);
+    let by_hash = &shown["hotspot"][1]["exceptions"][0];
+    assert!(by_hash.get("value").is_none(), "{by_hash}");
+    let hash = by_hash["value_hash"].as_str().unwrap();
+    assert!(
+        hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+        "{hash}"
+    );
+    let key = by_hash["hash_key"].as_str().unwrap().to_owned();
+    assert_eq!(key.len(), 8, "{key}");
+    assert_eq!(by_hash["threshold"], 9.0);
+    assert_eq!(shown["hotspot"][1]["exceptions"][1]["value"], "gold");
+
+    // A hash written by another process (another key) is refused, naming the field; nothing
+    // changes and no file is written.
+    let other_key = if key == "00000000" {
+        "00000001"
+    } else {
+        "00000000"
+    };
+    let foreign = r.body.replace(&key, other_key);
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &bearer()), ("If-Match", &etag)],
+        &foreign,
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.body.contains("value_hash"), "{}", r.body);
+    assert_eq!(rules::current(), set);
+    assert!(!file.exists());
+
+    // The text as shown, put back: applied unchanged (same version), saved, and the file reads
+    // back to the same rules in this process.
+    let shown_text = get(addr, "/api/rules").body;
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[("Authorization", &bearer()), ("If-Match", &etag)],
+        &shown_text,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+    assert_eq!(rules::current(), set);
+    assert_eq!(RuleSet::from_path(&file).unwrap(), set);
+    let again = get(addr, "/api/rules");
+    assert_eq!(again.status, 200);
+    assert_eq!(again.json(), shown);
+
+    rules::load(RuleSet::default()).unwrap();
+    drop(dash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_values_a_hotspot_rule_blocked_most_in_the_last_minute_are_shown_with_exact_counts() {
+    let clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("dash-hot-top", 0, 1.0).exception_str("vip", 1.0)
+    ])
+    .unwrap();
+    let dash = start(None);
+    let addr = dash.local_addr();
+    // The clock stands still: each value passes once, then every call of it is blocked.
+    let calls = |value: &str, n: usize| {
+        let passed = (0..n)
+            .filter(|_| {
+                sentinel_runtime::EntryBuilder::new("dash-hot-top")
+                    .param(value)
+                    .enter()
+                    .is_ok()
+            })
+            .count();
+        assert_eq!(passed, 1, "{value}");
+    };
+    calls("a", 5);
+    calls("b", 3);
+    calls("vip", 4);
+    calls("c", 1);
+
+    let shown = |addr| {
+        let r = get(addr, "/api/system");
+        assert_eq!(r.status, 200, "{}", r.body);
+        let body = r.json();
+        let rules: Vec<serde_json::Value> = body["hotspot"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["resource"] == "dash-hot-top")
+            .cloned()
+            .collect();
+        assert_eq!(rules.len(), 1, "{body}");
+        rules[0].clone()
+    };
+    let rule = shown(addr);
+    assert_eq!(rule["param_index"], 0);
+    assert_eq!(rule["threshold"], 1.0);
+    assert_eq!(rule["missed"], 0);
+    let top = rule["top_blocked"].as_array().unwrap();
+    // Most blocked first: a (4), vip (3, its text known from the rule's exception), b (2); c
+    // was never blocked and is not listed.
+    let counts: Vec<u64> = top.iter().map(|v| v["blocked"].as_u64().unwrap()).collect();
+    assert_eq!(counts, vec![4, 3, 2], "{rule}");
+    assert!(top[0]["value"].is_null(), "{rule}");
+    assert_eq!(top[1]["value"], "vip", "{rule}");
+    assert!(top[2]["value"].is_null(), "{rule}");
+    for v in top {
+        assert_eq!(v["error"], 0);
+        let hash = v["value_hash"].as_str().unwrap();
+        assert!(hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+    assert_ne!(top[0]["value_hash"], top[2]["value_hash"]);
+
+    // A minute later the last minute still holds them; two minutes later nothing.
+    clock.advance(Duration::from_secs(60));
+    let later = shown(addr);
+    assert_eq!(later["top_blocked"], rule["top_blocked"]);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(shown(addr)["top_blocked"], serde_json::json!([]));
+
+    rules::load(RuleSet::default()).unwrap();
+    drop(dash);
 }
 
 /// Reads the event stream until `done` says what arrived is enough, for at most 10 s.

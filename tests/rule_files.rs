@@ -794,14 +794,28 @@ threshold = 2
     from_sentinel[1] = expected[1].clone();
     assert_eq!(from_sentinel, expected);
 
-    // Rules without exceptions round-trip; exceptions keep only hashes and cannot be written.
+    // Rules round-trip, with their exceptions too (by text where it is known, else by hash:
+    // readable by this process).
     let mut set = RuleSet::new();
     set.hotspot = expected[1..].to_vec();
     assert_eq!(RuleSet::from_yaml(&set.to_yaml().unwrap()), Ok(set.clone()));
     assert_eq!(RuleSet::from_toml(&set.to_toml().unwrap()), Ok(set.clone()));
     assert_eq!(RuleSet::from_json(&set.to_json().unwrap()), Ok(set.clone()));
     set.hotspot = expected;
-    assert!(set.to_json().unwrap_err().to_string().contains("hashes"));
+    set.hotspot[0] = set.hotspot[0].clone().exception_str("gold", 7.0);
+    for (text, read) in [
+        (set.to_yaml().unwrap(), RuleSet::from_yaml as fn(&str) -> _),
+        (set.to_toml().unwrap(), RuleSet::from_toml),
+        (set.to_json().unwrap(), RuleSet::from_json),
+    ] {
+        assert!(text.contains("gold"), "{text}");
+        let back = read(&text).unwrap();
+        assert_eq!(back, set);
+        assert_eq!(
+            back.hotspot[0].exceptions.last().unwrap().value.as_deref(),
+            Some("gold")
+        );
+    }
 }
 
 #[test]

@@ -234,6 +234,13 @@ impl ResourceNode {
         );
     }
 
+    /// What each of its hotspot rules blocked most in the last minute as of `now` (clock
+    /// nanoseconds), in rule order.
+    #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+    pub(crate) fn hotspot_blocked(&self, now: u64) -> Vec<crate::slot::BlockedValues> {
+        self.with_chain(|c| c.hotspots.iter().map(|g| g.blocked_top(now)).collect())
+    }
+
     /// Values its hotspot rules forgot while still being limited, because their tables were full
     /// of such values (a table full of idle values forgets those first, losing nothing).
     pub fn hotspot_live_evictions(&self) -> u64 {

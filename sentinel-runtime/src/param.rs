@@ -21,6 +21,13 @@ pub(crate) fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
     HASHER.hash_one(value)
 }
 
+/// A fingerprint of this process's hash key (32 bits of a fixed text's hash): a hash written
+/// with it can be read back only by a process whose key has the same fingerprint.
+#[cfg(feature = "rule-files")]
+pub(crate) fn key_check() -> u32 {
+    (hash("sentinel hotspot hash key check") >> 32) as u32
+}
+
 /// The parameters of one entry, in call order: index 0 first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Params {

@@ -148,5 +148,42 @@ pub(crate) fn system(bus: &Bus) -> Value {
             .collect::<Vec<_>>(),
         "last_transitions": bus.recent_transitions(),
         "rule_kinds": BlockTotals::RULES,
+        "hotspot": hotspot_blocked(),
     })
+}
+
+/// Every hotspot rule in force (by resource, then rule order) with the values it blocked most
+/// in the last minute: `value` is the value's text where the rule lists it as an exception with
+/// a text, else null (the hot path keeps only values' hashes), `value_hash` the hash (16 hex
+/// digits), `blocked` the count (an upper bound, exact below 16 distinct values a minute) and
+/// `error` how much of it may belong to values it replaced; `missed`: blocks not recorded.
+fn hotspot_blocked() -> Vec<Value> {
+    let now = crate::clock::now_nanos();
+    let mut nodes = registry::all();
+    nodes.sort_by_key(|n| n.name());
+    let mut out = Vec::new();
+    for node in nodes {
+        for rule in node.hotspot_blocked(now) {
+            let values: Vec<Value> = rule
+                .top
+                .iter()
+                .map(|(c, text)| {
+                    json!({
+                        "value": text,
+                        "value_hash": format!("{:016x}", c.key),
+                        "blocked": c.count,
+                        "error": c.error,
+                    })
+                })
+                .collect();
+            out.push(json!({
+                "resource": node.name(),
+                "param_index": rule.param_index,
+                "threshold": rule.threshold,
+                "top_blocked": values,
+                "missed": rule.missed,
+            }));
+        }
+    }
+    out
 }

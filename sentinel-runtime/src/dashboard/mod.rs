@@ -33,7 +33,7 @@
 //! |---|---|
 //! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest): `resource`, `pass_qps`, `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule` |
 //! | `GET /api/resources/{name}/history` | the last 300 seconds, one point a second: `second`, `pass`, `block`, `error`, `avg_rt_ms` |
-//! | `GET /api/system` | CPU usage, load per core, inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`) |
+//! | `GET /api/system` | CPU usage, load per core, inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
 //! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag` |
 //! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` |
 //! | `GET /api/events` | server-sent events: `blocks` (per second, by resource and rule kind), `breaker` (every transition), `rule_load` (loads and refusals, by kind), `rules_saved` / `rules_refused` (edits made here) |
@@ -68,9 +68,24 @@
 //! by the number of tracked resources (200 rings of 300 points, about 12 KB each), whatever
 //! the number of resources. `benches/dashboard_cost.rs` measures both.
 //!
-//! A rule set whose hotspot rules have exceptions cannot be written back as a rule file (only
-//! the values' hashes are kept): `GET /api/rules` then answers `500` with that reason, and the
-//! page's editor shows it (the `ETag` is still given).
+//! # Hotspot rules' most blocked values
+//!
+//! Each hotspot rule keeps the values it blocked most, in two summaries of at most 16 values
+//! (the current clock minute's and the previous one's; space-saving: exact while a minute sees
+//! at most 16 distinct blocked values, else an upper bound with its `error`), written only when
+//! a call is blocked (never on an admitted call, and never waiting: a block that finds the
+//! summary busy is counted in `missed` instead). `GET /api/system`'s `hotspot` lists, per rule,
+//! `resource`, `param_index`, `threshold`, `missed` and `top_blocked`: `[{ value, value_hash,
+//! blocked, error }]`, most blocked first. The call path keeps only values' hashes, so `value`
+//! is the text only for a value the rule lists as an exception with a text; otherwise it is
+//! null and `value_hash` (16 hex digits) identifies it.
+//!
+//! A hotspot exception is shown with its value's text where the text is known (rule files,
+//! [`HotspotRule::exception_str`](crate::rules::HotspotRule::exception_str)); one given in code
+//! only by its hash ([`HotspotRule::exception`](crate::rules::HotspotRule::exception)) is shown
+//! as `{ "value_hash": "<16 hex digits>", "hash_key": "<8 hex digits>", "threshold": .. }`,
+//! which a `PUT` to the same process reads back unchanged; a `hash_key` of another process
+//! (the hash key is drawn at random per process) gets a `422` naming `value_hash`.
 
 mod api;
 mod auth;

@@ -108,8 +108,13 @@
 //! An exception's `value` is always a **string**, hashed as a `&str`: it matches a parameter
 //! passed as a `&str` or a `String` ([`EntryBuilder::param`](crate::EntryBuilder::param)`("vip")`,
 //! or an attribute argument of either type), never a number (`"42"` does not match `42u64`;
-//! write `42` unquoted and the rule is refused). Only the values' hashes are kept, so a set whose
-//! hotspot rules have exceptions cannot be written back (`to_json` and friends return an error).
+//! write `42` unquoted and the rule is refused). The text is kept, so the set writes back as it
+//! was read. An exception given in code by a value of another type
+//! ([`HotspotRule::exception`]) keeps only its hash, and is written
+//! `{ value_hash: "<16 hex digits>", hash_key: "<8 hex digits>", threshold: <number> }`: the
+//! hash key is drawn at random per process, so only the process that wrote it reads it back;
+//! any other refuses it, naming `value_hash` (give the `value` as text instead; for a string in
+//! code use [`HotspotRule::exception_str`], which keeps the text).
 //!
 //! ```
 //! # use sentinel_runtime::rules::{HotspotRule, RuleSet};
@@ -801,43 +806,107 @@ pub(crate) mod duration {
 /// A hotspot rule's exceptions in files: a list of `{ value: "<string>", threshold: <number> }`.
 /// Each value is hashed as a string (`&str`), so it matches a parameter passed as a `&str` or a
 /// `String` (`.param("vip")`, an attribute argument of either type), never a number: `"42"`
-/// does not match `42u64`. Only the hashes are kept, so a rule with exceptions cannot be written
-/// back to a file.
+/// does not match `42u64`. An exception known only by its hash (given in code with
+/// [`HotspotRule::exception`](crate::rules::HotspotRule::exception)) is written as
+/// `{ value_hash: "<16 hex digits>", hash_key: "<8 hex digits>", threshold }`; it reads back in
+/// the process that wrote it (same `hash_key`), and is refused, naming `value_hash`, by any
+/// other (the hash key is drawn at random per process).
 pub(crate) mod hotspot_exceptions {
-    use serde::de::Deserializer;
-    use serde::ser::{self, Serializer};
-    use serde::Deserialize;
+    use serde::de::{self, Deserializer};
+    use serde::ser::Serializer;
+    use serde::{Deserialize, Serialize};
 
     use crate::rules::hotspot::HotspotException;
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    struct Written {
-        value: String,
+    struct Read {
+        #[serde(default)]
+        value: Option<String>,
+        #[serde(default)]
+        value_hash: Option<String>,
+        #[serde(default)]
+        hash_key: Option<String>,
         threshold: f64,
+    }
+
+    #[derive(Serialize)]
+    struct Written<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value_hash: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hash_key: Option<String>,
+        threshold: f64,
+    }
+
+    fn read(r: Read) -> Result<HotspotException, String> {
+        match (r.value, r.value_hash) {
+            (Some(value), None) => {
+                if r.hash_key.is_some() {
+                    return Err("an exception with a `value` takes no `hash_key`".to_owned());
+                }
+                Ok(HotspotException::from_str_value(&value, r.threshold))
+            }
+            (None, Some(hash)) => {
+                let value_hash = u64::from_str_radix(&hash, 16)
+                    .ok()
+                    .filter(|_| hash.len() == 16)
+                    .ok_or_else(|| {
+                        format!("`value_hash` is `{hash}`: expected 16 hexadecimal digits")
+                    })?;
+                let ours = format!("{:08x}", crate::param::key_check());
+                if r.hash_key.as_deref() != Some(ours.as_str()) {
+                    return Err(format!(
+                        "`value_hash` was written by another process (its `hash_key` is {}, this \
+                         process's is `{ours}`): values are hashed with a key drawn per process, \
+                         so give the exception's `value` as text instead",
+                        r.hash_key
+                            .map_or_else(|| "missing".to_owned(), |k| format!("`{k}`")),
+                    ));
+                }
+                Ok(HotspotException {
+                    value_hash,
+                    threshold: r.threshold,
+                    value: None,
+                })
+            }
+            (Some(_), Some(_)) => {
+                Err("an exception has either a `value` or a `value_hash`, not both".to_owned())
+            }
+            (None, None) => Err("an exception needs a `value`".to_owned()),
+        }
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Vec<HotspotException>, D::Error> {
-        let written = Vec::<Written>::deserialize(d)?;
-        Ok(written
+        Vec::<Read>::deserialize(d)?
             .into_iter()
-            .map(|w| HotspotException {
-                value_hash: crate::param::hash(w.value.as_str()),
-                threshold: w.threshold,
-            })
-            .collect())
+            .map(|r| read(r).map_err(de::Error::custom))
+            .collect()
     }
 
     pub(crate) fn serialize<S: Serializer>(
-        _exceptions: &[HotspotException],
-        _s: S,
+        exceptions: &[HotspotException],
+        s: S,
     ) -> Result<S::Ok, S::Error> {
-        Err(ser::Error::custom(
-            "a hotspot rule's exceptions keep only the hashes of their values, which cannot be \
-             written to a rule file",
-        ))
+        let key = format!("{:08x}", crate::param::key_check());
+        s.collect_seq(exceptions.iter().map(|e| match &e.value {
+            Some(value) => Written {
+                value: Some(value),
+                value_hash: None,
+                hash_key: None,
+                threshold: e.threshold,
+            },
+            None => Written {
+                value: None,
+                value_hash: Some(format!("{:016x}", e.value_hash)),
+                hash_key: Some(key.clone()),
+                threshold: e.threshold,
+            },
+        }))
     }
 }
 

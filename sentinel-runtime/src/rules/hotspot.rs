@@ -70,12 +70,42 @@ pub enum HotspotMetric {
 }
 
 /// A per-value threshold for one listed value (e.g. a VIP user), matched by the value's hash.
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// The value's text is kept where it is known (a rule file's exceptions,
+/// [`HotspotRule::exception_str`]), so the rule can be written back to a rule file. An exception
+/// given by [`HotspotRule::exception`] (any `Hash` type) keeps only the hash: it is written as
+/// `{ value_hash, hash_key, threshold }`, which only this process can read back (see
+/// [the rule-file format](crate::rules::files)).
+///
+/// Two exceptions are equal when their hashes and thresholds are: the text only describes the
+/// value the hash was taken of.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HotspotException {
     /// The keyed hash of the value (see [`HotspotRule::exception`]).
     pub value_hash: u64,
     /// The value's own threshold.
     pub threshold: f64,
+    /// The value as text, when it was given as a string (`None` for a value given only by its
+    /// hash).
+    pub value: Option<String>,
+}
+
+impl PartialEq for HotspotException {
+    fn eq(&self, other: &HotspotException) -> bool {
+        self.value_hash == other.value_hash && self.threshold == other.threshold
+    }
+}
+
+impl HotspotException {
+    /// An exception for the string `value` (hashed as a `&str`), keeping its text.
+    pub fn from_str_value(value: &str, threshold: f64) -> HotspotException {
+        HotspotException {
+            value_hash: crate::param::hash(value),
+            threshold,
+            value: Some(value.to_owned()),
+        }
+    }
 }
 
 /// A hotspot (hot-parameter) rule: a limit applied to each distinct value of one parameter of a
@@ -344,11 +374,26 @@ impl HotspotRule {
     /// Gives `value` its own threshold. The value matches a call's parameter when both hash
     /// alike (hash the same type: `"vip"` and `String::from("vip")` match, `7u64` and `"7"` do
     /// not). A value listed twice takes the later threshold.
+    ///
+    /// Only the value's hash is kept: the rule set is then written to a rule file (and shown by
+    /// the dashboard) with the hash in place of the value, which only this process can read
+    /// back. For a string value prefer [`exception_str`](Self::exception_str), which keeps the
+    /// text.
     pub fn exception(mut self, value: &(impl Hash + ?Sized), threshold: f64) -> HotspotRule {
         self.exceptions.push(HotspotException {
             value_hash: crate::param::hash(value),
             threshold,
+            value: None,
         });
+        self
+    }
+
+    /// Gives the string `value` its own threshold, as [`exception`](Self::exception) does, and
+    /// keeps its text, so the rule can be written to a rule file. It matches a parameter passed
+    /// as a `&str` or a `String`.
+    pub fn exception_str(mut self, value: &str, threshold: f64) -> HotspotRule {
+        self.exceptions
+            .push(HotspotException::from_str_value(value, threshold));
         self
     }
 

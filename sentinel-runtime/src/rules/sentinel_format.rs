@@ -778,10 +778,10 @@ pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
                 ),
             ));
         }
-        rule.exceptions.push(HotspotException {
-            value_hash: crate::param::hash(item.object.as_str()),
-            threshold: item.count.trunc() / per_ms.unwrap_or(1.0),
-        });
+        rule.exceptions.push(HotspotException::from_str_value(
+            &item.object,
+            item.count.trunc() / per_ms.unwrap_or(1.0),
+        ));
     }
     Ok(rule)
 }

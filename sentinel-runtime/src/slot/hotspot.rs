@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::hot_top::{BlockedTop, Counted};
 use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
 use crate::error::BlockError;
 use crate::param::Params;
@@ -105,6 +106,24 @@ pub(crate) struct HotspotGate {
     limit: u64,
     /// The listed values with their own pace (or limit); each is pinned in the table.
     exceptions: Vec<Exception>,
+    /// The values blocked most in the last minute, shared with the gates of later loads on
+    /// the same table (written only when a call is blocked).
+    blocked: Arc<BlockedTop>,
+}
+
+/// What a hotspot rule blocked most in the last minute (see [`HotspotGate::blocked_top`]).
+#[derive(Debug)]
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+pub(crate) struct BlockedValues {
+    /// The rule's parameter.
+    pub(crate) param_index: usize,
+    /// The rule's threshold.
+    pub(crate) threshold: f64,
+    /// The values, most blocked first, with their text where the rule lists them as
+    /// exceptions with a text.
+    pub(crate) top: Vec<(Counted, Option<String>)>,
+    /// Blocks not recorded (another block held the summary at that instant).
+    pub(crate) missed: u64,
 }
 
 /// A listed value of a gate.
@@ -177,7 +196,7 @@ impl HotspotGate {
     /// The gate of a validated `rule`, on a new table.
     pub(crate) fn new(rule: &HotspotRule) -> HotspotGate {
         let table = Arc::new(ParamTable::new(rule.capacity, Full::Evict));
-        Self::on(table, &[], rule)
+        Self::on(table, &[], rule, Arc::default())
     }
 
     /// The gate of a validated `rule` that takes over from `self` (a rule of the same shape,
@@ -192,11 +211,21 @@ impl HotspotGate {
             }
         }
         let pinned: Vec<u64> = self.exceptions.iter().map(|e| e.key).collect();
-        Self::on(Arc::clone(&self.table), &pinned, rule)
+        Self::on(
+            Arc::clone(&self.table),
+            &pinned,
+            rule,
+            Arc::clone(&self.blocked),
+        )
     }
 
     /// The gate of `rule` on `table`, where the values `pinned` are pinned already.
-    fn on(table: Arc<ParamTable>, pinned: &[u64], rule: &HotspotRule) -> HotspotGate {
+    fn on(
+        table: Arc<ParamTable>,
+        pinned: &[u64],
+        rule: &HotspotRule,
+        blocked: Arc<BlockedTop>,
+    ) -> HotspotGate {
         let pace = |threshold| Pace::of(threshold, rule.burst, rule.window, rule.strict);
         let mut exceptions: Vec<Exception> = Vec::with_capacity(rule.exceptions.len());
         for e in &rule.exceptions {
@@ -228,6 +257,7 @@ impl HotspotGate {
                 .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
             limit: rule.threshold.floor() as u64,
             exceptions,
+            blocked,
         }
     }
 
@@ -342,6 +372,37 @@ impl HotspotGate {
     /// The exit of a call that took a place ([`HotPass::Inside`]).
     pub(crate) fn exit(&self, slot: Slot) {
         self.table.release_inflight(slot);
+    }
+
+    /// Records that [`try_enter`](Self::try_enter) blocked `count` calls of the entry's value
+    /// at `now`, in the rule's most-blocked values: called by the block path only, so that
+    /// `try_enter` itself (and an admitted call) is unchanged.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn note_block(&self, params: &Params, now: u64, count: u32) {
+        if let Some(key) = params.get(self.shape.param_index) {
+            self.blocked.record(key, now, count);
+        }
+    }
+
+    /// The values this rule blocked most in the last minute as of `now`.
+    #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+    pub(crate) fn blocked_top(&self, now: u64) -> BlockedValues {
+        let (top, missed) = self.blocked.top(now);
+        let text = |key: u64| {
+            self.rule
+                .exceptions
+                .iter()
+                .rev()
+                .find(|e| e.value_hash == key)
+                .and_then(|e| e.value.clone())
+        };
+        BlockedValues {
+            param_index: self.shape.param_index,
+            threshold: self.rule.threshold,
+            top: top.into_iter().map(|c| (c, text(c.key))).collect(),
+            missed,
+        }
     }
 
     /// Live values forgotten because the table was full (for metrics).

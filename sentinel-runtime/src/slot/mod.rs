@@ -24,6 +24,7 @@ pub(crate) mod adaptive;
 pub(crate) mod breaker;
 mod concurrency;
 mod gate;
+mod hot_top;
 mod hotspot;
 pub(crate) mod param_table;
 mod qps;
@@ -43,7 +44,9 @@ pub(crate) use adaptive::{AdaptiveLimit, Outcome};
 pub(crate) use breaker::{CircuitBreaker, Probe};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use gate::{successions as gate_successions, Gate};
-pub(crate) use hotspot::{successions as hotspot_successions, HotPass, HotPasses, HotspotGate};
+pub(crate) use hotspot::{
+    successions as hotspot_successions, BlockedValues, HotPass, HotPasses, HotspotGate,
+};
 pub(crate) use related::Resolve;
 pub(crate) use system::SystemPass;
 
@@ -464,7 +467,9 @@ fn check_system(resource: &'static str, r: &mut Reserved<'_>) -> Result<(), Bloc
 fn check_hotspots(resource: &'static str, r: &mut Reserved<'_>) -> Result<u64, BlockError> {
     let mut turn = 0;
     for (i, gate) in r.chain.hotspots.iter().enumerate() {
-        let pass = gate.try_enter(resource, r.params, r.at, r.count)?;
+        let pass = gate
+            .try_enter(resource, r.params, r.at, r.count)
+            .inspect_err(|_| gate.note_block(r.params, r.at, r.count))?;
         if let HotPass::Rate { turn: t, .. } = pass {
             turn = turn.max(t);
         }

@@ -61,6 +61,16 @@
       });
       if (!items.length) items = [el("li", "muted", "none since the dashboard started")];
       list.replaceChildren.apply(list, items);
+      var hot = $("hotspot"), rows = [];
+      (s.hotspot || []).forEach(function (r) {
+        var values = r.top_blocked.map(function (v) {
+          return (v.value !== null ? v.value : "#" + v.value_hash) + " " + v.blocked;
+        });
+        rows.push(el("li", values.length ? "" : "muted", r.resource + " [param " + r.param_index +
+          ", " + r.threshold + "/value]: " + (values.length ? values.join(", ") : "none blocked")));
+      });
+      if (!rows.length) rows = [el("li", "muted", "no hotspot rules")];
+      hot.replaceChildren.apply(hot, rows);
       $("system").textContent = "CPU " + fmt(s.cpu_usage * 100, 1) + "%  load/core " + fmt(s.load_per_core, 2) +
         "  inbound " + fmt(s.inbound.pass_qps) + "/s, inside " + s.inbound.concurrency +
         (rules ? "  system rules: " + rules : "");
