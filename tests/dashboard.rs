@@ -671,6 +671,74 @@ fn the_values_a_hotspot_rule_blocked_most_in_the_last_minute_are_shown_with_exac
     drop(dash);
 }
 
+#[test]
+fn values_the_layer_supplied_are_shown_blocked_by_their_text() {
+    use sentinel_runtime::tower::{ConnectInfo, SentinelLayer};
+    use tower::ServiceExt;
+
+    const ROUTE: &str = "GET:/dash-layer/{id}";
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_hotspot_rules(vec![HotspotRule::qps(ROUTE, 0, 1.0)]).unwrap();
+    let app = axum::Router::new()
+        .route("/dash-layer/{id}", axum::routing::get(|| async { "ok" }))
+        .layer(SentinelLayer::new().client_ip(0));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let send = |peer: &str, n: usize| {
+        let peer: SocketAddr = peer.parse().unwrap();
+        let statuses: Vec<u16> = (0..n)
+            .map(|_| {
+                let mut request = axum::http::Request::get("/dash-layer/7")
+                    .body(axum::body::Body::empty())
+                    .unwrap();
+                request.extensions_mut().insert(ConnectInfo(peer));
+                let response = runtime.block_on(app.clone().oneshot(request)).unwrap();
+                response.status().as_u16()
+            })
+            .collect();
+        assert_eq!(
+            statuses.iter().filter(|&&s| s == 200).count(),
+            1,
+            "{statuses:?}"
+        );
+    };
+    send("10.9.8.7:1000", 4);
+    send("[2001:db8:1:2:aaaa::1]:1000", 3);
+
+    let dash = start(None);
+    let r = get(dash.local_addr(), "/api/system");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let body = r.json();
+    let rule = body["hotspot"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == ROUTE)
+        .cloned()
+        .unwrap_or_else(|| panic!("{body}"));
+    let shown: Vec<(String, u64)> = rule["top_blocked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let text = v["value"].as_str().unwrap_or("<null>").to_owned();
+            (text, v["blocked"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("10.9.8.7".to_owned(), 3),
+            ("2001:db8:1:2::/64".to_owned(), 2)
+        ],
+        "the client's address, and an IPv6 client's /64, as the layer buckets them"
+    );
+    rules::load(RuleSet::default()).unwrap();
+    drop(dash);
+}
+
 /// Reads the event stream until `done` says what arrived is enough, for at most 10 s.
 struct Events {
     stream: TcpStream,

@@ -153,8 +153,9 @@ pub(crate) fn system(bus: &Bus) -> Value {
 }
 
 /// Every hotspot rule in force (by resource, then rule order) with the values it blocked most
-/// in the last minute: `value` is the value's text where the rule lists it as an exception with
-/// a text, else null (the hot path keeps only values' hashes), `value_hash` the hash (16 hex
+/// in the last minute: `value` is the value's text where it is known (the rule lists it as an
+/// exception with a text, or the tower layer supplied it and saw it blocked), else null (the hot
+/// path keeps only values' hashes), `value_hash` the hash (16 hex
 /// digits), `blocked` the count (an upper bound, exact below 16 distinct values a minute) and
 /// `error` how much of it may belong to values it replaced; `missed`: blocks not recorded.
 fn hotspot_blocked() -> Vec<Value> {
@@ -168,6 +169,7 @@ fn hotspot_blocked() -> Vec<Value> {
                 .top
                 .iter()
                 .map(|(c, text)| {
+                    let text = text.clone().or_else(|| crate::slot::text_of(c.key));
                     json!({
                         "value": text,
                         "value_hash": format!("{:016x}", c.key),

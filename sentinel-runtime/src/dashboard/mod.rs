@@ -77,8 +77,11 @@
 //! summary busy is counted in `missed` instead). `GET /api/system`'s `hotspot` lists, per rule,
 //! `resource`, `param_index`, `threshold`, `missed` and `top_blocked`: `[{ value, value_hash,
 //! blocked, error }]`, most blocked first. The call path keeps only values' hashes, so `value`
-//! is the text only for a value the rule lists as an exception with a text; otherwise it is
-//! null and `value_hash` (16 hex digits) identifies it.
+//! is the text where it is known: a value the rule lists as an exception with a text, or a value
+//! the tower layer supplied (a client's address, a custom parameter's string), whose text the
+//! layer hands over when it blocks a request (a bounded table of at most 4 096 texts); otherwise
+//! it is null and `value_hash` (16 hex digits) identifies it (values given in code by
+//! `EntryBuilder::param` are typed, not text).
 //!
 //! A hotspot exception is shown with its value's text where the text is known (rule files,
 //! [`HotspotRule::exception_str`](crate::rules::HotspotRule::exception_str)); one given in code

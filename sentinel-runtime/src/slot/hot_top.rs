@@ -13,7 +13,43 @@
 //! same rule at the same instant) is not recorded but counted in `missed`, so a flood of blocks
 //! never waits on the dashboard's bookkeeping. Admitted calls never come here.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+/// The most value texts [`note_text`] keeps; past it the table starts again empty (bounded
+/// memory: at most this many texts of at most [`MAX_TEXT`] bytes).
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) const MAX_TEXTS: usize = 4_096;
+/// The longest text kept for a value (longer texts are cut at a character boundary).
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) const MAX_TEXT: usize = 128;
+
+/// The texts of blocked values whose callers supplied them as text (the tower layer's
+/// parameters: a client's address, a custom parameter's string), by the value's hash.
+static TEXTS: Mutex<Option<HashMap<u64, Box<str>>>> = Mutex::new(None);
+
+/// Remembers that the value hashed to `hash` reads `text`, for showing blocked values (called on
+/// a block path only: never for an admitted call).
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) fn note_text(hash: u64, text: &str) {
+    let mut end = text.len().min(MAX_TEXT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let texts = texts.get_or_insert_with(HashMap::new);
+    if texts.len() >= MAX_TEXTS && !texts.contains_key(&hash) {
+        texts.clear();
+    }
+    texts.insert(hash, text[..end].into());
+}
+
+/// The text [`note_text`] remembered for `hash`, if any.
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+pub(crate) fn text_of(hash: u64) -> Option<String> {
+    let texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+    texts.as_ref()?.get(&hash).map(|t| t.to_string())
+}
 
 /// How many values each minute's summary keeps.
 pub(crate) const TOP_K: usize = 16;
@@ -149,6 +185,21 @@ impl BlockedTop {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn value_texts_are_bounded_and_cut_at_a_character_boundary() {
+        note_text(u64::MAX - 1, "2001:db8:1:2::/64");
+        assert_eq!(text_of(u64::MAX - 1).as_deref(), Some("2001:db8:1:2::/64"));
+        let long = "é".repeat(100); // 200 bytes
+        note_text(u64::MAX - 2, &long);
+        let kept = text_of(u64::MAX - 2).unwrap_or_default();
+        assert!(kept.len() <= MAX_TEXT && long.starts_with(&kept), "{kept}");
+        for key in 0..(MAX_TEXTS as u64 + 10) {
+            note_text(key, "x");
+        }
+        let texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(texts.as_ref().map_or(0, HashMap::len) <= MAX_TEXTS);
+    }
 
     #[test]
     fn minutes_shift_and_clear() {

@@ -25,6 +25,10 @@ pub(crate) mod breaker;
 mod concurrency;
 mod gate;
 mod hot_top;
+#[cfg(feature = "tower")]
+pub(crate) use hot_top::note_text;
+#[cfg(feature = "dashboard")]
+pub(crate) use hot_top::text_of;
 mod hotspot;
 pub(crate) mod param_table;
 mod qps;

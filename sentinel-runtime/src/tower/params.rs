@@ -96,6 +96,20 @@ pub(super) fn hash_client(ip: IpAddr, v6_prefix: u8) -> u64 {
     }
 }
 
+/// The text [`hash_client`] hashes: an IPv4 address, or an IPv6 prefix in CIDR notation (its
+/// own text at 128). Built only for blocked requests (the dashboard shows it).
+pub(super) fn client_text(ip: IpAddr, v6_prefix: u8) -> String {
+    match ip {
+        IpAddr::V6(v6) if v6_prefix < 128 => {
+            let bits = v6_prefix;
+            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+            let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
+            format!("{network}/{bits}")
+        }
+        ip => ip.to_string(),
+    }
+}
+
 /// The hash of the text of `v6`'s first `bits` bits (below 128), in CIDR notation.
 fn hash_v6_prefix(v6: std::net::Ipv6Addr, bits: u8) -> u64 {
     let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);

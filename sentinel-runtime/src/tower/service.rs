@@ -13,7 +13,7 @@ use tower_service::Service;
 
 use super::body::{poll_unwinding, Guard, SentinelBody};
 use super::naming::{self, default_node, serves_method};
-use super::params::{client_ip, hash_client, hash_value, no_client_address};
+use super::params::{client_ip, client_text, hash_client, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::{Config, IsErrorFn, ParamSource, View};
 use crate::param::Params;
@@ -294,5 +294,32 @@ pub(super) fn admit(
         crate::rules::learn_param_names(node, &config.param_names);
     }
     // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
-    crate::entry::reserve_with(node, 1, true, &params)
+    let reserved = crate::entry::reserve_with(node, 1, true, &params);
+    if let Err(block) = &reserved {
+        note_blocked_value(config, view, parts, block);
+    }
+    reserved
+}
+
+/// For a request a hotspot rule blocked: remembers the text of the blocked parameter's value
+/// (the client's address, a custom parameter's string) by its hash, so that the values a rule
+/// blocks most can be shown as text (the call path keeps only hashes). Blocked requests only.
+#[cold]
+fn note_blocked_value(config: &Config, view: View<'_>, parts: Option<&Parts>, block: &BlockError) {
+    if block.kind() != crate::BlockKind::HotParam {
+        return;
+    }
+    let Some(source) = block.param_index().and_then(|i| config.params.get(i)) else {
+        return;
+    };
+    let text = match (source, parts) {
+        (ParamSource::Fn(f), Some(parts)) => f(parts),
+        (ParamSource::Fn(_), None) => None,
+        (ParamSource::ClientIp { trusted_proxies }, _) => {
+            client_ip(view, *trusted_proxies).map(|ip| client_text(ip, config.ipv6_prefix()))
+        }
+    };
+    if let Some(text) = text {
+        crate::slot::note_text(hash_value(Some(&text)), &text);
+    }
 }

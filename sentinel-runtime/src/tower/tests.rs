@@ -6,7 +6,7 @@ use http::request::Parts;
 use http::{Method, Request, StatusCode};
 
 use super::naming::{default_resource, grpc_service_route, names_route, MAX_GRPC_PATH};
-use super::params::{client_ip, hash_client, hash_ip, hash_value};
+use super::params::{client_ip, client_text, hash_client, hash_ip, hash_value};
 use super::response::{classify, is_grpc, percent_encode, rejection, retry_after_secs};
 use super::{ConnectInfo, View};
 use crate::BlockError;
@@ -119,6 +119,26 @@ fn an_ipv6_client_hashes_as_its_prefix_text_and_an_ipv4_one_as_its_address() {
     let v4 = ip("10.1.2.3");
     for bits in [0, 64, 128] {
         assert_eq!(hash_client(v4, bits), text("10.1.2.3"), "/{bits}");
+    }
+}
+
+#[test]
+fn a_clients_text_hashes_as_the_client_does() {
+    for ip in [
+        "10.1.2.3",
+        "2001:db8:1:2:aaaa:bbbb:cccc:dddd",
+        "::1",
+        "fe80::1",
+    ] {
+        let ip: IpAddr = ip.parse().unwrap();
+        for bits in [0, 1, 48, 64, 127, 128] {
+            let text = client_text(ip, bits);
+            assert_eq!(
+                hash_value(Some(&text)),
+                hash_client(ip, bits),
+                "{ip} /{bits}: {text}"
+            );
+        }
     }
 }
 
