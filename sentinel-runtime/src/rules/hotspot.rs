@@ -75,7 +75,7 @@ pub enum HotspotMetric {
 /// [`HotspotRule::exception_str`]), so the rule can be written back to a rule file. An exception
 /// given by [`HotspotRule::exception`] (any `Hash` type) keeps only the hash: it is written as
 /// `{ value_hash, hash_key, threshold }`, which only this process can read back (see
-/// [the rule-file format](crate::rules::files)).
+/// the rule-file format, `rules::files`).
 ///
 /// Two exceptions are equal when their hashes and thresholds are: the text only describes the
 /// value the hash was taken of.
