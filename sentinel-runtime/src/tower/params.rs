@@ -100,21 +100,20 @@ pub(super) fn hash_client(ip: IpAddr, v6_prefix: u8) -> u64 {
 /// own text at 128). Built only for blocked requests (the dashboard shows it).
 pub(super) fn client_text(ip: IpAddr, v6_prefix: u8) -> String {
     match ip {
-        IpAddr::V6(v6) if v6_prefix < 128 => {
-            let bits = v6_prefix;
-            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-            let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
-            format!("{network}/{bits}")
-        }
+        IpAddr::V6(v6) if v6_prefix < 128 => format!("{}/{v6_prefix}", v6_network(v6, v6_prefix)),
         ip => ip.to_string(),
     }
 }
 
 /// The hash of the text of `v6`'s first `bits` bits (below 128), in CIDR notation.
 fn hash_v6_prefix(v6: std::net::Ipv6Addr, bits: u8) -> u64 {
+    hash_displayed(format_args!("{}/{bits}", v6_network(v6, bits)))
+}
+
+/// `v6` with all but its first `bits` bits (below 128) cleared: the network of its prefix.
+fn v6_network(v6: std::net::Ipv6Addr, bits: u8) -> std::net::Ipv6Addr {
     let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-    let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
-    hash_displayed(format_args!("{network}/{bits}"))
+    std::net::Ipv6Addr::from(u128::from(v6) & mask)
 }
 
 /// The client's address: see [`SentinelLayer::client_ip`]. An IPv4-mapped IPv6 address (what a
