@@ -81,6 +81,7 @@
 
 pub mod breaker;
 pub mod clock;
+pub mod cluster;
 pub mod context;
 #[cfg(feature = "dashboard")]
 pub mod dashboard;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 pub use super::adaptive::AdaptiveConcurrency;
+use super::cluster::{ClusterFallback, ClusterThreshold};
 use crate::error::RuleError;
 
 /// The largest threshold a flow rule accepts (passes per window, or calls inside).
@@ -185,6 +186,25 @@ pub struct FlowRule {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub adaptive: Option<AdaptiveConcurrency>,
+    /// Share the threshold across the service's instances (QPS rules): see
+    /// [`cluster`](Self::cluster). Default none: the rule is per process.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub cluster: Option<ClusterThreshold>,
+    /// What a cluster rule does while the cluster's store cannot be reached. Default
+    /// [`ClusterFallback::Local`].
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default, skip_serializing_if = "is_local_fallback")
+    )]
+    pub cluster_fallback: ClusterFallback,
+}
+
+#[cfg(feature = "rule-files")]
+pub(crate) fn is_local_fallback(f: &ClusterFallback) -> bool {
+    *f == ClusterFallback::Local
 }
 
 impl FlowRule {
@@ -201,6 +221,8 @@ impl FlowRule {
             max_wait: None,
             relate: None,
             adaptive: None,
+            cluster: None,
+            cluster_fallback: ClusterFallback::Local,
         }
     }
 
@@ -291,6 +313,21 @@ impl FlowRule {
         self
     }
 
+    /// Makes the rule hold across every instance of the service (QPS rules): with a started
+    /// `cluster::Cluster` (Cargo feature `redis`), the instances share one limit kept in Redis;
+    /// without one, or while Redis cannot be reached, the rule limits locally as its
+    /// [`cluster_fallback`](Self::cluster_fallback) says.
+    pub fn cluster(mut self, threshold: ClusterThreshold) -> FlowRule {
+        self.cluster = Some(threshold);
+        self
+    }
+
+    /// What the cluster rule does while the cluster's store cannot be reached.
+    pub fn cluster_fallback(mut self, fallback: ClusterFallback) -> FlowRule {
+        self.cluster_fallback = fallback;
+        self
+    }
+
     /// The window in whole milliseconds (valid rules only).
     pub(crate) fn window_ms(&self) -> u64 {
         self.window.as_millis() as u64
@@ -342,6 +379,9 @@ impl FlowRule {
                 "applies to QPS rules only, not to concurrency rules".into(),
             )
         };
+        if self.cluster.is_some() && self.metric != FlowMetric::Qps {
+            return qps_only("cluster");
+        }
         let default_window = self.window == DEFAULT_WINDOW;
         if let Some(w) = self.warm_up {
             if self.metric != FlowMetric::Qps {

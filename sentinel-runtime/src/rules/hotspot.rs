@@ -3,6 +3,7 @@
 use std::hash::Hash;
 use std::time::Duration;
 
+use super::cluster::{ClusterFallback, ClusterThreshold};
 use super::flow::{MAX_THRESHOLD, MAX_WAIT_LIMIT};
 use crate::error::RuleError;
 use crate::param::MAX_PARAMS;
@@ -277,6 +278,20 @@ pub struct HotspotRule {
         serde(default = "crate::rules::files::default_hotspot_capacity")
     )]
     pub capacity: usize,
+    /// Share each value's threshold across the service's instances (QPS rules): see
+    /// [`cluster`](Self::cluster). Default none: the rule is per process.
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub cluster: Option<ClusterThreshold>,
+    /// What a cluster rule does while the cluster's store cannot be reached. Default
+    /// [`ClusterFallback::Local`].
+    #[cfg_attr(
+        feature = "rule-files",
+        serde(default, skip_serializing_if = "crate::rules::flow::is_local_fallback")
+    )]
+    pub cluster_fallback: ClusterFallback,
 }
 
 /// [`HotspotRule::param_index`] of a rule that names its parameter ([`HotspotRule::param`]).
@@ -307,6 +322,8 @@ impl HotspotRule {
             max_wait: None,
             exceptions: Vec::new(),
             capacity: DEFAULT_HOTSPOT_CAPACITY,
+            cluster: None,
+            cluster_fallback: ClusterFallback::Local,
         }
     }
 
@@ -413,11 +430,32 @@ impl HotspotRule {
         self
     }
 
+    /// Makes each value's limit hold across every instance of the service (QPS rules): with a
+    /// started `cluster::Cluster` (Cargo feature `redis`), the instances share one limit per
+    /// value kept in Redis; without one, or while Redis cannot be reached, the rule limits
+    /// locally as its [`cluster_fallback`](Self::cluster_fallback) says.
+    pub fn cluster(mut self, threshold: ClusterThreshold) -> HotspotRule {
+        self.cluster = Some(threshold);
+        self
+    }
+
+    /// What the cluster rule does while the cluster's store cannot be reached.
+    pub fn cluster_fallback(mut self, fallback: ClusterFallback) -> HotspotRule {
+        self.cluster_fallback = fallback;
+        self
+    }
+
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
         if self.resource.is_empty() {
             return err("resource", "must not be empty".into());
+        }
+        if self.cluster.is_some() && self.metric != HotspotMetric::Qps {
+            return err(
+                "cluster",
+                "applies to QPS rules only, not to concurrency rules".into(),
+            );
         }
         match (&self.param, self.param_index) {
             (Some(_), i) if i != PARAM_BY_NAME => {

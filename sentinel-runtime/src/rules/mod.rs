@@ -24,6 +24,7 @@ pub(crate) mod adaptive;
 pub(crate) mod authority;
 pub(crate) mod breaker;
 mod budget;
+pub(crate) mod cluster;
 #[cfg(feature = "rule-files")]
 pub mod files;
 pub(crate) mod flow;
@@ -56,6 +57,7 @@ pub use breaker::{
     MAX_RECOVERY,
 };
 pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
+pub use cluster::{ClusterFallback, ClusterThreshold};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
 pub use flow::{
