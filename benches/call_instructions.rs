@@ -34,7 +34,10 @@ fn guarded_stats(key: u64) -> Result<u64, sentinel_runtime::BlockError> {
 
 fn main() {
     // `cargo bench` passes `--bench`; the case and the number are ours.
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let case = args.first().map_or("hot", String::as_str);
     let calls: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let key = |i: u64| (i % KEYS).wrapping_mul(0x9E37_79B9_7F4A_7C15);

@@ -6,25 +6,13 @@ use std::time::Duration;
 
 use crate::breaker::CircuitState;
 use crate::clock;
-use crate::error::{BlockKind, RuleError};
-use crate::rules::authority::AuthorityRule;
+use crate::error::BlockKind;
 use crate::rules::breaker::CircuitBreakerRule;
-use crate::rules::flow::{FlowMetric, FlowRule};
-use crate::rules::hotspot::HotspotRule;
-use crate::slot::{
-    gate_successions, hotspot_successions, AdaptiveLimit, Chain, CircuitBreaker,
-    ConcurrencyCounter, Gate, HotspotGate, Resolve, Target,
-};
+use crate::rules::defaults::Defaults;
+use crate::rules::flow::FlowRule;
+use crate::slot::{Chain, ConcurrencyCounter, Target};
 use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
-
-/// Rules written at a resource's definition (the attribute's `qps = ...`, `breaker(...)`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Defaults {
-    pub(crate) flow: Vec<FlowRule>,
-    pub(crate) breakers: Vec<CircuitBreakerRule>,
-    pub(crate) hotspot: Vec<HotspotRule>,
-}
 
 /// What changes only when rules are loaded, behind the node's lock.
 #[derive(Debug, Default)]
@@ -304,138 +292,26 @@ impl ResourceNode {
     /// call of it (a rule two definitions both write is kept once). Returns whether the defaults
     /// changed.
     pub(crate) fn adopt_defaults(&self, defaults: &Defaults) -> bool {
-        let mut config = self.config();
-        let mut changed = false;
-        for rule in &defaults.flow {
-            if !config.defaults.flow.contains(rule) {
-                config.defaults.flow.push(rule.clone());
-                changed = true;
-            }
-        }
-        for rule in &defaults.hotspot {
-            if !config.defaults.hotspot.contains(rule) {
-                config.defaults.hotspot.push(rule.clone());
-                changed = true;
-            }
-        }
-        for rule in &defaults.breakers {
-            if !config.defaults.breakers.contains(rule) {
-                config.defaults.breakers.push(rule.clone());
-                changed = true;
-            }
-        }
-        changed
+        self.config().defaults.adopt(defaults)
     }
 
-    /// Puts rules in force: the loaded ones where given, else the defaults, per kind (all
-    /// validated and naming this node). A gate of the same shape as one in force is kept with
-    /// the new threshold, a hotspot rule of the same parameter, metric and capacity as one in
-    /// force takes over its table (every value's state), and a breaker of an identical rule is kept, so no count or state is
-    /// lost; a new gate starts with the passes the node admitted in its window, and a new
-    /// concurrency limit counts the calls already inside. What is no longer in force is freed.
-    pub(crate) fn apply_rules(
+    /// Puts a new chain in force: `build` makes it from the node's definition defaults, its
+    /// parameters' names (if known) and the chain in force, which it may take parts of (so no
+    /// count or state is lost). Builds of one node are serialized; the replaced chain is freed
+    /// once no call reads it. A new concurrency limit counts the calls already inside.
+    pub(crate) fn rebuild(
         &self,
-        flow: Option<&[FlowRule]>,
-        breakers: Option<&[CircuitBreakerRule]>,
-        hotspot: Option<&[HotspotRule]>,
-        authority: Option<&[AuthorityRule]>,
-        resolve: Resolve,
+        build: impl FnOnce(&Defaults, Option<&[Option<String>]>, &Chain, &NodeStats) -> Chain,
     ) {
         let config = self.config();
-        let now = clock::now_nanos();
-        let flow = flow.unwrap_or(&config.defaults.flow);
-        let breakers = breakers.unwrap_or(&config.defaults.breakers);
-        let hotspot = hotspot.unwrap_or(&config.defaults.hotspot);
-        // Named hotspot rules take the index of their parameter's name; one whose name is not
-        // (yet) known is left out of force.
-        let resolved: Vec<HotspotRule>;
-        let hotspot = if hotspot.iter().any(|r| r.param.is_some()) {
-            resolved = hotspot
-                .iter()
-                .filter_map(|r| match &r.param {
-                    None => Some(r.clone()),
-                    Some(name) => {
-                        let names = config.param_names.as_deref()?;
-                        let index = names.iter().position(|n| n.as_deref() == Some(name))?;
-                        let mut rule = r.clone();
-                        rule.param_index = index;
-                        Some(rule)
-                    }
-                })
-                .collect();
-            &resolved[..]
-        } else {
-            hotspot
-        };
         let old = self.chain_owned();
-
-        let mut chain = Chain {
-            authority: authority.unwrap_or_default().to_vec(),
-            ..Chain::default()
-        };
-        // The gate each QPS rule takes over, decided before any threshold is set in place.
-        let gated: Vec<&FlowRule> = flow
-            .iter()
-            .filter(|r| r.metric == FlowMetric::Qps)
-            .collect();
-        let mut successions = gate_successions(&old.gates, &gated).into_iter();
-        for rule in flow {
-            if rule.metric == FlowMetric::AdaptiveConcurrency {
-                // One adaptive limit per resource: the first rule's (validation refuses none of
-                // them; a second would only duplicate the first's measurements).
-                if chain.adaptive.is_none() {
-                    let settings = rule.adaptive_settings();
-                    chain.adaptive = Some(match &old.adaptive {
-                        Some(kept) if *kept.config() == settings => Arc::clone(kept),
-                        _ => Arc::new(AdaptiveLimit::new(settings)),
-                    });
-                }
-                continue;
-            }
-            if rule.metric == FlowMetric::Concurrency {
-                let limit = rule.threshold.floor() as u64;
-                if !matches!(chain.concurrency, Some((held, _)) if held <= limit) {
-                    chain.concurrency = Some((limit, rule.threshold));
-                }
-                continue;
-            }
-            let kept = successions.next().flatten().and_then(|i| old.gates.get(i));
-            let gate = match kept {
-                Some(gate) => {
-                    gate.set_threshold(rule.threshold);
-                    Arc::clone(gate)
-                }
-                None => {
-                    let recent = |since: u64, f: &mut dyn FnMut(u64, u64, u64)| {
-                        self.stats.recent_passes(now, since, &mut *f)
-                    };
-                    Arc::new(Gate::new(rule, now, resolve, &recent))
-                }
-            };
-            chain.gates.push(gate);
-        }
-        for (rule, kept) in hotspot
-            .iter()
-            .zip(hotspot_successions(&old.hotspots, hotspot))
-        {
-            let gate = match kept.and_then(|i| old.hotspots.get(i)) {
-                Some(gate) => gate.succeed(rule),
-                None => HotspotGate::new(rule),
-            };
-            chain.hotspots.push(gate);
-        }
-        for rule in breakers {
-            let kept = old
-                .breakers
-                .iter()
-                .find(|b| b.rule == *rule && !chain.breakers.iter().any(|c| Arc::ptr_eq(c, b)));
-            let breaker = match kept {
-                Some(breaker) => Arc::clone(breaker),
-                None => Arc::new(CircuitBreaker::new(rule, now)),
-            };
-            chain.breakers.push(breaker);
-        }
-        if chain.concurrency.is_some() || chain.adaptive.is_some() {
+        let chain = build(
+            &config.defaults,
+            config.param_names.as_deref(),
+            &old,
+            &self.stats,
+        );
+        if chain.counts_inside() {
             self.counter.start(|| self.stats.inflight_total());
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
@@ -450,33 +326,5 @@ impl ResourceNode {
         self.reports_exits.store(reports, Ordering::Release);
         self.checked.store(checked, Ordering::Release);
         drop(config);
-    }
-
-    /// Validates the defaults of a definition, keeping the rules that validate and returning
-    /// the errors of the others.
-    pub(crate) fn validated(defaults: &mut Defaults) -> Vec<RuleError> {
-        let mut errors = Vec::new();
-        defaults.flow.retain(|r| match r.validate() {
-            Ok(()) => true,
-            Err(e) => {
-                errors.push(e);
-                false
-            }
-        });
-        defaults.hotspot.retain(|r| match r.validate() {
-            Ok(()) => true,
-            Err(e) => {
-                errors.push(e);
-                false
-            }
-        });
-        defaults.breakers.retain(|r| match r.validate() {
-            Ok(()) => true,
-            Err(e) => {
-                errors.push(e);
-                false
-            }
-        });
-        errors
     }
 }

@@ -7,9 +7,10 @@ pub use crate::entry::{Entry, Reservation};
 pub use crate::error::BlockError;
 use std::time::Duration;
 
-use crate::node::{Defaults, ResourceNode};
+use crate::node::ResourceNode;
 use crate::param::Params;
 use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::defaults::Defaults;
 use crate::rules::flow::FlowRule;
 use crate::rules::hotspot::HotspotRule;
 
@@ -253,7 +254,7 @@ impl StaticNode {
                 DefaultRule::Hotspot(spec) => defaults.hotspot.push(spec.rule(self.name)),
             }
         }
-        for error in ResourceNode::validated(&mut defaults) {
+        for error in defaults.validated() {
             eprintln!("sentinel: a default rule of the attribute was not put in force: {error}");
         }
         let node = crate::rules::defined_node(self.name, &defaults);

@@ -1,6 +1,7 @@
 //! The rule manager: validates rule sets, keeps the loaded rules by resource, and puts them in
 //! force on the resources they name (or back to their defaults).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
@@ -10,9 +11,12 @@ use super::budget;
 use super::flow::FlowRule;
 use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
 use super::system::SystemRule;
+use crate::clock;
 use crate::error::RuleError;
-use crate::node::{Defaults, ResourceNode};
+use crate::node::ResourceNode;
 use crate::registry;
+use crate::rules::defaults::Defaults;
+use crate::slot::{BuildContext, Chain, ChainRules};
 use crate::stat::NodeStats;
 
 /// A resource's statistics by name, for rules that count another resource's traffic.
@@ -33,14 +37,32 @@ struct Loaded {
 }
 
 impl Loaded {
+    /// Puts the rules in force on `node`: per kind, the loaded ones for its name, else its
+    /// definition's defaults.
     fn apply(&self, node: &ResourceNode) {
-        node.apply_rules(
-            self.flow.get(node.name()).map(Vec::as_slice),
-            self.breakers.get(node.name()).map(Vec::as_slice),
-            self.hotspot.get(node.name()).map(Vec::as_slice),
-            self.authority.get(node.name()).map(Vec::as_slice),
-            resolve_stats,
-        );
+        let name = node.name();
+        let flow = self.flow.get(name);
+        let breakers = self.breakers.get(name);
+        let hotspot = self.hotspot.get(name);
+        let authority = self.authority.get(name);
+        node.rebuild(|defaults, param_names, old, stats| {
+            let hotspot = with_param_indices(
+                hotspot.map_or(&defaults.hotspot[..], Vec::as_slice),
+                param_names,
+            );
+            let rules = ChainRules {
+                authority: authority.map_or(&[], Vec::as_slice),
+                flow: flow.map_or(&defaults.flow[..], Vec::as_slice),
+                hotspot: &hotspot,
+                breakers: breakers.map_or(&defaults.breakers[..], Vec::as_slice),
+            };
+            let ctx = BuildContext {
+                now: clock::now_nanos(),
+                stats,
+                resolve: resolve_stats,
+            };
+            Chain::build(&rules, old, &ctx)
+        });
     }
 
     /// Applies the rules to the nodes of `names` that exist (the others get them when created).
@@ -76,6 +98,27 @@ impl Loaded {
 }
 
 static LOADED: LazyLock<Mutex<Loaded>> = LazyLock::new(Mutex::default);
+
+/// `rules` with every named rule given its parameter's index; a rule whose name is not (yet)
+/// known is left out of force.
+fn with_param_indices<'r>(
+    rules: &'r [HotspotRule],
+    names: Option<&[Option<String>]>,
+) -> Cow<'r, [HotspotRule]> {
+    if rules.iter().all(|r| r.param.is_none()) {
+        return Cow::Borrowed(rules);
+    }
+    let resolved = rules.iter().filter_map(|r| match &r.param {
+        None => Some(r.clone()),
+        Some(name) => {
+            let index = names?.iter().position(|n| n.as_deref() == Some(name))?;
+            let mut rule = r.clone();
+            rule.param_index = index;
+            Some(rule)
+        }
+    });
+    Cow::Owned(resolved.collect())
+}
 
 fn loaded() -> std::sync::MutexGuard<'static, Loaded> {
     // Loading rules is the first thing many programs do: the process's one-time set-up happens

@@ -25,6 +25,7 @@ pub(crate) mod authority;
 pub(crate) mod breaker;
 mod budget;
 pub(crate) mod cluster;
+pub(crate) mod defaults;
 #[cfg(feature = "rule-files")]
 pub mod files;
 pub(crate) mod flow;

@@ -19,8 +19,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, LazyLock};
 
+use super::chain::INBOUND_CALL;
 use super::concurrency::ConcurrencyCounter;
 use super::gate::Gate;
+use super::stages::Call;
 use crate::error::BlockError;
 use crate::rules::flow::FlowRule;
 use crate::rules::system::{SystemRule, SYSTEM_RESOURCE};
@@ -256,6 +258,28 @@ pub(crate) fn load_per_core() -> f64 {
 pub(crate) fn override_readings(cpu: Option<f64>, load: Option<f64>) {
     CPU_OVERRIDE.store(cpu.map_or(NO_READING, f64::to_bits), Relaxed);
     LOAD_OVERRIDE.store(load.map_or(NO_READING, f64::to_bits), Relaxed);
+}
+
+/// The stage's check: an inbound call passes the system rules when any are in force (what it
+/// reserved goes into the call's admission).
+#[inline(always)]
+pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
+    if call.params.is_inbound() {
+        call.out.inbound = INBOUND_CALL;
+        if is_active() {
+            let pass = try_enter(call.target.name, call.out.at, call.count)?;
+            call.out.at = call.out.at.max(pass.gated_at);
+            call.out.system = pass;
+        }
+    }
+    Ok(())
+}
+
+/// Gives back what the system check reserved.
+pub(crate) fn release(call: &mut Call<'_>) {
+    if call.out.system != SystemPass::default() {
+        cancel(std::mem::take(&mut call.out.system), call.count);
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,44 @@
+//! The authority stage: the call's origin must pass each of the resource's authority rules.
+//! It reserves nothing.
+
+use super::stages::Call;
+use crate::error::BlockError;
+use crate::rules::authority::AuthorityRule;
+
+/// The authority part of a chain: the rules as given.
+pub(crate) fn build(rules: &[AuthorityRule]) -> Vec<AuthorityRule> {
+    rules.to_vec()
+}
+
+/// The stage's check: the call's origin (the entry's own, else its scope's) must pass each rule.
+#[inline(always)]
+pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
+    if call.chain.authority.is_empty() {
+        return Ok(());
+    }
+    check_origin(call)
+}
+
+#[cold]
+fn check_origin(call: &Call<'_>) -> Result<(), BlockError> {
+    let scoped;
+    let origin = match call.params.origin() {
+        Some(origin) => Some(origin),
+        None => {
+            scoped = crate::context::origin();
+            scoped.as_deref()
+        }
+    };
+    match call
+        .chain
+        .authority
+        .iter()
+        .find(|rule| !rule.admits(origin))
+    {
+        Some(_) => Err(BlockError::authority(call.target.name, origin)),
+        None => Ok(()),
+    }
+}
+
+/// Nothing to give back.
+pub(crate) fn release(_: &mut Call<'_>) {}

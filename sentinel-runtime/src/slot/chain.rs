@@ -1,0 +1,147 @@
+//! The checks in force on a resource ([`Chain`]), built from its rules by each kind's builder,
+//! and what they decide for an admitted call ([`Admission`]).
+
+use std::sync::Arc;
+
+use super::hotspot::{HotPass, HotPasses, HotspotGate};
+use super::system::SystemPass;
+use super::{authority, breaker, flow, hotspot, param_table};
+use super::{AdaptiveLimit, CircuitBreaker, Gate, ProbeTicket, Resolve};
+use crate::param::Params;
+use crate::rules::authority::AuthorityRule;
+use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::flow::FlowRule;
+use crate::rules::hotspot::HotspotRule;
+use crate::stat::NodeStats;
+
+/// The checks in force on a resource, as the entry path reads them. Each field is one kind's
+/// part, built by that kind's `build` (see [`Chain::build`]) and checked by its stage.
+#[derive(Debug, Default)]
+pub(crate) struct Chain {
+    /// The authority rules (by origin), checked first.
+    pub(crate) authority: Vec<AuthorityRule>,
+    /// The smallest concurrency rule's limit (and its threshold as given), if any.
+    pub(crate) concurrency: Option<(u64, f64)>,
+    /// The adaptive concurrency limit, if an adaptive rule is in force.
+    pub(crate) adaptive: Option<Arc<AdaptiveLimit>>,
+    /// The QPS checks, in order.
+    pub(crate) gates: Vec<Arc<Gate>>,
+    /// The hotspot (per-parameter-value) checks, after the flow checks.
+    pub(crate) hotspots: Vec<HotspotGate>,
+    /// The circuit breakers, checked after the hotspot checks.
+    pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
+}
+
+/// A resource's rules in force, by kind, as the manager hands them to [`Chain::build`] (all
+/// validated and naming the resource).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ChainRules<'a> {
+    pub(crate) authority: &'a [AuthorityRule],
+    pub(crate) flow: &'a [FlowRule],
+    pub(crate) hotspot: &'a [HotspotRule],
+    pub(crate) breakers: &'a [CircuitBreakerRule],
+}
+
+/// What a builder may read of the resource: the time, its statistics (a new QPS gate starts
+/// with the passes already admitted in its window) and how to find another resource's
+/// statistics (a rule that relates to another resource).
+#[derive(Clone, Copy)]
+pub(crate) struct BuildContext<'a> {
+    pub(crate) now: u64,
+    pub(crate) stats: &'a NodeStats,
+    pub(crate) resolve: Resolve,
+}
+
+impl Chain {
+    /// The chain of `rules`, taking over from `old` what each kind keeps across a reload (a
+    /// gate's counts, a hotspot table, a breaker's state).
+    pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>) -> Chain {
+        let flow = flow::build(rules.flow, old, ctx);
+        Chain {
+            authority: authority::build(rules.authority),
+            concurrency: flow.concurrency,
+            adaptive: flow.adaptive,
+            gates: flow.gates,
+            hotspots: hotspot::build(rules.hotspot, &old.hotspots),
+            breakers: breaker::build(rules.breakers, &old.breakers, ctx.now),
+        }
+    }
+
+    /// Starts loading what the hotspot checks will read of the call's parameters (their
+    /// tables' lines, over a large table misses to memory), so that the misses overlap the work
+    /// before the checks. Only a hint: the checks are the same without it.
+    #[inline(always)]
+    pub(crate) fn prefetch_params(&self, params: &Params) {
+        for gate in &self.hotspots {
+            gate.prefetch(params);
+        }
+    }
+
+    /// No checks at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.authority.is_empty()
+            && self.concurrency.is_none()
+            && self.adaptive.is_none()
+            && self.gates.is_empty()
+            && self.hotspots.is_empty()
+            && self.breakers.is_empty()
+    }
+
+    /// Whether the chain needs the resource's count of calls inside.
+    pub(crate) fn counts_inside(&self) -> bool {
+        self.concurrency.is_some() || self.adaptive.is_some()
+    }
+}
+
+/// What the chain decided for an admitted call.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    /// The time the call counts at (the entry's clock reading, or later if a QPS window had
+    /// already moved past it).
+    pub(crate) at: u64,
+    /// When the caller's throttling turn comes, on the precise clock (0: pass now).
+    pub(crate) turn: u64,
+    /// The probe ticket, if a half-open breaker admitted the call as its probe.
+    pub(crate) probe: ProbeTicket,
+    /// 1 if the call took a place in the node's concurrency counter (a whole word: see
+    /// `entry::enter`).
+    pub(crate) counted: u64,
+    /// What each hotspot gate (by index in the chain) admitted.
+    pub(crate) hot: HotPasses,
+    /// [`INBOUND_CALL`] for inbound traffic, else 0.
+    pub(crate) inbound: u64,
+    /// What the system check reserved (`counted`: the call took a place in the system rules'
+    /// count of inbound calls inside).
+    pub(crate) system: SystemPass,
+}
+
+/// [`Admission::inbound`]: the call is inbound traffic.
+pub(crate) const INBOUND_CALL: u64 = 1;
+
+impl Admission {
+    /// A call with no checks, admitted at `at`.
+    #[inline]
+    pub(crate) fn at(at: u64) -> Admission {
+        Admission {
+            at,
+            ..Admission::default()
+        }
+    }
+
+    /// The places the call took in hotspot concurrency counters, which its exit gives back.
+    #[inline]
+    pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Slot)> + '_ {
+        self.hot.iter().filter_map(|&(i, pass)| match pass {
+            HotPass::Inside(slot) => Some((i, slot)),
+            _ => None,
+        })
+    }
+}
+
+/// The resource a call enters, as the checks see it: its name, its statistics and the checks
+/// in force (never the node type or the registry: see the layering in the crate docs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) name: &'static str,
+    pub(crate) stats: &'a NodeStats,
+}

@@ -1,0 +1,107 @@
+//! Check slots of the user's: the [`CheckSlot`] trait, what a slot sees of a call
+//! ([`SlotContext`]), and the process-wide list of registered slots, kept sorted by order.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+
+use super::chain::{Chain, Target};
+use crate::error::BlockError;
+use crate::stat::ResourceStats;
+
+/// What a check slot sees of the call being entered.
+#[derive(Debug)]
+pub struct SlotContext<'a> {
+    pub(super) target: Target<'a>,
+    pub(super) chain: &'a Chain,
+    pub(super) now: u64,
+    pub(super) count: u32,
+}
+
+impl SlotContext<'_> {
+    /// The resource being entered.
+    pub fn resource(&self) -> &'static str {
+        self.target.name
+    }
+
+    /// The resource's statistics over its second-level window, as
+    /// [`metrics::snapshot`](crate::metrics::snapshot) gives them.
+    pub fn stats(&self) -> ResourceStats {
+        let circuit = self.chain.breakers.iter().map(|b| b.state()).max();
+        ResourceStats::from_totals(self.target.stats.window(self.now), circuit)
+            .with_running(self.target.stats.totals())
+    }
+
+    /// How many passes the call asks for.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The time of the entry on the runtime clock, in nanoseconds (for slots after the flow
+    /// checks: the time the call counts at).
+    pub fn now_nanos(&self) -> u64 {
+        self.now
+    }
+}
+
+/// A user's rule check, run in the slot chain at its order.
+///
+/// ```
+/// use sentinel_runtime::slot::{register_check_slot, CheckSlot, SlotContext};
+/// use sentinel_runtime::{entry, BlockError, BlockKind};
+///
+/// struct DenyAdmin;
+/// impl CheckSlot for DenyAdmin {
+///     fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError> {
+///         if ctx.resource() == "doc-admin" {
+///             return Err(BlockError::custom(ctx.resource(), "admin is closed", 0.0));
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// register_check_slot(-3_000, DenyAdmin);
+/// assert_eq!(entry("doc-admin").unwrap_err().kind(), BlockKind::Custom);
+/// assert!(entry("doc-public").is_ok());
+/// ```
+///
+/// A panic in `check` reaches the caller of the entry after everything reserved for the call was
+/// given back (see the [module docs](super)).
+pub trait CheckSlot: Send + Sync + 'static {
+    /// Admits the call, or says why not.
+    fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError>;
+
+    /// A later check blocked a call this slot admitted: undo whatever `check` reserved.
+    fn cancel(&self, ctx: &SlotContext<'_>) {
+        let _ = ctx;
+    }
+}
+
+/// A registered slot and its order.
+pub(super) type Registered = (i32, Arc<dyn CheckSlot>);
+
+static CUSTOM: RwLock<Vec<Registered>> = RwLock::new(Vec::new());
+static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
+
+/// Adds a check to every resource's chain, run in ascending `order` (the built-in checks are at
+/// [`AUTHORITY_SLOT_ORDER`](super::AUTHORITY_SLOT_ORDER),
+/// [`SYSTEM_SLOT_ORDER`](super::SYSTEM_SLOT_ORDER), [`FLOW_SLOT_ORDER`](super::FLOW_SLOT_ORDER),
+/// [`HOTSPOT_SLOT_ORDER`](super::HOTSPOT_SLOT_ORDER) and
+/// [`CIRCUIT_BREAKER_SLOT_ORDER`](super::CIRCUIT_BREAKER_SLOT_ORDER); a custom slot with the
+/// same order as a built-in one runs after it).
+pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
+    let mut custom = CUSTOM.write().unwrap_or_else(PoisonError::into_inner);
+    let at = custom.partition_point(|(o, _)| *o <= order);
+    custom.insert(at, (order, Arc::new(slot)));
+    HAS_CUSTOM.store(true, Ordering::Release);
+}
+
+/// Whether any custom check slot is registered (then every entry runs the chain).
+#[inline(always)]
+pub(crate) fn has_custom() -> bool {
+    HAS_CUSTOM.load(Ordering::Acquire)
+}
+
+/// The registered slots, sorted by order.
+pub(super) fn registered() -> RwLockReadGuard<'static, Vec<Registered>> {
+    CUSTOM.read().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,157 @@
+//! The flow stage: the concurrency limit (fixed, or adaptive), then the QPS gates in order.
+//! A call takes a place in the resource's count of calls inside and a pass in each gate; a
+//! block gives back all of them.
+
+use std::sync::Arc;
+
+use super::chain::{BuildContext, Chain};
+use super::stages::Call;
+use super::{gate_successions, AdaptiveLimit, Gate};
+use crate::error::BlockError;
+use crate::rules::flow::{FlowMetric, FlowRule};
+
+/// The flow part of a chain.
+#[derive(Default)]
+pub(crate) struct FlowChecks {
+    pub(crate) concurrency: Option<(u64, f64)>,
+    pub(crate) adaptive: Option<Arc<AdaptiveLimit>>,
+    pub(crate) gates: Vec<Arc<Gate>>,
+}
+
+/// The flow checks of `rules`. A gate of the same shape as one in `old` is kept with the new
+/// threshold (its counts stay); a new gate starts with the passes the resource admitted in its
+/// window; the adaptive limit is kept while its settings are unchanged.
+pub(crate) fn build(rules: &[FlowRule], old: &Chain, ctx: &BuildContext<'_>) -> FlowChecks {
+    let mut checks = FlowChecks::default();
+    // The gate each QPS rule takes over, decided before any threshold is set in place.
+    let gated: Vec<&FlowRule> = rules
+        .iter()
+        .filter(|r| r.metric == FlowMetric::Qps)
+        .collect();
+    let mut successions = gate_successions(&old.gates, &gated).into_iter();
+    for rule in rules {
+        match rule.metric {
+            FlowMetric::AdaptiveConcurrency => {
+                // One adaptive limit per resource: the first rule's (validation refuses none of
+                // them; a second would only duplicate the first's measurements).
+                if checks.adaptive.is_none() {
+                    let settings = rule.adaptive_settings();
+                    checks.adaptive = Some(match &old.adaptive {
+                        Some(kept) if *kept.config() == settings => Arc::clone(kept),
+                        _ => Arc::new(AdaptiveLimit::new(settings)),
+                    });
+                }
+            }
+            FlowMetric::Concurrency => {
+                let limit = rule.threshold.floor() as u64;
+                if !matches!(checks.concurrency, Some((held, _)) if held <= limit) {
+                    checks.concurrency = Some((limit, rule.threshold));
+                }
+            }
+            FlowMetric::Qps => {
+                let kept = successions.next().flatten().and_then(|i| old.gates.get(i));
+                let gate = match kept {
+                    Some(gate) => {
+                        gate.set_threshold(rule.threshold);
+                        Arc::clone(gate)
+                    }
+                    None => {
+                        let recent = |since: u64, f: &mut dyn FnMut(u64, u64, u64)| {
+                            ctx.stats.recent_passes(ctx.now, since, &mut *f)
+                        };
+                        Arc::new(Gate::new(rule, ctx.now, ctx.resolve, &recent))
+                    }
+                };
+                checks.gates.push(gate);
+            }
+        }
+    }
+    checks
+}
+
+/// The stage's check: the concurrency limit, then the QPS gates. The latest throttling turn
+/// among the gates goes into the call's admission.
+#[inline]
+pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
+    let resource = call.target.name;
+    if call.counter.is_tracking() {
+        let fixed = call.chain.concurrency.map(|(limit, _)| limit);
+        let adaptive = call.chain.adaptive.as_ref().map(|a| a.limit());
+        let limit = match (fixed, adaptive) {
+            (Some(f), Some(a)) => Some(f.min(a)),
+            (f, a) => f.or(a),
+        };
+        if !call.counter.try_acquire(limit) {
+            if let Some(a) = &call.chain.adaptive {
+                a.on_block(call.out.at); // ends a probe past its deadline
+            }
+            return Err(concurrency_block(resource, call.chain, fixed, adaptive));
+        }
+        call.out.counted = 1;
+    }
+    let mut turn = 0;
+    // A gate whose window has moved past `at` counts the call later; the gates before it then
+    // check again at that time, so that every gate counts the call at the time it is recorded.
+    for _round in 0..3 {
+        let mut moved = false;
+        for gate in call.chain.gates.iter() {
+            let pass = gate.try_enter(resource, call.out.at, call.count)?;
+            turn = turn.max(pass.turn);
+            if pass.at > call.out.at && call.gates > 0 {
+                cancel_gates(call);
+                gate.cancel(pass.at, call.count);
+                call.out.at = pass.at;
+                moved = true;
+                break;
+            }
+            call.out.at = call.out.at.max(pass.at);
+            call.gates += 1;
+        }
+        if !moved {
+            call.out.turn = call.out.turn.max(turn);
+            return Ok(());
+        }
+        turn = 0;
+    }
+    // Still moving after three rounds: the clock is racing past bucket boundaries faster than
+    // the check runs. Refusing is always safe.
+    cancel_gates(call);
+    Err(call.chain.gates.first().map_or_else(
+        || BlockError::flow(resource, 0.0, 1_000),
+        |g| g.block_error(resource),
+    ))
+}
+
+/// Gives back the passes the admitting gates took.
+fn cancel_gates(call: &mut Call<'_>) {
+    for gate in &call.chain.gates[..call.gates] {
+        gate.cancel(call.out.at, call.count);
+    }
+    call.gates = 0;
+}
+
+/// Gives back the gates' passes and the place inside.
+pub(crate) fn release(call: &mut Call<'_>) {
+    cancel_gates(call);
+    if call.out.counted != 0 {
+        call.counter.release();
+        call.out.counted = 0;
+    }
+}
+
+/// The block of a call over the concurrency limit: the fixed rule's, or the adaptive one's if
+/// that is the lower.
+#[cold]
+fn concurrency_block(
+    resource: &'static str,
+    chain: &Chain,
+    fixed: Option<u64>,
+    adaptive: Option<u64>,
+) -> BlockError {
+    match adaptive {
+        Some(a) if fixed.is_none_or(|f| a < f) => {
+            BlockError::concurrency(resource, a as f64).because("adaptive limit")
+        }
+        _ => BlockError::concurrency(resource, chain.concurrency.map_or(0.0, |(_, given)| given)),
+    }
+}
