@@ -51,6 +51,7 @@ pub(crate) fn sentinel(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// Anything but a function with a body: the item unchanged, with an error at its first token.
 fn not_a_function(item: TokenStream) -> TokenStream {
     let message = match syn::parse2::<syn::TraitItemFn>(item.clone()) {
         Ok(f) if f.default.is_none() => {
@@ -87,6 +88,7 @@ struct Names {
 }
 
 impl Names {
+    /// Every name, at the mixed site.
     fn new() -> Names {
         let name = |name: &str| syn::Ident::new(name, Span::mixed_site());
         Names {
@@ -116,6 +118,7 @@ struct Shape<'a> {
 }
 
 impl<'a> Shape<'a> {
+    /// The shape of `sig`'s return.
     fn of(sig: &'a syn::Signature) -> Shape<'a> {
         let (declared, opaque) = match &sig.output {
             ReturnType::Type(_, ty) if mentions_impl(ty) => (None, true),
