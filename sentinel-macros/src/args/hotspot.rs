@@ -69,9 +69,9 @@ pub(super) fn hotspot(
     if let Some(HotspotLimit::Qps(threshold)) = limit {
         let qps = get("qps").map(|(_, v)| v);
         let window_ms = window.map_or(1_000, |w| w.value);
-        hotspot_debt(threshold, window_ms, qps, burst, errors);
+        debt(threshold, window_ms, qps, burst, errors);
         if strict == Some(true) {
-            hotspot_strict_burst(threshold, window_ms, burst, errors);
+            strict_burst(threshold, window_ms, burst, errors);
         }
     }
     Some(Hotspot {
@@ -182,6 +182,7 @@ fn strict(list: &Group, errors: &mut Errors) -> Option<bool> {
 /// `window` and `max_wait`, each within the run-time's limit.
 fn waits(list: &Group, errors: &mut Errors) -> (Option<WithSpan<u64>>, Option<WithSpan<u64>>) {
     let get = |name: &str| list.get(name);
+    // Checked here against the hotspot rule's own limits, not among `Args::durations`.
     let mut durations = Vec::new();
     let window =
         get("window").and_then(|(k, v)| duration_arg(k, v, "window", &mut durations, errors));
@@ -213,12 +214,7 @@ fn waits(list: &Group, errors: &mut Errors) -> (Option<WithSpan<u64>>, Option<Wi
 /// With `strict = true`, `1 + burst` calls at once must fit in the threshold's whole calls, and
 /// what a value owes from idle (`1 + burst` intervals of `window / (floor(qps) - burst)`) in
 /// the run-time's clock (its validation refuses the rule otherwise).
-fn hotspot_strict_burst(
-    threshold: f64,
-    window_ms: u64,
-    burst: Option<WithSpan<u32>>,
-    errors: &mut Errors,
-) {
+fn strict_burst(threshold: f64, window_ms: u64, burst: Option<WithSpan<u32>>, errors: &mut Errors) {
     let Some(b) = burst.filter(|_| threshold > 0.0) else {
         return;
     };
@@ -256,7 +252,7 @@ fn hotspot_strict_burst(
 /// What one value of a `qps` hotspot limit may owe from idle must fit in the run-time's clock
 /// (its validation refuses the rule otherwise): `threshold + burst` calls of
 /// `window / threshold` each, at most `MAX_HOTSPOT_DEBT_NANOS`.
-fn hotspot_debt(
+fn debt(
     threshold: f64,
     window_ms: u64,
     qps: Option<&Expr>,
