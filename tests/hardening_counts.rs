@@ -1,4 +1,4 @@
-//! Hardening: counters must neither overflow nor saturate ("Harden the core", bugs 1 and 2).
+//! Hardening: counters neither overflow nor saturate.
 //!
 //! Every test installs the MockClock first: it fixes time and serialises the tests of this
 //! binary, which share the process-wide rules and registry. Each test uses its own resource
@@ -77,9 +77,9 @@ fn hammer(resource: &'static str, batch: u32, calls: u64) -> (u64, u64) {
     })
 }
 
-/// Bug 1: batches of `MAX_THRESHOLD` passes against a `MAX_THRESHOLD` rule. Today a window
-/// counter carries into its period tag after some 32k calls, and every caller then spins forever
-/// inside the QPS gate.
+/// Batches of `MAX_THRESHOLD` passes against a `MAX_THRESHOLD` rule: a bucket never holds more
+/// than the threshold, so its count cannot carry into its period tag (which after some 32k
+/// calls would leave every caller spinning forever inside the QPS gate).
 #[test]
 fn max_threshold_batches_from_eight_threads_finish_and_never_overshoot() {
     const R: &str = "hc-overflow-batches";
@@ -121,7 +121,7 @@ fn max_threshold_batches_from_eight_threads_finish_and_never_overshoot() {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 1: a request for more than the threshold is blocked at once.
+/// A request for more than the threshold is blocked at once.
 #[test]
 fn a_batch_larger_than_the_threshold_is_blocked_at_once() {
     const R: &str = "hc-batch-too-big";
@@ -143,8 +143,8 @@ fn a_batch_larger_than_the_threshold_is_blocked_at_once() {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 2a: 1000 calls of exactly 10 s each, all finishing in one 100 ms bucket: the response
-/// time sum (10^10 us) must not saturate at u32::MAX us.
+/// 1000 calls of exactly 10 s each, all finishing in one 100 ms bucket: the response time sum
+/// (10^10 us) does not saturate at u32::MAX us.
 #[test]
 fn average_response_time_of_a_thousand_ten_second_calls_is_ten_seconds() {
     const R: &str = "hc-avg-rt";
@@ -171,8 +171,8 @@ fn average_response_time_of_a_thousand_ten_second_calls_is_ten_seconds() {
     assert_eq!(s.concurrency, 0, "{s:?}");
 }
 
-/// Bug 2b: one call of two hours: its response time (7.2e9 us) does not fit 32 bits of
-/// microseconds, and must still be reported, as the minimum and the average of its second.
+/// One call of two hours: its response time (7.2e9 us) does not fit 32 bits of microseconds,
+/// and is still reported, as the minimum and the average of its second.
 #[test]
 fn a_two_hour_call_reports_its_response_time_in_the_last_minute() {
     const R: &str = "hc-two-hours";
@@ -201,8 +201,8 @@ fn a_two_hour_call_reports_its_response_time_in_the_last_minute() {
     );
 }
 
-/// Bug 2c: two batches of u32::MAX passes on a resource without rules: the pass count of one
-/// bucket must not saturate at u32::MAX.
+/// Two batches of u32::MAX passes on a resource without rules: the pass count of one bucket
+/// does not saturate at u32::MAX.
 #[test]
 fn two_batches_of_u32_max_passes_count_twice() {
     const R: &str = "hc-u32-max-passes";

@@ -1,5 +1,5 @@
 //! Hardening: breaker state across unloading, warm-up from cold, the mock clock's range, and
-//! validation bounds ("Harden the core", bugs 7 to 10).
+//! validation bounds.
 //!
 //! Every test that enters resources installs the MockClock first: it fixes time and serialises
 //! the tests of this binary, which share the process-wide rules and registry. Each test uses its
@@ -21,8 +21,8 @@ fn circuit(resource: &str) -> Option<CircuitState> {
         .circuit
 }
 
-/// Bug 7: a breaker that was unloaded and loaded again is a new breaker: closed. Today the node
-/// keeps every breaker it ever had and reuses an identical rule's, still open.
+/// A breaker that was unloaded and loaded again is a new breaker: closed. An identical rule
+/// loaded again after an unload does not take over the open state of the one unloaded.
 #[test]
 fn a_breaker_unloaded_and_loaded_again_starts_closed() {
     const R: &str = "hd-breaker-reload";
@@ -60,10 +60,11 @@ fn a_breaker_unloaded_and_loaded_again_starts_closed() {
     rules::load_circuit_breaker_rules(vec![]).unwrap();
 }
 
-/// Bug 8: a warm-up rule starts cold, whatever the clock's reading. Today the curve's tokens
-/// are filled from time 0 of the clock (machine boot), so a rule loaded less than half its
-/// warm-up period after boot starts warm. The mock clock starts a few hours after the real
-/// clock's reading: here a 10 h warm-up starts warm on a machine up for less than about 3 h.
+/// A warm-up rule starts cold, whatever the clock's reading: its curve is built cold (tokens
+/// full) when the rule is loaded. Tokens counted from time 0 of the clock (machine boot) would
+/// make a rule loaded less than half its warm-up period after boot start warm; the mock clock
+/// starts a few hours after the real clock's reading, so a 10 h warm-up checks this on a
+/// machine up for less than about 3 h.
 #[test]
 fn a_warm_up_rule_starts_cold_whatever_the_uptime() {
     const R: &str = "hd-warm-up";
@@ -87,8 +88,9 @@ fn a_warm_up_rule_starts_cold_whatever_the_uptime() {
 
 const CHILD_ENV: &str = "SENTINEL_HARDENING_CLOCK_CHILD";
 
-/// Bug 9: `MockClock::advance(Duration::MAX)` must not move time backwards. Today it wraps
-/// around the u64 of nanoseconds and lands one nanosecond before where it started.
+/// `MockClock::advance(Duration::MAX)` never moves time backwards: a step is capped within the
+/// room left in the clock's u64 of nanoseconds, so the reading never wraps around to before
+/// where it started.
 ///
 /// Pushing the clock to the end of its range would break every later test of this process, so
 /// the test runs in a child process (this test binary, running only this test).
@@ -131,7 +133,8 @@ fn advancing_the_mock_clock_by_duration_max_never_goes_backwards() {
     );
 }
 
-/// Bug 10: values that validate but cannot work are refused by validation.
+/// Values of the right type that cannot work (a cold factor of 1e308, a recovery of
+/// `Duration::MAX`) are refused by validation.
 #[test]
 fn validation_refuses_a_huge_cold_factor_and_an_endless_recovery() {
     let warm = FlowRule::qps("hd-validate", 1.0).warm_up(Duration::from_secs(10), 1e308);

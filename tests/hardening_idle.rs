@@ -1,8 +1,11 @@
-//! Hardening: rules and statistics keep working after long idle gaps ("Harden the core", bug 3).
+//! Hardening: rules and statistics keep working after long idle gaps.
 //!
-//! Today every window counter carries a 32-bit period tag: after 2^31 idle periods (25 days of
-//! 1 ms buckets, 7 years of 100 ms buckets) a stale counter is taken for a newer one, and the
-//! rule blocks everything or the statistics drop the new calls.
+//! A window counter whose period were kept in a 32-bit tag and compared as such would, after
+//! 2^31 idle periods (25 days of 1 ms buckets, 7 years of 100 ms buckets), take a stale counter
+//! for a newer one: the rule would block everything or the statistics drop the new calls. The
+//! statistics keep each bucket's period in full, and the QPS ring retags every bucket that
+//! enters it, so its tags are only compared within the ring's span; these tests cross those
+//! gaps.
 //!
 //! Every test installs the MockClock first: it fixes time and serialises the tests of this
 //! binary, which share the process-wide rules and registry. Each test uses its own resource
@@ -38,7 +41,7 @@ fn first_pass(passes: usize, calls: usize) -> Vec<bool> {
     (0..calls).map(|i| i < passes).collect()
 }
 
-/// Bug 3a: 1 ms buckets, idle 30 days (2.6e9 periods, past 2^31), then 10 days more.
+/// 1 ms buckets, idle 30 days (2.6e9 periods, past 2^31), then 10 days more.
 #[test]
 fn one_ms_buckets_admit_the_threshold_after_30_and_10_idle_days() {
     const R: &str = "hi-1ms-buckets";
@@ -69,8 +72,7 @@ fn one_ms_buckets_admit_the_threshold_after_30_and_10_idle_days() {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 3b: a circuit breaker with 1 ms buckets left idle 40 days must still count errors and
-/// open.
+/// A circuit breaker with 1 ms buckets left idle 40 days still counts errors and opens.
 #[test]
 fn a_breaker_idle_for_40_days_still_opens_on_errors() {
     const R: &str = "hi-breaker";
@@ -112,7 +114,7 @@ fn a_breaker_idle_for_40_days_still_opens_on_errors() {
     rules::load_circuit_breaker_rules(vec![]).unwrap();
 }
 
-/// Bug 3c: the default window (100 ms buckets) left idle 7 years (2.2e9 periods, past 2^31).
+/// The default window (100 ms buckets) left idle 7 years (2.2e9 periods, past 2^31).
 #[test]
 fn a_default_qps_rule_idle_for_7_years_admits_its_threshold() {
     const R: &str = "hi-seven-years";
@@ -132,10 +134,10 @@ fn a_default_qps_rule_idle_for_7_years_admits_its_threshold() {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 3d: the statistics of a call made after 10 and after 12 idle years (3.2e9 and 3.8e9
-/// periods of 100 ms). Today a gap whose period count lies within 2^30 below a multiple of 2^32
-/// (10.2 to 13.6 years) is taken for a step back in time: the call is added to the stale
-/// counter and neither the snapshot nor the last minute shows it.
+/// The statistics of a call made after 10 and after 12 idle years (3.2e9 and 3.8e9 periods of
+/// 100 ms): gaps whose period count lies within 2^30 below a multiple of 2^32 (10.2 to 13.6
+/// years), which a comparison of 32-bit tags would take for a step back in time, adding the
+/// call to the stale counter where neither the snapshot nor the last minute shows it.
 #[test]
 fn statistics_count_a_call_after_10_and_12_idle_years() {
     const R10: &str = "hi-ten-years";

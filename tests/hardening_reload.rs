@@ -1,5 +1,4 @@
-//! Hardening: stale clock readings, rule reloads and panicking user code ("Harden the core",
-//! bugs 4, 5 and 6).
+//! Hardening: stale clock readings, rule reloads and panicking user code.
 //!
 //! Own test binary: the check slots and the state listener registered here are process-wide
 //! (each acts only on its own resource names). Every test installs the MockClock first: it fixes
@@ -109,10 +108,10 @@ fn passes_per_second(resource: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Bug 4: `qps = 2`; two calls pass at +0 ms. A caller reads the clock at +999 ms and is
-/// preempted (paused by a check slot that runs before the flow check); meanwhile the clock moves
-/// to `resume_at_ms`, where the window no longer holds the first two passes, and another call
-/// passes; then the stale caller goes on.
+/// A stale clock reading: `qps = 2`; two calls pass at +0 ms. A caller reads the clock at
+/// +999 ms and is preempted (paused by a check slot that runs before the flow check); meanwhile
+/// the clock moves to `resume_at_ms`, where the window no longer holds the first two passes, and
+/// another call passes; then the stale caller goes on.
 fn stale_reading(resource: &'static str, strict: bool, resume_at_ms: u64) {
     install_user_code();
     let clock = MockClock::install();
@@ -184,27 +183,28 @@ fn stale_reading(resource: &'static str, strict: bool, resume_at_ms: u64) {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 4, default window: the stale caller resumes after a call at +1000 ms. Today the gate
-/// counts it in the +1000 ms bucket but the statistics at +999 ms: second 0 shows 3 passes.
+/// Default window: the stale caller resumes after a call at +1000 ms. The gate counts it in the
+/// +1000 ms bucket, and the statistics record it where the gate counted it: recorded at
+/// +999 ms, second 0 would show 3 passes.
 #[test]
 fn a_stale_clock_reading_never_puts_more_than_the_threshold_in_one_second() {
     stale_reading("hr-stale-default", false, 1_000);
 }
 
-/// Bug 4, strict window. The strict bound is "at most `threshold` passes in any true window of
+/// Strict window. The strict bound is "at most `threshold` passes in any true window of
 /// 1 s". The schedule is chosen so that the window it would break is exactly second 0,
 /// [+0 ms, +1000 ms), which `last_minute` reports: passes at +0 ms (2), the stale reading at
 /// +999 ms, and a call at +1100 ms (the first time the strict window, 11 buckets of 100 ms, no
 /// longer holds +0 ms). Checked: second 0 and second 1 each hold at most 2 passes, and the
-/// seconds together hold exactly the admitted calls. Today second 0 shows 3 passes.
+/// seconds together hold exactly the admitted calls (not 3 passes in second 0).
 #[test]
 fn a_stale_clock_reading_never_breaks_the_strict_bound() {
     stale_reading("hr-stale-strict", true, 1_100);
 }
 
-/// Bug 5a: four QPS rules of different shapes loaded in turn within one second: a reload never
-/// grants again what the previous rule already admitted. Today each new shape starts an empty
-/// gate: 40 passes.
+/// Four QPS rules of different shapes loaded in turn within one second: a reload never grants
+/// again what the previous rule already admitted (a new shape starting from an empty gate
+/// would let 40 calls pass).
 #[test]
 fn reloading_rules_of_other_shapes_within_a_second_never_grants_a_second_budget() {
     const R: &str = "hr-reload-shapes";
@@ -233,8 +233,8 @@ fn reloading_rules_of_other_shapes_within_a_second_never_grants_a_second_budget(
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 5b: a concurrency rule loaded while calls are inside counts them. Today the new gate
-/// starts at 0 inside, and the calls that entered before it never release it.
+/// A concurrency rule loaded while calls are inside counts them, and their exits release it
+/// (a new gate starting at 0 inside would admit too many, then never see those calls leave).
 #[test]
 fn a_concurrency_rule_loaded_while_calls_are_inside_counts_them() {
     const R: &str = "hr-reload-concurrency";
@@ -271,10 +271,10 @@ fn a_concurrency_rule_loaded_while_calls_are_inside_counts_them() {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 6a: a check slot that panics after the concurrency check. Expected: the slot's panic
-/// reaches the caller (it is the user's own code failing), and whatever the chain had reserved
-/// for that call (here a concurrency permit) is given back. Today each panic leaks a permit:
-/// after two, every call is blocked.
+/// A check slot that panics after the concurrency check: the slot's panic reaches the caller
+/// (it is the user's own code failing), and whatever the chain had reserved for that call (here
+/// a concurrency permit) is given back; a permit kept per panic would block every call after
+/// two.
 #[test]
 fn a_panicking_check_slot_reaches_the_caller_and_leaks_no_permit() {
     const R: &str = PANIC_SLOT_RESOURCE;
@@ -309,10 +309,10 @@ fn a_panicking_check_slot_reaches_the_caller_and_leaks_no_permit() {
     rules::load_flow_rules(vec![]).unwrap();
 }
 
-/// Bug 6b: a state listener that panics when the breaker opens. Expected: the listener's panic
-/// is contained (the call whose exit opened the breaker does not panic), and that exit is still
-/// recorded in full: complete and error counted, concurrency back to 0, the concurrency
-/// permit released. Today the panic escapes the entry's drop halfway, before the statistics.
+/// A state listener that panics when the breaker opens: the listener's panic is contained (the
+/// call whose exit opened the breaker does not panic), and that exit is still recorded in full:
+/// complete and error counted, concurrency back to 0, the concurrency permit released; a panic
+/// escaping the entry's drop halfway would skip the statistics.
 #[test]
 fn a_panicking_state_listener_is_contained_and_the_exit_is_recorded() {
     const R: &str = PANIC_LISTENER_RESOURCE;
@@ -355,9 +355,8 @@ fn a_panicking_state_listener_is_contained_and_the_exit_is_recorded() {
 }
 
 /// Two throttling rules of one shape (same window and `max_wait`), 10/s and 100/s: loaded again
-/// in the other order, each keeps its own pacing. Before, the rules took the kept gates in list
-/// order, so the 10/s rule inherited the 100/s rule's latest turn and let a call through 90 ms
-/// early.
+/// in the other order, each keeps its own pacing (the kept gates taken in list order would give
+/// the 10/s rule the 100/s rule's latest turn and let a call through 90 ms early).
 #[test]
 fn a_reload_that_reorders_the_same_throttling_rules_keeps_each_ones_pace() {
     let clock = MockClock::install();

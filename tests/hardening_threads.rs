@@ -1,5 +1,5 @@
-//! Hardening: the window bounds hold under threads while the clock moves ("Harden the core",
-//! bug 4, stale clock readings, under real concurrency).
+//! Hardening: the window bounds hold under threads while the clock moves (stale clock
+//! readings, under real concurrency).
 //!
 //! Eight threads released by a barrier call `entry(r)` in a loop while the main thread moves the
 //! MockClock forward in 1 ms steps, waiting between steps until the threads have made a few more

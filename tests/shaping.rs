@@ -15,8 +15,8 @@ use sentinel_runtime::{entry, metrics, sentinel, BlockError, BlockKind};
 const SECOND: Duration = Duration::from_secs(1);
 
 /// Sentinel's warm-up token model, second by second under full load: the calls admitted in
-/// each second when `offered` arrive at its start. A plain transcription of the formulas in the
-/// issue, independent of the runtime's code.
+/// each second when `offered` arrive at its start. A plain transcription of Sentinel's warm-up
+/// formulas (its `WarmUpController`), independent of the runtime's code.
 fn warm_up_reference(
     threshold: f64,
     period_s: f64,

@@ -1,5 +1,5 @@
-//! The QPS window against a plain reference model, on random schedules ("Harden the core":
-//! packed counters need proofs, not hopes).
+//! The QPS window against a plain reference model, on random schedules (packed counters need
+//! proofs, not hopes).
 //!
 //! Each case loads one QPS rule of a random shape (buckets of 1 ms to 1 s, 1 to 60 of them,
 //! default or strict mode, threshold 1 to 1000, whole or fractional) on a fresh resource, then

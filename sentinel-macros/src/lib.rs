@@ -11,7 +11,6 @@ mod args;
 mod duration;
 mod errors;
 mod expand;
-mod fn_pointer;
 mod limits;
 mod valid;
 

@@ -70,12 +70,20 @@ pub(crate) fn single_attribute(func: &ItemFn, errors: &mut Errors) {
 }
 
 /// `()`, however parenthesized.
-pub(crate) fn is_unit(ty: &Type) -> bool {
+fn is_unit(ty: &Type) -> bool {
     match ty {
         Type::Tuple(t) => t.elems.is_empty(),
         Type::Group(g) => is_unit(&g.elem),
         Type::Paren(p) => is_unit(&p.elem),
         _ => false,
+    }
+}
+
+/// Whether the function returns `()`, written or not: never a `Result`.
+pub(crate) fn returns_unit(sig: &syn::Signature) -> bool {
+    match &sig.output {
+        ReturnType::Default => true,
+        ReturnType::Type(_, ty) => is_unit(ty),
     }
 }
 
@@ -191,10 +199,7 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
     }
     // Whether any other return type is a `Result` is decided by the type system (an alias is
     // one), through `fallback::BlockedValue` and `__private::ResultValue`; `()` never is.
-    let returns_unit = match &sig.output {
-        ReturnType::Default => true,
-        ReturnType::Type(_, ty) => is_unit(ty),
-    };
+    let returns_unit = returns_unit(sig);
     if !args.fallback_given && returns_unit {
         let message = "#[sentinel] needs `fallback = ...` here: when a call is blocked the \
                        function must still return a value, and only a `Result` can carry the \

@@ -33,7 +33,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    /// The budget: every asset of the page together at most 80 KB gzipped. Measured
+    /// The page's budget: every asset of the page together at most 80 KB gzipped. Measured
     /// with the system's `gzip -9` when it is there (no compression crate just for a test).
     #[test]
     fn the_page_s_assets_fit_80_kb_gzipped() {

@@ -38,7 +38,7 @@ use crate::slot::qps_ring::{QpsRing, MAX_COUNT};
 const MS: u64 = 1_000_000;
 
 /// Whether the property test rolls back reservations whose period lies `2^32` or more buckets
-/// behind the head (the regression of
+/// behind the head (the case of
 /// [`a_rollback_after_2_pow_32_buckets_leaves_a_later_period_alone`]).
 const ROLLBACK_ACROSS_A_TAG_WRAP: bool = true;
 
@@ -289,13 +289,13 @@ proptest! {
     }
 }
 
-/// BUG (slot/qps_ring.rs, `rollback`): a rollback compares only the 32-bit tag, so once the
-/// head is `2^32 * k + d` periods past the reservation (`d` < the ring's length), the bucket of
-/// the reservation's period holds a *later* period with the same tag, and the rollback takes
-/// the passes out of that later period. The module docs promise the opposite ("subtract the
+/// A rollback of a period that left the ring is a no-op, also once the head is `2^32 * k + d`
+/// periods past the reservation (`d` < the ring's length): the bucket of the reservation's
+/// period then holds a *later* period with the same 32-bit tag, and a rollback that compared
+/// only the tag would take the passes out of that later period, an over-admission (here 2
+/// passes in a window with a limit of 1). The module docs promise the no-op ("subtract the
 /// count if the bucket still carries the period's tag ... a move of the head already dropped
-/// it otherwise"; "tags compared within that range cannot alias"), and the consequence is an
-/// over-admission: here 2 passes in a window with a limit of 1.
+/// it otherwise"; "tags compared within that range cannot alias").
 ///
 /// Timeline (1 ms buckets, N = 10, limit 1): a call is admitted at period p and held (a
 /// throttled or slow call whose later check has not decided yet); 2^32 buckets later (about
@@ -304,8 +304,8 @@ proptest! {
 /// p + 2^32 disappears, and a third call is admitted in the same window.
 ///
 /// Expected: the rollback is a no-op (period p left the ring long ago), the third call is
-/// blocked, held() stays 1. Before the fix (a rollback compared only the 32-bit tag): held()
-/// dropped to 0 and the third call was admitted.
+/// blocked, held() stays 1. A rollback by the 32-bit tag alone would drop held() to 0 and admit
+/// the third call.
 #[test]
 fn a_rollback_after_2_pow_32_buckets_leaves_a_later_period_alone() {
     let bucket = MS;

@@ -49,7 +49,7 @@ mod tests {
 
     #[test]
     fn a_replaced_gate_frees_the_related_name() {
-        // Every reload that builds a related gate used to leak a copy of the name.
+        // A reload replaces the gate: the related name it holds goes with it.
         let gate = RelatedGate::new("related-name", 10.0, |_| None);
         let name = Arc::downgrade(&gate.related);
         assert!(gate.admits(0, 1), "no traffic on the related resource yet");
