@@ -8,7 +8,6 @@ use crate::clock;
 use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
 use crate::param::Params;
-use crate::rules;
 use crate::slot::param_table::Slot;
 use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL};
 use crate::stat::BlockTotals;
@@ -36,7 +35,7 @@ pub fn entry(resource: &str) -> Result<Entry, BlockError> {
     // Not through `EntryBuilder`: with no parameters known at compile time, the checks that
     // only parameters, origins or inbound entries need are left out of this path.
     let slot = thread_slot();
-    let node = rules::node_by_name(resource);
+    let node = crate::registry::node_by_name(resource);
     enter_in(slot, node, 1, &Params::NONE)
 }
 
@@ -155,7 +154,7 @@ impl<'a> EntryBuilder<'a> {
     #[inline]
     pub fn enter(self) -> Result<Entry, BlockError> {
         let slot = thread_slot();
-        let node = rules::node_by_name(self.resource);
+        let node = crate::registry::node_by_name(self.resource);
         self.teach_names(node);
         enter_in(slot, node, self.count, &self.params)
     }
@@ -166,7 +165,7 @@ impl<'a> EntryBuilder<'a> {
         if let Some(names) = self.param_names {
             if !node.knows_param_names() {
                 let names: Vec<Option<&str>> = names.iter().copied().map(Some).collect();
-                rules::learn_param_names(node, &names);
+                crate::manager::learn_param_names(node, &names);
             }
         }
     }
@@ -190,7 +189,7 @@ impl<'a> EntryBuilder<'a> {
     pub fn enter_async(
         self,
     ) -> impl std::future::Future<Output = Result<Entry, BlockError>> + Send + 'static {
-        let node = rules::node_by_name(self.resource);
+        let node = crate::registry::node_by_name(self.resource);
         self.teach_names(node);
         let (count, params) = (self.count, self.params);
         async move {

@@ -257,11 +257,11 @@ impl StaticNode {
         for error in defaults.validated() {
             eprintln!("sentinel: a default rule of the attribute was not put in force: {error}");
         }
-        let node = crate::rules::defined_node(self.name, &defaults);
+        let node = crate::manager::defined_node(self.name, &defaults);
         // Also without params: the resource is then known to supply none, and a rule naming
         // one is refused at load.
         let names: Vec<Option<&str>> = self.param_names.iter().copied().map(Some).collect();
-        crate::rules::learn_param_names(node, &names);
+        crate::manager::learn_param_names(node, &names);
         node
     }
 

@@ -25,7 +25,7 @@
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, PoisonError, RwLock};
 
 use crate::node::ResourceNode;
 use crate::sync::NameTable;
@@ -108,6 +108,84 @@ pub(crate) fn get_or_create(
         init(node);
         Some(node)
     })
+}
+
+/// How the rule manager creates a node by name: `(name, known_only)` -> the node, `None` if
+/// the cap refuses it or, with `known_only`, if no loaded rule names it.
+pub(crate) type CreateHook = fn(&str, bool) -> Option<&'static ResourceNode>;
+
+/// The manager's creation, once it is in use. Creation by name holds the read side, so a
+/// creation that started without the hook has finished (and a load after the installation
+/// sees its node) before the hook is in place.
+static CREATE_HOOK: RwLock<Option<CreateHook>> = RwLock::new(None);
+
+/// Installs the rule manager's creation of nodes by name (see [`CreateHook`]).
+pub(crate) fn install_create_hook(hook: CreateHook) {
+    *CREATE_HOOK.write().unwrap_or_else(PoisonError::into_inner) = Some(hook);
+}
+
+/// Creates `name` through the manager's hook, or plainly (capped) before it is installed.
+fn create(name: &str, known_only: bool) -> Option<&'static ResourceNode> {
+    let hook = CREATE_HOOK.read().unwrap_or_else(PoisonError::into_inner);
+    match *hook {
+        Some(create) => create(name, known_only),
+        None if known_only => None,
+        None => get_or_create(name, true, |_| {}),
+    }
+}
+
+/// The node of `name` for an entry by name: the existing node, else a new one with any loaded
+/// rules for it in force. A name that loaded rules mention always gets its node; any other new
+/// name counts against the cap on resources, and beyond it gets the shared overflow node (its
+/// entries pass unchecked).
+#[inline]
+pub(crate) fn node_by_name(name: &str) -> &'static ResourceNode {
+    match get(name) {
+        Some(node) => node,
+        None => create_by_name(name),
+    }
+}
+
+#[cold]
+fn create_by_name(name: &str) -> &'static ResourceNode {
+    create(name, false).unwrap_or_else(|| overflowed(name))
+}
+
+/// The node of `name` if it exists or loaded rules name it (then it is created), else `None`:
+/// no node for a name nothing knows yet (a gRPC method a client may have invented).
+#[cfg(feature = "tower")]
+#[inline]
+pub(crate) fn known_node(name: &str) -> Option<&'static ResourceNode> {
+    get(name).or_else(|| create(name, true))
+}
+
+/// The overflow node, for `name` refused by the cap (with the `tracing` feature: an event at
+/// most once a second).
+#[cold]
+fn overflowed(name: &str) -> &'static ResourceNode {
+    #[cfg(feature = "tracing")]
+    {
+        use std::sync::atomic::{AtomicU64, Ordering::*};
+        static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
+        let second = crate::clock::now_nanos() / 1_000_000_000 + 1;
+        let last = LAST_SECOND.load(Relaxed);
+        if last < second
+            && LAST_SECOND
+                .compare_exchange(last, second, AcqRel, Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(
+                target: "sentinel",
+                resource = name,
+                max_resources = max_resources(),
+                overflow_passes = overflow().stats().totals().pass,
+                "resource beyond the cap on resources: counted in the overflow node, unchecked"
+            );
+        }
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = name;
+    overflow()
 }
 
 /// The shared node of the entries beyond the cap.

@@ -153,7 +153,7 @@ pub fn circuit_breaker_transitions() -> Vec<(&'static str, CircuitState, Circuit
 /// assert!(refused);
 /// ```
 pub fn rule_loads() -> Vec<(&'static str, bool, u64)> {
-    crate::rules::load_counts()
+    crate::manager::load_counts()
 }
 
 /// Each rule file's last load ([`rules::load_file`](crate::rules::load_file) or a

@@ -688,8 +688,8 @@ use super::locate::{self, Located, Pos};
 use super::node::{Node, NodeError};
 use super::report;
 use super::sentinel_format;
-use super::set::{self, RuleSet, RuleSetError, RuleSetErrorEntry};
 use super::system::SystemRule;
+use crate::manager::set::{self, RuleSet, RuleSetError, RuleSetErrorEntry};
 
 // ----- what the rule types' serde attributes refer to ------------------------------------------
 

@@ -23,7 +23,6 @@
 pub(crate) mod adaptive;
 pub(crate) mod authority;
 pub(crate) mod breaker;
-mod budget;
 pub(crate) mod cluster;
 pub(crate) mod defaults;
 #[cfg(feature = "rule-files")]
@@ -32,7 +31,6 @@ pub(crate) mod flow;
 #[cfg(feature = "rule-files")]
 mod format;
 pub(crate) mod hotspot;
-mod load;
 #[cfg(feature = "rule-files")]
 mod locate;
 #[cfg(feature = "rule-files")]
@@ -41,13 +39,21 @@ mod node;
 mod report;
 #[cfg(feature = "rule-files")]
 mod sentinel_format;
-mod set;
 pub(crate) mod system;
-mod unmatched;
 #[cfg(feature = "rule-files")]
 mod watch;
 mod window;
 
+pub use crate::manager::{
+    authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules,
+};
+pub use crate::manager::{
+    circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules,
+};
+pub use crate::manager::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
+pub use crate::manager::{load_system_rules, system_rules};
+pub use crate::manager::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
+pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};
 /// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));
 /// a hotspot rule's `param_index` is below it.
 pub use crate::param::MAX_PARAMS;
@@ -57,7 +63,6 @@ pub use breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
     MAX_RECOVERY,
 };
-pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
 pub use cluster::{ClusterFallback, ClusterThreshold};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
@@ -69,18 +74,10 @@ pub use hotspot::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
     MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
 };
-#[cfg(feature = "tower")]
-pub(crate) use load::known_node;
-pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
-pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
-pub(crate) use load::{defined_node, learn_param_names, load_counts, node_by_name};
-pub use load::{load_system_rules, system_rules};
 #[cfg(feature = "rule-files")]
 pub(crate) use report::file_results;
 #[cfg(feature = "rule-files")]
 pub use report::MAX_REPORTED_FILES;
-pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
 pub use system::{SystemRule, MAX_SYSTEM_RT};
-pub use unmatched::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};
 #[cfg(feature = "rule-files")]
 pub use watch::{watch_file, RuleWatcher, WatchStatus};

@@ -14,7 +14,7 @@ use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use super::files::{self, format_of};
 use super::format::Format;
 use super::report::{self, content_version};
-use super::set::{self, RuleSet, RuleSetError};
+use crate::manager::set::{self, RuleSet, RuleSetError};
 
 /// A change is read once the directory has been quiet this long...
 const DEBOUNCE: Duration = Duration::from_millis(150);
@@ -177,7 +177,7 @@ impl RuleWatcher {
     /// When the rules were last loaded from the file, which content, and the latest error.
     pub fn status(&self) -> WatchStatus {
         let mut status = lock(&self.status).clone();
-        status.unmatched = super::unmatched::unmatched().len();
+        status.unmatched = crate::manager::unmatched().len();
         status
     }
 }

@@ -3,7 +3,7 @@
 
 use super::response::is_grpc_request;
 use super::{MatchedPath, View};
-use crate::rules::node_by_name;
+use crate::registry::node_by_name;
 
 /// A method as resource names spell it: a standard method by its name, `HEAD` as `GET` (routers
 /// such as axum run a `get` handler for `HEAD`: the same work is under the same rule), any other
@@ -234,7 +234,7 @@ pub(super) fn with_default_resource<R>(
     let result = match grpc_name(view, route) {
         Some((path, service)) => {
             name.push_str(path);
-            if let Some(node) = crate::rules::known_node(&name) {
+            if let Some(node) = crate::registry::known_node(&name) {
                 f(&name, None, Some(node))
             } else {
                 let mut unmatched = String::with_capacity(name.len() + 12);

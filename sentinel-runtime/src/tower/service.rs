@@ -17,7 +17,7 @@ use super::params::{client_ip, client_text, hash_client, hash_value, no_client_a
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::{Config, IsErrorFn, ParamSource, View};
 use crate::param::Params;
-use crate::rules::node_by_name;
+use crate::registry::node_by_name;
 use crate::{BlockError, Entry};
 
 /// The [`Service`] [`SentinelLayer`](super::SentinelLayer) wraps around an inner service. Clone when the inner
@@ -291,7 +291,7 @@ pub(super) fn admit(
         _ => default_node(view, learn),
     };
     if config.names_params && !node.knows_param_names() {
-        crate::rules::learn_param_names(node, &config.param_names);
+        crate::manager::learn_param_names(node, &config.param_names);
     }
     // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
     let reserved = crate::entry::reserve_with(node, 1, true, &params);

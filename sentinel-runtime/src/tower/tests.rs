@@ -169,9 +169,9 @@ fn default_names_never_use_the_raw_uri() {
     // A gRPC method is named by its path once known (here: a resource of that name exists),
     // and is `<unmatched>` before.
     assert_eq!(default_resource(&p), "POST:<unmatched>");
-    crate::rules::node_by_name("POST:/helloworld.Greeter/SayHello");
+    crate::registry::node_by_name("POST:/helloworld.Greeter/SayHello");
     assert_eq!(default_resource(&p), "POST:/helloworld.Greeter/SayHello");
-    crate::rules::node_by_name("POST:/_a.b_2.C/M_1");
+    crate::registry::node_by_name("POST:/_a.b_2.C/M_1");
     assert_eq!(
         default_resource(&grpc("/_a.b_2.C/M_1")),
         "POST:/_a.b_2.C/M_1"
@@ -183,13 +183,13 @@ fn default_names_never_use_the_raw_uri() {
         assert_eq!(default_resource(&grpc(path)), "POST:<unmatched>", "{path}");
     }
     // The query is not part of the path.
-    crate::rules::node_by_name("POST:/a.B/C");
+    crate::registry::node_by_name("POST:/a.B/C");
     assert_eq!(default_resource(&grpc("/a.B/C?x=1")), "POST:/a.B/C");
     let longest = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 5));
-    crate::rules::node_by_name(&format!("POST:{longest}"));
+    crate::registry::node_by_name(&format!("POST:{longest}"));
     assert_eq!(default_resource(&grpc(&longest)).len(), MAX_GRPC_PATH + 5);
     let longer = format!("/a.B/{}", "x".repeat(MAX_GRPC_PATH - 4));
-    crate::rules::node_by_name(&format!("POST:{longer}"));
+    crate::registry::node_by_name(&format!("POST:{longer}"));
     assert_eq!(default_resource(&grpc(&longer)), "POST:<unmatched>");
     let invented = parts(|b| b.method("BREW").uri("/pot"));
     assert_eq!(default_resource(&invented), "OTHER:<unmatched>");

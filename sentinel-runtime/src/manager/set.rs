@@ -4,12 +4,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::authority::AuthorityRule;
-use super::breaker::CircuitBreakerRule;
-use super::flow::FlowRule;
-use super::hotspot::HotspotRule;
-use super::system::SystemRule;
 use crate::error::RuleError;
+use crate::rules::authority::AuthorityRule;
+use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::flow::FlowRule;
+use crate::rules::hotspot::HotspotRule;
+use crate::rules::system::SystemRule;
 
 /// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
 /// every kind together) and what [`current`] returns.
@@ -343,8 +343,8 @@ impl std::error::Error for RuleSetError {}
 
 #[cfg(test)]
 mod tests {
+    use super::load::{CIRCUIT_BREAKER, FLOW};
     use super::*;
-    use crate::rules::load::{CIRCUIT_BREAKER, FLOW};
     use crate::rules::MAX_BREAKERS_PER_RESOURCE;
     use std::time::Duration;
 

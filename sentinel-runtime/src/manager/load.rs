@@ -5,17 +5,17 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-use super::authority::AuthorityRule;
-use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::budget;
-use super::flow::FlowRule;
-use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
-use super::system::SystemRule;
 use crate::clock;
 use crate::error::RuleError;
 use crate::node::ResourceNode;
 use crate::registry;
+use crate::rules::authority::AuthorityRule;
+use crate::rules::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use crate::rules::defaults::Defaults;
+use crate::rules::flow::FlowRule;
+use crate::rules::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
+use crate::rules::system::SystemRule;
 use crate::slot::{BuildContext, Chain, ChainRules};
 use crate::stat::NodeStats;
 
@@ -124,6 +124,10 @@ fn loaded() -> std::sync::MutexGuard<'static, Loaded> {
     // Loading rules is the first thing many programs do: the process's one-time set-up happens
     // here rather than in the first call (a no-op once done at start).
     crate::sync::prepare();
+    // From the first use on, nodes created by name get the loaded rules (before it, no rule
+    // was loaded: a plain node is right).
+    static HOOKED: std::sync::Once = std::sync::Once::new();
+    HOOKED.call_once(|| registry::install_create_hook(create));
     LOADED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -568,71 +572,16 @@ pub(crate) fn defined_node(name: &str, defaults: &Defaults) -> &'static Resource
     }
 }
 
-/// The node of `name` for an entry by name: the existing node, else a new one with any loaded
-/// rules for it in force. A name that loaded rules mention always gets its node; any other new
-/// name counts against the cap on resources, and beyond it gets the shared overflow node (its
-/// entries pass unchecked).
-#[inline]
-pub(crate) fn node_by_name(name: &str) -> &'static ResourceNode {
-    match registry::get(name) {
-        Some(node) => node,
-        None => create_by_name(name),
-    }
-}
-
-#[cold]
-fn create_by_name(name: &str) -> &'static ResourceNode {
+/// The registry's creation of a node by name (installed by [`loaded`]): a name the loaded
+/// rules mention always gets its node, with those rules in force; any other new name counts
+/// against the cap on resources (`None` beyond it), and with `known_only` gets no node at all.
+fn create(name: &str, known_only: bool) -> Option<&'static ResourceNode> {
     let loaded = loaded();
-    let capped = !loaded.names(name);
-    registry::get_or_create(name, capped, |node| loaded.apply(node))
-        .unwrap_or_else(|| overflowed(name))
-}
-
-/// The node of `name` if it exists or loaded rules name it (then it is created), else `None`:
-/// no node for a name nothing knows yet (a gRPC method a client may have invented).
-#[cfg(feature = "tower")]
-#[inline]
-pub(crate) fn known_node(name: &str) -> Option<&'static ResourceNode> {
-    registry::get(name).or_else(|| create_named(name))
-}
-
-#[cfg(feature = "tower")]
-#[cold]
-fn create_named(name: &str) -> Option<&'static ResourceNode> {
-    let loaded = loaded();
-    if !loaded.names(name) {
+    let named = loaded.names(name);
+    if known_only && !named {
         return None;
     }
-    registry::get_or_create(name, false, |node| loaded.apply(node))
-}
-
-/// The overflow node, for `name` refused by the cap (with the `tracing` feature: an event at
-/// most once a second).
-#[cold]
-fn overflowed(name: &str) -> &'static ResourceNode {
-    #[cfg(feature = "tracing")]
-    {
-        use std::sync::atomic::{AtomicU64, Ordering::*};
-        static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
-        let second = crate::clock::now_nanos() / 1_000_000_000 + 1;
-        let last = LAST_SECOND.load(Relaxed);
-        if last < second
-            && LAST_SECOND
-                .compare_exchange(last, second, AcqRel, Relaxed)
-                .is_ok()
-        {
-            tracing::warn!(
-                target: "sentinel",
-                resource = name,
-                max_resources = registry::max_resources(),
-                overflow_passes = registry::overflow().stats().totals().pass,
-                "resource beyond the cap on resources: counted in the overflow node, unchecked"
-            );
-        }
-    }
-    #[cfg(not(feature = "tracing"))]
-    let _ = name;
-    registry::overflow()
+    registry::get_or_create(name, !named, |node| loaded.apply(node))
 }
 
 /// Rule loads since start, by kind and result (`true`: loaded).

@@ -1,0 +1,20 @@
+//! The rule manager: validates rule sets (`set`, with the memory `budget` of hotspot tables),
+//! keeps the loaded rules by resource and puts them in force by rebuilding each named node's
+//! chain (`load`), and tracks the rules that match no resource (`unmatched`).
+//!
+//! Its public functions are re-exported by [`rules`](crate::rules).
+
+mod budget;
+mod load;
+pub(crate) mod set;
+mod unmatched;
+
+pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
+#[cfg(feature = "rule-files")]
+pub(crate) use load::count_load;
+pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
+pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
+pub(crate) use load::{defined_node, learn_param_names, load_counts};
+pub use load::{load_system_rules, system_rules};
+pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
+pub use unmatched::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};
