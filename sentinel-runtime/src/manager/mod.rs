@@ -5,7 +5,7 @@
 //! Its public functions are re-exported by [`rules`](crate::rules).
 
 mod budget;
-mod load;
+pub(crate) mod load;
 pub(crate) mod set;
 mod unmatched;
 

@@ -343,7 +343,7 @@ impl std::error::Error for RuleSetError {}
 
 #[cfg(test)]
 mod tests {
-    use super::load::{CIRCUIT_BREAKER, FLOW};
+    use crate::manager::load::{CIRCUIT_BREAKER, FLOW};
     use super::*;
     use crate::rules::MAX_BREAKERS_PER_RESOURCE;
     use std::time::Duration;
