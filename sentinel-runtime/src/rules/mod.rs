@@ -28,23 +28,11 @@ pub(crate) mod cluster;
 #[cfg(feature = "rule-files")]
 pub mod files;
 pub(crate) mod flow;
-#[cfg(feature = "rule-files")]
-mod format;
 pub(crate) mod hotspot;
 mod load;
-#[cfg(feature = "rule-files")]
-mod locate;
-#[cfg(feature = "rule-files")]
-mod node;
-#[cfg(feature = "rule-files")]
-mod report;
-#[cfg(feature = "rule-files")]
-mod sentinel_format;
 mod set;
 pub(crate) mod system;
 mod unmatched;
-#[cfg(feature = "rule-files")]
-mod watch;
 mod window;
 
 /// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));
@@ -60,6 +48,12 @@ pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT
 pub use cluster::{ClusterFallback, ClusterThreshold};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
+#[cfg(feature = "rule-files")]
+pub(crate) use files::report::file_results;
+#[cfg(feature = "rule-files")]
+pub use files::report::MAX_REPORTED_FILES;
+#[cfg(feature = "rule-files")]
+pub use files::watch::{watch_file, RuleWatcher, WatchStatus};
 pub use flow::{
     AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
     MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
@@ -74,12 +68,6 @@ pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspo
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
 pub(crate) use load::{defined_node, learn_param_names, load_counts, node_by_name};
 pub use load::{load_system_rules, system_rules};
-#[cfg(feature = "rule-files")]
-pub(crate) use report::file_results;
-#[cfg(feature = "rule-files")]
-pub use report::MAX_REPORTED_FILES;
 pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
 pub use system::{SystemRule, MAX_SYSTEM_RT};
 pub use unmatched::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};
-#[cfg(feature = "rule-files")]
-pub use watch::{watch_file, RuleWatcher, WatchStatus};

@@ -1,6 +1,6 @@
 //! Sentinel Java's JSON names for flow, degrade, param-flow, system and authority rules, read into
 //! [`FlowRule`], [`CircuitBreakerRule`], [`HotspotRule`], [`SystemRule`] and [`AuthorityRule`]
-//! (see [`super::files`] for the mapping).
+//! (see [`super`] for the mapping).
 //!
 //! A rule is read with Sentinel's names when it has any field only Sentinel uses
 //! ([`sentinel_flow_key`], [`sentinel_degrade_key`], [`sentinel_param_flow_key`],
@@ -14,7 +14,7 @@
 //! ignored: in Sentinel's names only.
 //!
 //! Where Sentinel's meaning differs from ours, the value is converted so that the rule behaves
-//! as in Sentinel (the table is in [`super::files`]):
+//! as in Sentinel (the table is in [`super`]):
 //!
 //! * **Degrade rules** open *above* `count` in Sentinel, at the threshold here: an error count
 //!   `n` reads as `floor(n) + 1`, a ratio as the least `f64` above it (a slow ratio of exactly 1
@@ -36,12 +36,12 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
 
-use super::authority::{AuthorityRule, AuthorityStrategy};
-use super::breaker::{BreakerStrategy, CircuitBreakerRule};
-use super::flow::{FlowMetric, FlowRule};
-use super::hotspot::{HotspotException, HotspotMetric, HotspotRule};
-use super::node::{Node, NodeError};
-use super::system::SystemRule;
+use super::value::{Value, ValueError};
+use crate::rules::authority::{AuthorityRule, AuthorityStrategy};
+use crate::rules::breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::rules::flow::{FlowMetric, FlowRule};
+use crate::rules::hotspot::{HotspotException, HotspotMetric, HotspotRule};
+use crate::rules::system::SystemRule;
 
 /// Fields only Sentinel's flow rules have: one of them makes a `flow` rule Sentinel's.
 const FLOW_FIELDS: &[&str] = &[
@@ -111,29 +111,29 @@ const COLD_FACTOR: f64 = 3.0;
 
 /// The first field only Sentinel's flow rules have, if the rule has one: it then uses
 /// Sentinel's names.
-pub(crate) fn sentinel_flow_key(node: &Node) -> Option<&'static str> {
+pub(crate) fn sentinel_flow_key(node: &Value) -> Option<&'static str> {
     first_of(node, FLOW_FIELDS)
 }
 
 /// The first field only Sentinel's degrade rules have, if the circuit-breaker rule has one: it
 /// then uses Sentinel's names.
-pub(crate) fn sentinel_degrade_key(node: &Node) -> Option<&'static str> {
+pub(crate) fn sentinel_degrade_key(node: &Value) -> Option<&'static str> {
     first_of(node, DEGRADE_FIELDS)
 }
 
 /// The first field only Sentinel's param-flow rules have, if the hotspot rule has one: it then
 /// uses Sentinel's names.
-pub(crate) fn sentinel_param_flow_key(node: &Node) -> Option<&'static str> {
+pub(crate) fn sentinel_param_flow_key(node: &Value) -> Option<&'static str> {
     first_of(node, PARAM_FLOW_FIELDS)
 }
 
 /// The first field only Sentinel's system rules have, if the rule has one.
-pub(crate) fn sentinel_system_key(node: &Node) -> Option<&'static str> {
+pub(crate) fn sentinel_system_key(node: &Value) -> Option<&'static str> {
     first_of(node, SYSTEM_FIELDS)
 }
 
 /// The first field only Sentinel's authority rules have, if the rule has one.
-pub(crate) fn sentinel_authority_key(node: &Node) -> Option<&'static str> {
+pub(crate) fn sentinel_authority_key(node: &Value) -> Option<&'static str> {
     first_of(node, AUTHORITY_FIELDS)
 }
 
@@ -156,7 +156,7 @@ pub(crate) fn authority_field(field: &str) -> &str {
     }
 }
 
-fn first_of(node: &Node, fields: &[&'static str]) -> Option<&'static str> {
+fn first_of(node: &Value, fields: &[&'static str]) -> Option<&'static str> {
     node.keys()
         .find_map(|k| fields.iter().find(|f| **f == k).copied())
 }
@@ -224,7 +224,7 @@ struct SentinelParamFlowRule {
     max_queueing_time_ms: Option<f64>,
     param_flow_item_list: Option<Vec<SentinelParamFlowItem>>,
     cluster_mode: Option<bool>,
-    cluster_config: Option<Node>,
+    cluster_config: Option<Value>,
     regex: Option<bool>,
 }
 
@@ -258,7 +258,7 @@ struct SentinelFlowRule {
     #[serde(default, deserialize_with = "opt_number")]
     max_queueing_time_ms: Option<f64>,
     cluster_mode: Option<bool>,
-    cluster_config: Option<Node>,
+    cluster_config: Option<Value>,
     regex: Option<bool>,
     /// Sentinel's traffic shaping controller object, which its tests and some serialisers
     /// write (`"controller": null`): built from the other fields, so ignored.
@@ -286,12 +286,12 @@ struct SentinelDegradeRule {
     slow_ratio_threshold: Option<f64>,
     /// Deprecated in Sentinel (unused since 1.8): accepted and ignored.
     #[allow(dead_code)]
-    pass_count: Option<Node>,
+    pass_count: Option<Value>,
     regex: Option<bool>,
 }
 
-fn refuse(field: &str, message: impl Into<String>) -> NodeError {
-    NodeError::new(Some(field), message)
+fn refuse(field: &str, message: impl Into<String>) -> ValueError {
+    ValueError::new(Some(field), message)
 }
 
 /// A number as Sentinel's JSON may give it: a number, or a string holding a finite one
@@ -359,7 +359,7 @@ struct OptNumber;
 
 /// Sentinel's `regex` (a resource name that is a regular expression, since 1.8.7; its
 /// serialisers write `"regex": false` on every rule): accepted when false.
-fn check_regex(regex: Option<bool>) -> Result<(), NodeError> {
+fn check_regex(regex: Option<bool>) -> Result<(), ValueError> {
     if regex == Some(true) {
         return Err(refuse(
             "regex",
@@ -370,7 +370,7 @@ fn check_regex(regex: Option<bool>) -> Result<(), NodeError> {
 }
 
 /// A whole number in `0..=max`, for Sentinel's integer fields (which JSON may write as `10.0`).
-fn whole(field: &str, value: f64, max: f64) -> Result<f64, NodeError> {
+fn whole(field: &str, value: f64, max: f64) -> Result<f64, ValueError> {
     if value.is_finite() && value >= 0.0 && value <= max && value.fract() == 0.0 {
         Ok(value)
     } else {
@@ -382,7 +382,7 @@ fn whole(field: &str, value: f64, max: f64) -> Result<f64, NodeError> {
 }
 
 /// A whole number in `1..=u32::MAX` of `unit`.
-fn positive(field: &str, value: f64, unit: &str) -> Result<f64, NodeError> {
+fn positive(field: &str, value: f64, unit: &str) -> Result<f64, ValueError> {
     let max = f64::from(u32::MAX);
     if value.is_finite() && value >= 1.0 && value <= max && value.fract() == 0.0 {
         Ok(value)
@@ -395,7 +395,7 @@ fn positive(field: &str, value: f64, unit: &str) -> Result<f64, NodeError> {
 }
 
 /// One of the `codes` (with their meanings, for the message).
-fn code(field: &str, value: Option<f64>, default: u8, codes: &str) -> Result<u8, NodeError> {
+fn code(field: &str, value: Option<f64>, default: u8, codes: &str) -> Result<u8, ValueError> {
     match value {
         None => Ok(default),
         Some(v) if v.fract() == 0.0 && (0.0..=255.0).contains(&v) => Ok(v as u8),
@@ -403,7 +403,7 @@ fn code(field: &str, value: Option<f64>, default: u8, codes: &str) -> Result<u8,
     }
 }
 
-fn check_limit_app(limit_app: Option<&str>) -> Result<(), NodeError> {
+fn check_limit_app(limit_app: Option<&str>) -> Result<(), ValueError> {
     match limit_app {
         None | Some("default") => Ok(()),
         Some(other) => Err(refuse(
@@ -423,7 +423,7 @@ fn unused_at_default(
     value: Option<f64>,
     default: f64,
     used_with: &str,
-) -> Result<(), NodeError> {
+) -> Result<(), ValueError> {
     match value {
         Some(v) if v != default => Err(refuse(
             field,
@@ -437,7 +437,7 @@ fn unused_at_default(
 
 /// Refuses Sentinel's cluster flow control (flow and param-flow rules): `clusterMode` true or
 /// any `clusterConfig`.
-fn check_cluster(cluster_mode: Option<bool>, has_config: bool) -> Result<(), NodeError> {
+fn check_cluster(cluster_mode: Option<bool>, has_config: bool) -> Result<(), ValueError> {
     if cluster_mode == Some(true) {
         return Err(refuse(
             "clusterMode",
@@ -454,7 +454,7 @@ fn check_cluster(cluster_mode: Option<bool>, has_config: bool) -> Result<(), Nod
 }
 
 /// Reads a flow rule written with Sentinel's names.
-pub(crate) fn flow_rule(node: Node) -> Result<FlowRule, NodeError> {
+pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
     let r = SentinelFlowRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
     check_regex(r.regex)?;
@@ -567,7 +567,7 @@ pub(crate) fn flow_rule(node: Node) -> Result<FlowRule, NodeError> {
 }
 
 /// Reads a circuit-breaker rule written with Sentinel's (degrade rule) names.
-pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> {
+pub(crate) fn degrade_rule(node: Value) -> Result<CircuitBreakerRule, ValueError> {
     let r = SentinelDegradeRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
     check_regex(r.regex)?;
@@ -660,7 +660,7 @@ pub(crate) fn degrade_rule(node: Node) -> Result<CircuitBreakerRule, NodeError> 
 }
 
 /// Reads a hotspot rule written with Sentinel's (param-flow rule) names.
-pub(crate) fn param_flow_rule(node: Node) -> Result<HotspotRule, NodeError> {
+pub(crate) fn param_flow_rule(node: Value) -> Result<HotspotRule, ValueError> {
     let r = SentinelParamFlowRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
     check_regex(r.regex)?;
@@ -798,7 +798,7 @@ fn above(ratio: f64) -> f64 {
     }
 }
 
-fn unused_slow_ratio(value: Option<f64>) -> Result<(), NodeError> {
+fn unused_slow_ratio(value: Option<f64>) -> Result<(), ValueError> {
     unused_at_default(
         "slowRatioThreshold",
         value,
@@ -822,7 +822,7 @@ struct SentinelSystemRule {
     #[serde(default, deserialize_with = "opt_number")]
     qps: Option<f64>,
     /// Sentinel's rules all have these; a system rule uses neither.
-    resource: Option<Node>,
+    resource: Option<Value>,
     limit_app: Option<String>,
     regex: Option<bool>,
 }
@@ -834,7 +834,7 @@ fn set_limit(value: Option<f64>) -> Option<f64> {
 
 /// Reads a system rule written with Sentinel's names. `highestSystemLoad` is the whole
 /// machine's load: it is divided by the host's cores into our `load_per_core`.
-pub(crate) fn system_rule(node: Node) -> Result<SystemRule, NodeError> {
+pub(crate) fn system_rule(node: Value) -> Result<SystemRule, ValueError> {
     let r = SentinelSystemRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
     check_regex(r.regex)?;
@@ -870,14 +870,14 @@ pub(crate) fn system_rule(node: Node) -> Result<SystemRule, NodeError> {
 struct SentinelAuthorityRule {
     resource: String,
     limit_app: String,
-    strategy: Option<Node>,
+    strategy: Option<Value>,
     regex: Option<bool>,
 }
 
 /// Reads an authority rule written with Sentinel's names. The origins are split on commas and
 /// trimmed (Sentinel does neither per rule, so `"a, b"` never matched `b`). As everywhere here,
 /// a call without an origin is denied by a white list (Sentinel passes it).
-pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
+pub(crate) fn authority_rule(node: Value) -> Result<AuthorityRule, ValueError> {
     let r = SentinelAuthorityRule::deserialize(node)?;
     check_regex(r.regex)?;
     let origins: Vec<&str> = r
@@ -888,14 +888,14 @@ pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
         .collect();
     let strategy = match &r.strategy {
         None => AuthorityStrategy::Allow,
-        Some(Node::U64(0) | Node::I64(0)) => AuthorityStrategy::Allow,
-        Some(Node::U64(1) | Node::I64(1)) => AuthorityStrategy::Deny,
-        Some(Node::F64(v)) if *v == 0.0 => AuthorityStrategy::Allow,
-        Some(Node::F64(v)) if *v == 1.0 => AuthorityStrategy::Deny,
-        Some(Node::Str(s)) if s.eq_ignore_ascii_case("white") || s.trim() == "0" => {
+        Some(Value::U64(0) | Value::I64(0)) => AuthorityStrategy::Allow,
+        Some(Value::U64(1) | Value::I64(1)) => AuthorityStrategy::Deny,
+        Some(Value::F64(v)) if *v == 0.0 => AuthorityStrategy::Allow,
+        Some(Value::F64(v)) if *v == 1.0 => AuthorityStrategy::Deny,
+        Some(Value::Str(s)) if s.eq_ignore_ascii_case("white") || s.trim() == "0" => {
             AuthorityStrategy::Allow
         }
-        Some(Node::Str(s)) if s.eq_ignore_ascii_case("black") || s.trim() == "1" => {
+        Some(Value::Str(s)) if s.eq_ignore_ascii_case("black") || s.trim() == "1" => {
             AuthorityStrategy::Deny
         }
         Some(_) => {
@@ -916,7 +916,7 @@ pub(crate) fn authority_rule(node: Node) -> Result<AuthorityRule, NodeError> {
 mod tests {
     use super::*;
 
-    fn node(json: &str) -> Node {
+    fn node(json: &str) -> Value {
         serde_json::from_str(json).expect("test JSON parses")
     }
 

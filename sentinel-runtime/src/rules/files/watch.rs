@@ -11,10 +11,12 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::files::{self, format_of};
 use super::format::Format;
 use super::report::{self, content_version};
-use super::set::{self, RuleSet, RuleSetError};
+use super::text::parse;
+use super::{format_of, rule_count};
+use crate::rules::set;
+use crate::rules::{RuleSet, RuleSetError};
 
 /// A change is read once the directory has been quiet this long...
 const DEBOUNCE: Duration = Duration::from_millis(150);
@@ -177,7 +179,7 @@ impl RuleWatcher {
     /// When the rules were last loaded from the file, which content, and the latest error.
     pub fn status(&self) -> WatchStatus {
         let mut status = lock(&self.status).clone();
-        status.unmatched = super::unmatched::unmatched().len();
+        status.unmatched = crate::rules::unmatched::unmatched().len();
         status
     }
 }
@@ -353,8 +355,8 @@ impl WatchedFile {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| RuleSetError::whole(format!("the file is not UTF-8: {e}")))
             .map_err(|e| e.in_file(&self.path))?;
-        let set = files::parse(text, self.format).map_err(|e| e.in_file(&self.path))?;
-        let rules = files::rule_count(&set);
+        let set = parse(text, self.format).map_err(|e| e.in_file(&self.path))?;
+        let rules = rule_count(&set);
         (self.loader)(set).map_err(|e| e.in_file(&self.path))?;
         Ok(rules)
     }

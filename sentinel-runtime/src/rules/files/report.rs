@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use super::set::RuleSetError;
+use crate::rules::RuleSetError;
 
 /// At most this many files have a last-reload result (one series each); a file beyond it is
 /// still counted and reported in events, without a result of its own.
@@ -48,7 +48,7 @@ pub(crate) fn file_load(
     rules: usize,
     result: Result<(), RuleSetError>,
 ) -> Result<(), RuleSetError> {
-    super::load::count_load("rule_set", result.is_ok());
+    crate::rules::load::count_load("rule_set", result.is_ok());
     set_file_result(path, result.is_ok());
     #[cfg(feature = "tracing")]
     match &result {
