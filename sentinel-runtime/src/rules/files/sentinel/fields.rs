@@ -154,24 +154,3 @@ pub(super) fn unused_at_default(
         _ => Ok(()),
     }
 }
-
-/// Refuses Sentinel's cluster flow control (flow and param-flow rules): `clusterMode` true or
-/// any `clusterConfig`.
-pub(super) fn check_cluster(
-    cluster_mode: Option<bool>,
-    has_config: bool,
-) -> Result<(), ValueError> {
-    if cluster_mode == Some(true) {
-        return Err(refuse(
-            "clusterMode",
-            "is true: cluster flow control is not supported (only false)",
-        ));
-    }
-    if has_config {
-        return Err(refuse(
-            "clusterConfig",
-            "is not supported: cluster flow control is not supported",
-        ));
-    }
-    Ok(())
-}

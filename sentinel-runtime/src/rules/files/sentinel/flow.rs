@@ -5,10 +5,12 @@ use std::time::Duration;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use super::cluster::{cluster, ClusterConfig, SentinelClusterFlowConfig};
 use super::fields::{
-    check_cluster, check_limit_app, check_regex, code, number, opt_number, positive, refuse,
-    unused_at_default, whole,
+    check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
+    whole,
 };
+use crate::rules::cluster::ClusterFallback;
 use crate::rules::files::value::{Value, ValueError};
 use crate::rules::flow::{FlowMetric, FlowRule};
 
@@ -38,7 +40,7 @@ struct SentinelFlowRule {
     #[serde(default, deserialize_with = "opt_number")]
     max_queueing_time_ms: Option<f64>,
     cluster_mode: Option<bool>,
-    cluster_config: Option<Value>,
+    cluster_config: Option<SentinelClusterFlowConfig>,
     regex: Option<bool>,
     /// Sentinel's traffic shaping controller object, which its tests and some serialisers
     /// write (`"controller": null`): built from the other fields, so ignored.
@@ -51,7 +53,12 @@ pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
     let r = SentinelFlowRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
     check_regex(r.regex)?;
-    check_cluster(r.cluster_mode, r.cluster_config.is_some())?;
+    // Sentinel's `fallbackToLocalWhenFail` is true unless given on flow rules.
+    let cluster = cluster(
+        r.cluster_mode,
+        r.cluster_config.map(ClusterConfig::from),
+        ClusterFallback::Local,
+    )?;
     let metric = match code("grade", r.grade, 1, "0 (thread count) or 1 (QPS)")? {
         0 => FlowMetric::Concurrency,
         1 => FlowMetric::Qps,
@@ -155,6 +162,10 @@ pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
                 format!("must be 0 (direct) or 1 (relate), got {other}"),
             ))
         }
+    }
+    if let Some((threshold, fallback)) = cluster {
+        rule.cluster = Some(threshold);
+        rule.cluster_fallback = fallback;
     }
     Ok(rule)
 }

@@ -6,8 +6,7 @@
 //! ([`sentinel_flow_key`], [`sentinel_degrade_key`], [`sentinel_param_flow_key`],
 //! [`sentinel_system_key`], [`sentinel_authority_key`]); it then takes Sentinel's names only (a
 //! field of ours in it is refused by name). Every field Sentinel has that we do not support, and
-//! every value we do not support (chain strategy, origins on flow rules, cluster mode), is
-//! refused by name.
+//! every value we do not support (chain strategy, origins on flow rules), is refused by name.
 //!
 //! Numbers may be given as strings (`"count": "0.0"`, as fastjson reads them), and fields
 //! Sentinel writes with no meaning here (`controller`, `passCount`, `regex: false`) are
@@ -30,7 +29,15 @@
 //!   `a` and `b`); `strategy` 0 or `"White"` is an allow-list, 1 or `"Black"` a deny-list. The
 //!   rule keeps **our** semantics: a call without an origin is denied by an allow-list (Sentinel
 //!   lets it through); `allow_missing` is never set from Sentinel's names.
+//! * **Cluster rules** (`clusterMode: true` with a `clusterConfig`, on flow and param-flow QPS
+//!   rules): `thresholdType` 0 (Sentinel's default, `FLOW_THRESHOLD_AVG_LOCAL`) is
+//!   [`ClusterThreshold::PerInstance`](crate::rules::ClusterThreshold::PerInstance), 1
+//!   (`FLOW_THRESHOLD_GLOBAL`) is [`Global`](crate::rules::ClusterThreshold::Global);
+//!   `fallbackToLocalWhenFail` true is [`ClusterFallback::Local`](crate::rules::ClusterFallback),
+//!   false is `Pass`, and absent it is Sentinel's default for the kind (true on flow rules, false
+//!   on param-flow rules). The token server's fields are ignored (see `cluster`).
 
+mod cluster;
 mod degrade;
 mod fields;
 mod flow;
@@ -163,6 +170,8 @@ pub(crate) fn flow_field(field: &str) -> &str {
         "warm_up" | "cold_factor" => "warmUpPeriodSec",
         "max_wait" => "maxQueueingTimeMs",
         "relate" => "refResource",
+        "cluster" => "clusterMode",
+        "cluster_fallback" => "clusterConfig.fallbackToLocalWhenFail",
         other => other,
     }
 }
@@ -191,6 +200,8 @@ pub(crate) fn param_flow_field(field: &str) -> &str {
         "burst" => "burstCount",
         "max_wait" => "maxQueueingTimeMs",
         "exceptions" => "paramFlowItemList",
+        "cluster" => "clusterMode",
+        "cluster_fallback" => "clusterConfig.fallbackToLocalWhenFail",
         other => other,
     }
 }

@@ -4,10 +4,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::cluster::{cluster, ClusterConfig, SentinelParamFlowClusterConfig};
 use super::fields::{
-    check_cluster, check_limit_app, check_regex, code, number, opt_number, positive, refuse,
-    unused_at_default, whole,
+    check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
+    whole,
 };
+use crate::rules::cluster::ClusterFallback;
 use crate::rules::files::value::{Value, ValueError};
 use crate::rules::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 
@@ -37,7 +39,7 @@ struct SentinelParamFlowRule {
     max_queueing_time_ms: Option<f64>,
     param_flow_item_list: Option<Vec<SentinelParamFlowItem>>,
     cluster_mode: Option<bool>,
-    cluster_config: Option<Value>,
+    cluster_config: Option<SentinelParamFlowClusterConfig>,
     regex: Option<bool>,
 }
 
@@ -56,7 +58,13 @@ pub(crate) fn param_flow_rule(node: Value) -> Result<HotspotRule, ValueError> {
     let r = SentinelParamFlowRule::deserialize(node)?;
     check_limit_app(r.limit_app.as_deref())?;
     check_regex(r.regex)?;
-    check_cluster(r.cluster_mode, r.cluster_config.is_some())?;
+    // Sentinel's `fallbackToLocalWhenFail` is false unless given on param-flow rules: such a
+    // rule passes every call while the cluster cannot be reached.
+    let cluster = cluster(
+        r.cluster_mode,
+        r.cluster_config.map(ClusterConfig::from),
+        ClusterFallback::Pass,
+    )?;
     if r.param_idx < 0.0 {
         return Err(refuse(
             "paramIdx",
@@ -174,6 +182,10 @@ pub(crate) fn param_flow_rule(node: Value) -> Result<HotspotRule, ValueError> {
             &item.object,
             item.count.trunc() / per_ms.unwrap_or(1.0),
         ));
+    }
+    if let Some((threshold, fallback)) = cluster {
+        rule.cluster = Some(threshold);
+        rule.cluster_fallback = fallback;
     }
     Ok(rule)
 }
