@@ -133,9 +133,8 @@ pub(super) fn cluster(
         (true, Some(config)) => config,
     };
     let threshold = match config.threshold_type {
-        None => ClusterThreshold::PerInstance,
-        Some(t) if t == 0.0 => ClusterThreshold::PerInstance,
-        Some(t) if t == 1.0 => ClusterThreshold::Global,
+        None | Some(0.0) => ClusterThreshold::PerInstance,
+        Some(1.0) => ClusterThreshold::Global,
         Some(t) => {
             return Err(refuse(
                 "clusterConfig.thresholdType",
@@ -153,8 +152,7 @@ pub(super) fn cluster(
         Some(false) => ClusterFallback::Pass,
     };
     match config.strategy {
-        None => {}
-        Some(s) if s == 0.0 => {}
+        None | Some(0.0) => {}
         Some(s) => {
             return Err(refuse(
                 "clusterConfig.strategy",
