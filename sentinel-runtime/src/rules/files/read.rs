@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::sentinel;
 use super::value::{Value, ValueError};
+use crate::error::RuleError;
 use crate::rules::authority::AuthorityRule;
 use crate::rules::breaker::CircuitBreakerRule;
 use crate::rules::flow::FlowRule;
@@ -242,41 +243,62 @@ fn read_rule<R>(
     }
 }
 
-/// How one kind's rules are read: the test for Sentinel's names, and a reader for each naming.
+/// How one kind's rules are read: the test for Sentinel's names, a reader for each naming, and
+/// how each naming spells a field the rule's validation names (by our name, flat).
 struct Reader<R> {
     is_sentinel: fn(&Value) -> Option<&'static str>,
     ours: fn(Value) -> Result<R, ValueError>,
     sentinel: fn(Value) -> Result<R, ValueError>,
+    our_field: fn(&str) -> &str,
+    sentinel_field: for<'a> fn(&R, &'a str) -> &'a str,
 }
 
 const FLOW: Reader<FlowRule> = Reader {
     is_sentinel: sentinel::sentinel_flow_key,
     ours: FlowRule::deserialize,
     sentinel: sentinel::flow_rule,
+    our_field: |field| match field {
+        "warm_up" => "warm_up.period",
+        "cold_factor" => "warm_up.cold_factor",
+        other => other,
+    },
+    sentinel_field: |_, field| sentinel::flow_field(field),
 };
 
 const CIRCUIT_BREAKER: Reader<CircuitBreakerRule> = Reader {
     is_sentinel: sentinel::sentinel_degrade_key,
     ours: CircuitBreakerRule::deserialize,
     sentinel: sentinel::degrade_rule,
+    our_field: |field| match field {
+        "threshold" => "strategy.threshold",
+        "max_rt" => "strategy.max_rt",
+        other => other,
+    },
+    sentinel_field: sentinel::degrade_field,
 };
 
 const HOTSPOT: Reader<HotspotRule> = Reader {
     is_sentinel: sentinel::sentinel_param_flow_key,
     ours: HotspotRule::deserialize,
     sentinel: sentinel::param_flow_rule,
+    our_field: |field| field,
+    sentinel_field: |_, field| sentinel::param_flow_field(field),
 };
 
 const SYSTEM: Reader<SystemRule> = Reader {
     is_sentinel: sentinel::sentinel_system_key,
     ours: SystemRule::deserialize,
     sentinel: sentinel::system_rule,
+    our_field: |field| field,
+    sentinel_field: |_, field| sentinel::system_field(field),
 };
 
 const AUTHORITY: Reader<AuthorityRule> = Reader {
     is_sentinel: sentinel::sentinel_authority_key,
     ours: authority_rule,
     sentinel: sentinel::authority_rule,
+    our_field: |field| field,
+    sentinel_field: |_, field| sentinel::authority_field(field),
 };
 
 /// Reads one kind's rules: those that read, each with its position in the file's list and its
@@ -329,43 +351,46 @@ pub(super) fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
     );
     for (kind, j, e) in set::problems(&set) {
         let kind = RuleKind::of(kind);
-        let (index, naming) = match kind {
-            RuleKind::Flow => flow_at[j],
-            RuleKind::CircuitBreaker => breaker_at[j],
-            RuleKind::Hotspot => hotspot_at[j],
-            RuleKind::System => system_at[j],
-            RuleKind::Authority => authority_at[j],
-        };
-        let field = match (kind, naming) {
-            (RuleKind::Flow, Naming::Sentinel) => sentinel::flow_field(e.field()),
-            (RuleKind::CircuitBreaker, Naming::Sentinel) => {
-                sentinel::degrade_field(&set.circuit_breaker[j], e.field())
-            }
-            (RuleKind::Flow, Naming::Ours) => match e.field() {
-                "warm_up" => "warm_up.period",
-                "cold_factor" => "warm_up.cold_factor",
-                other => other,
-            },
-            (RuleKind::CircuitBreaker, Naming::Ours) => match e.field() {
-                "threshold" => "strategy.threshold",
-                "max_rt" => "strategy.max_rt",
-                other => other,
-            },
-            (RuleKind::Hotspot, Naming::Sentinel) => sentinel::param_flow_field(e.field()),
-            (RuleKind::Hotspot, Naming::Ours) => e.field(),
-            (RuleKind::System, Naming::Sentinel) => sentinel::system_field(e.field()),
-            (RuleKind::Authority, Naming::Sentinel) => sentinel::authority_field(e.field()),
-            (RuleKind::System | RuleKind::Authority, Naming::Ours) => e.field(),
-        };
-        let mut entry = RuleSetErrorEntry::from_rule_error(kind.name(), index, &e);
-        entry.field = Some(field.to_owned());
-        if kind == RuleKind::System {
-            entry.resource = None;
-        }
-        problems.push(Problem { kind, index, entry });
+        problems.push(match kind {
+            RuleKind::Flow => invalid(kind, &FLOW, &set.flow, &flow_at, j, &e),
+            RuleKind::CircuitBreaker => invalid(
+                kind,
+                &CIRCUIT_BREAKER,
+                &set.circuit_breaker,
+                &breaker_at,
+                j,
+                &e,
+            ),
+            RuleKind::Hotspot => invalid(kind, &HOTSPOT, &set.hotspot, &hotspot_at, j, &e),
+            RuleKind::System => invalid(kind, &SYSTEM, &set.system, &system_at, j, &e),
+            RuleKind::Authority => invalid(kind, &AUTHORITY, &set.authority, &authority_at, j, &e),
+        });
     }
     problems.sort_by_key(|p| (p.kind.name(), p.index));
     (set, problems)
+}
+
+/// The problem of the `j`th rule read of a kind that its validation refused, at the rule's
+/// position in the file and naming the field as the file spells it.
+fn invalid<R>(
+    kind: RuleKind,
+    reader: &Reader<R>,
+    rules: &[R],
+    at: &[(usize, Naming)],
+    j: usize,
+    e: &RuleError,
+) -> Problem {
+    let (index, naming) = at[j];
+    let field = match naming {
+        Naming::Ours => (reader.our_field)(e.field()),
+        Naming::Sentinel => (reader.sentinel_field)(&rules[j], e.field()),
+    };
+    let mut entry = RuleSetErrorEntry::from_rule_error(kind.name(), index, e);
+    entry.field = Some(field.to_owned());
+    if kind == RuleKind::System {
+        entry.resource = None;
+    }
+    Problem { kind, index, entry }
 }
 
 /// Reads an authority rule with our names; origins are trimmed, as the constructors do.
