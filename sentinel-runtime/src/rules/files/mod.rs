@@ -22,13 +22,7 @@ use std::path::Path;
 
 use self::format::Format;
 use self::text::parse;
-// The rule types the format's documentation links to.
-use crate::rules::{set, RuleSetError};
-#[allow(unused_imports)]
-use crate::rules::{
-    AdaptiveConcurrency, AuthorityRule, CircuitBreakerRule, FlowRule, HotspotRule, RuleSet,
-    SystemRule,
-};
+use crate::rules::{set, RuleSet, RuleSetError};
 
 /// The format a file's extension names (`.json`, `.yaml` / `.yml`, `.toml`), or an error that
 /// says which extensions are known.
