@@ -4,6 +4,7 @@ use std::time::Duration;
 use super::locate::{self, Pos};
 use super::read::RuleKind;
 use super::text::{strip_json_comments, MAX_LISTED};
+use crate::rules::{AuthorityRule, CircuitBreakerRule, FlowRule, SystemRule};
 use std::cell::Cell;
 
 thread_local! {
