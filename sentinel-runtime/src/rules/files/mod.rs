@@ -4,6 +4,11 @@
 // it (`format` names it by extension, `locate` finds a bad field's line), `read` reads each
 // rule from its parsed `value` with our names (`transfer`, `duration`, `exceptions`) or
 // Sentinel's (`sentinel`), and `report` tells the operator.
+//
+// A new rule kind in files: its file shape in `transfer` (a mirror and a line in `through!`),
+// its list in `read::RawFields` with a `read::RuleKind` (name, keys) and a `read::Reader`, a
+// line in `read::read_rules` and in `rule_count` below, its reader in `sentinel/` if Sentinel
+// has the kind, and its section in FORMAT.md.
 
 mod duration;
 mod exceptions;
