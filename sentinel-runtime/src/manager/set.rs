@@ -343,8 +343,8 @@ impl std::error::Error for RuleSetError {}
 
 #[cfg(test)]
 mod tests {
-    use crate::manager::load::{CIRCUIT_BREAKER, FLOW};
     use super::*;
+    use crate::manager::load::{CIRCUIT_BREAKER, FLOW};
     use crate::rules::MAX_BREAKERS_PER_RESOURCE;
     use std::time::Duration;
 

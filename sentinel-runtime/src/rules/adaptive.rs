@@ -95,8 +95,6 @@ pub const MAX_ADAPTIVE_LIMIT: u32 = 1_000_000;
 /// # assert!(rule.validate().is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(default, deny_unknown_fields))]
 pub struct AdaptiveConcurrency {
     /// The limit before any measurement. Default 20.
     pub initial_limit: u32,
@@ -117,22 +115,13 @@ pub struct AdaptiveConcurrency {
     pub rtt_tolerance: f64,
     /// How often the limit is recomputed (1 ms to 1 minute, whole milliseconds): several
     /// response times long, so a window sees the effect of the previous one. Default 100 ms.
-    #[cfg_attr(feature = "rule-files", serde(with = "crate::rules::files::duration"))]
     pub sample_window: Duration,
     /// Calls that must finish before a window counts (at least 1). Default 10.
     pub min_samples: u32,
     /// A call slower than this counts as a failure (a drop). Default none.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            skip_serializing_if = "Option::is_none",
-            with = "crate::rules::files::duration::option"
-        )
-    )]
     pub timeout: Option<Duration>,
     /// How often the minimum RTT is re-measured by a probe (whole milliseconds, 1 ms to 1 hour;
     /// Envoy's `min_rtt_calc_params.interval`, 60 s there). Default 10 s.
-    #[cfg_attr(feature = "rule-files", serde(with = "crate::rules::files::duration"))]
     pub min_rtt_interval: Duration,
     /// The most added to `min_rtt_interval` at random, as a share of it (0..=1; Envoy's
     /// `jitter`). Default 0.15.

@@ -4,8 +4,6 @@ use crate::error::RuleError;
 
 /// Whether an authority rule lists the origins allowed or the origins denied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum AuthorityStrategy {
     /// Only the listed origins pass (Sentinel's white list).
@@ -39,8 +37,6 @@ pub enum AuthorityStrategy {
 /// # assert_eq!(internal.origins, vec!["ops".to_string(), "billing".to_string()]);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct AuthorityRule {
     /// The resource the rule applies to.
@@ -50,7 +46,6 @@ pub struct AuthorityRule {
     /// The origins listed (trimmed, non-empty).
     pub origins: Vec<String>,
     /// Under an allow-list, whether a call without an origin passes. Default false.
-    #[cfg_attr(feature = "rule-files", serde(default))]
     pub allow_missing: bool,
 }
 

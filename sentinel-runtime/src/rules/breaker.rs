@@ -15,18 +15,12 @@ pub const MAX_BREAKERS_PER_RESOURCE: usize = 8;
 
 /// What makes a call count against a circuit breaker, and when the breaker opens.
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(
-    feature = "rule-files",
-    serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)
-)]
 #[non_exhaustive]
 pub enum BreakerStrategy {
     /// A call slower than `max_rt` is slow; open when the slow share of the calls in the
     /// window is at least `threshold` (in `0..=1`).
     SlowRequestRatio {
         /// The response time above which a call is slow.
-        #[cfg_attr(feature = "rule-files", serde(with = "crate::rules::files::duration"))]
         max_rt: Duration,
         /// The slow ratio that opens the breaker.
         threshold: f64,
@@ -78,8 +72,6 @@ pub enum BreakerStrategy {
 /// assert!(rule.validate().is_ok());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct CircuitBreakerRule {
     /// The resource the rule applies to.
@@ -87,34 +79,14 @@ pub struct CircuitBreakerRule {
     /// What counts against the breaker and when it opens.
     pub strategy: BreakerStrategy,
     /// No decision while the window holds fewer calls than this (at least 1). Default 5.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_breaker_min_requests")
-    )]
     pub min_requests: u32,
     /// The statistics window: a positive whole number of milliseconds. Default one second.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            default = "crate::rules::files::default_breaker_window",
-            with = "crate::rules::files::duration"
-        )
-    )]
     pub window: Duration,
     /// Buckets in the window, dividing its milliseconds. Default 10.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_breaker_sample_count")
-    )]
     pub sample_count: u32,
     /// How long the breaker stays open before probing. Required: positive.
-    #[cfg_attr(feature = "rule-files", serde(with = "crate::rules::files::duration"))]
     pub recovery: Duration,
     /// Calls admitted in half-open (`1..=MAX_PROBES`). Default 1.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_breaker_probes")
-    )]
     pub probes: u32,
 }
 

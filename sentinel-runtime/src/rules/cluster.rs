@@ -3,8 +3,6 @@
 
 /// What a cluster rule's threshold counts: every instance together, or each instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(rename_all = "snake_case"))]
 pub enum ClusterThreshold {
     /// The threshold holds for all instances together (1000/s in all, however many run).
     Global,
@@ -15,8 +13,6 @@ pub enum ClusterThreshold {
 
 /// What a cluster rule does while its instance cannot reach the cluster's store.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(rename_all = "snake_case"))]
 pub enum ClusterFallback {
     /// Limit locally: a [`ClusterThreshold::Global`] rule enforces its threshold divided by the
     /// instances last seen live, a [`ClusterThreshold::PerInstance`] rule its own threshold.

@@ -24,26 +24,17 @@ pub const MAX_WARM_UP: Duration = Duration::from_secs(24 * 3_600);
 /// Sentinel's cold start: after a period of low traffic the allowed rate starts at
 /// `threshold / cold_factor` and rises to the threshold over `period`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(deny_unknown_fields))]
 pub struct WarmUp {
     /// How long the rate takes to rise from cold to the threshold (positive, whole
     /// milliseconds).
-    #[cfg_attr(feature = "rule-files", serde(with = "crate::rules::files::duration"))]
     pub period: Duration,
     /// How much lower the cold rate is: `threshold / cold_factor` (finite, > 1; Sentinel's
     /// default is 3).
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_cold_factor")
-    )]
     pub cold_factor: f64,
 }
 
 /// What a flow rule counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum FlowMetric {
     /// Passes per window (QPS with the default one-second window).
@@ -123,88 +114,37 @@ pub enum FlowMetric {
 /// # let _ = (api, db, per_minute, cold_start, paced, reads);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct FlowRule {
     /// The resource the rule applies to.
     pub resource: String,
     /// What the rule counts.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_flow_metric")
-    )]
     pub metric: FlowMetric,
     /// Passes per window ([`FlowMetric::Qps`]) or calls inside ([`FlowMetric::Concurrency`]);
     /// finite, `0..=MAX_THRESHOLD`. Fractions are rounded down; `0` rejects every call.
     pub threshold: f64,
     /// The window's length (QPS rules): a whole number of milliseconds. Default one second.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            default = "crate::rules::files::default_flow_window",
-            with = "crate::rules::files::duration"
-        )
-    )]
     pub window: Duration,
     /// Buckets in the window (QPS rules): `1..=MAX_SAMPLE_COUNT`, dividing the window's
     /// milliseconds. Default 10.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_flow_sample_count")
-    )]
     pub sample_count: u32,
     /// Use the strict window (QPS rules): see the type's docs.
-    #[cfg_attr(feature = "rule-files", serde(default))]
     pub strict: bool,
     /// Warm up from cold (QPS rules): see the type's docs.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub warm_up: Option<WarmUp>,
     /// Throttle (pace) instead of rejecting, queueing a call at most this long (QPS rules).
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            with = "crate::rules::files::duration::option"
-        )
-    )]
     pub max_wait: Option<Duration>,
     /// Count this other resource's passes instead (QPS rules).
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub relate: Option<String>,
     /// The adaptive limit's settings ([`FlowMetric::AdaptiveConcurrency`] rules; their defaults
     /// if none).
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub adaptive: Option<AdaptiveConcurrency>,
     /// Share the threshold across the service's instances (QPS rules): see
     /// [`cluster`](Self::cluster). Default none: the rule is per process.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub cluster: Option<ClusterThreshold>,
     /// What a cluster rule does while the cluster's store cannot be reached. Default
     /// [`ClusterFallback::Local`].
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "is_local_fallback")
-    )]
     pub cluster_fallback: ClusterFallback,
-}
-
-#[cfg(feature = "rule-files")]
-pub(crate) fn is_local_fallback(f: &ClusterFallback) -> bool {
-    *f == ClusterFallback::Local
 }
 
 impl FlowRule {

@@ -59,8 +59,6 @@ fn calls_that_fit(threshold: f64, window: Duration) -> u128 {
 
 /// What a hotspot rule limits per value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum HotspotMetric {
     /// Calls per window, per value (GCRA: `threshold` per `window`, evenly spaced, after a
@@ -187,8 +185,6 @@ impl HotspotException {
 /// # assert!(per_tenant_inside.validate().is_ok());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct HotspotRule {
     /// The resource the rule applies to.
@@ -196,13 +192,6 @@ pub struct HotspotRule {
     /// Which parameter of the entry: 0 is the first (`0..MAX_PARAMS`). A rule that names its
     /// parameter instead ([`param`](Self::param)) has [`PARAM_BY_NAME`] here: give one of the
     /// two (in rule files, `param_index` or `param`).
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            default = "crate::rules::hotspot::param_by_name",
-            skip_serializing_if = "crate::rules::hotspot::is_param_by_name"
-        )
-    )]
     pub param_index: usize,
     /// The parameter's name, instead of its index: `"client_ip"` for the tower layer's
     /// `client_ip`, a name given to its `named_param`, an argument of the attribute's
@@ -217,16 +206,8 @@ pub struct HotspotRule {
     /// the resource is first entered; if the resource then turns out not to supply the name,
     /// the rule stays out of force (the resource is unlimited by it) until a load replaces it.
     /// Positional entries (`EntryBuilder::param` without names) never resolve names.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub param: Option<String>,
     /// What the rule limits per value.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_hotspot_metric")
-    )]
     pub metric: HotspotMetric,
     /// Calls per window (QPS) or calls inside (concurrency), per value: finite,
     /// `0..=MAX_THRESHOLD`, fractions rounded down for concurrency.
@@ -234,78 +215,28 @@ pub struct HotspotRule {
     /// Extra calls a value may make at once from idle (QPS). Default 0. With the threshold, at
     /// most what a value may owe: `max(threshold, 1) + burst` calls of `window / threshold`
     /// each must not pass 2^63 ns (292 years; only absurdly slow rules come near it).
-    #[cfg_attr(feature = "rule-files", serde(default))]
     pub burst: u32,
     /// The window `threshold` counts over (QPS): whole milliseconds, at most a day. Default 1 s.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            default = "crate::rules::files::default_hotspot_window",
-            with = "crate::rules::files::duration"
-        )
-    )]
     pub window: Duration,
     /// The strict mode (QPS): any interval of `window`'s length admits at most `threshold`
     /// calls of one value (see the type's docs). Default `false`.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "std::ops::Not::not")
-    )]
     pub strict: bool,
     /// Wait up to this long for a slot instead of being blocked (QPS). Default none.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            with = "crate::rules::files::duration::option"
-        )
-    )]
     pub max_wait: Option<Duration>,
     /// Values with their own threshold.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            default,
-            skip_serializing_if = "Vec::is_empty",
-            with = "crate::rules::files::hotspot_exceptions"
-        )
-    )]
     pub exceptions: Vec<HotspotException>,
     /// How many values the rule tracks (`1..=MAX_HOTSPOT_CAPACITY`). Default 16 384.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default = "crate::rules::files::default_hotspot_capacity")
-    )]
     pub capacity: usize,
     /// Share each value's threshold across the service's instances (QPS rules): see
     /// [`cluster`](Self::cluster). Default none: the rule is per process.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub cluster: Option<ClusterThreshold>,
     /// What a cluster rule does while the cluster's store cannot be reached. Default
     /// [`ClusterFallback::Local`].
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(default, skip_serializing_if = "crate::rules::flow::is_local_fallback")
-    )]
     pub cluster_fallback: ClusterFallback,
 }
 
 /// [`HotspotRule::param_index`] of a rule that names its parameter ([`HotspotRule::param`]).
 pub const PARAM_BY_NAME: usize = usize::MAX;
-
-#[cfg(feature = "rule-files")]
-pub(crate) fn param_by_name() -> usize {
-    PARAM_BY_NAME
-}
-
-#[cfg(feature = "rule-files")]
-pub(crate) fn is_param_by_name(index: &usize) -> bool {
-    *index == PARAM_BY_NAME
-}
 
 impl HotspotRule {
     /// At most `threshold` calls per second for each value of parameter `param_index`.

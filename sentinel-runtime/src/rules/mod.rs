@@ -28,20 +28,8 @@ pub(crate) mod defaults;
 #[cfg(feature = "rule-files")]
 pub mod files;
 pub(crate) mod flow;
-#[cfg(feature = "rule-files")]
-mod format;
 pub(crate) mod hotspot;
-#[cfg(feature = "rule-files")]
-mod locate;
-#[cfg(feature = "rule-files")]
-mod node;
-#[cfg(feature = "rule-files")]
-mod report;
-#[cfg(feature = "rule-files")]
-mod sentinel_format;
 pub(crate) mod system;
-#[cfg(feature = "rule-files")]
-mod watch;
 mod window;
 
 pub use crate::manager::{
@@ -66,6 +54,12 @@ pub use breaker::{
 pub use cluster::{ClusterFallback, ClusterThreshold};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
+#[cfg(feature = "rule-files")]
+pub(crate) use files::report::file_results;
+#[cfg(feature = "rule-files")]
+pub use files::report::MAX_REPORTED_FILES;
+#[cfg(feature = "rule-files")]
+pub use files::watch::{watch_file, RuleWatcher, WatchStatus};
 pub use flow::{
     AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
     MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
@@ -74,10 +68,4 @@ pub use hotspot::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
     MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
 };
-#[cfg(feature = "rule-files")]
-pub(crate) use report::file_results;
-#[cfg(feature = "rule-files")]
-pub use report::MAX_REPORTED_FILES;
 pub use system::{SystemRule, MAX_SYSTEM_RT};
-#[cfg(feature = "rule-files")]
-pub use watch::{watch_file, RuleWatcher, WatchStatus};

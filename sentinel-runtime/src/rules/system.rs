@@ -44,33 +44,20 @@ pub const MAX_SYSTEM_RT: Duration = Duration::from_secs(60);
 /// # Ok::<(), sentinel_runtime::RuleError>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "rule-files", serde(default, deny_unknown_fields))]
 #[non_exhaustive]
 pub struct SystemRule {
     /// The process's CPU usage above which inbound calls may be blocked (0..=1, of its effective
     /// cores). Sentinel's `highestCpuUsage`.
-    #[cfg_attr(feature = "rule-files", serde(skip_serializing_if = "Option::is_none"))]
     pub cpu_usage: Option<f64>,
     /// The 1-minute load average per effective core above which inbound calls may be blocked
     /// (positive). Sentinel's `highestSystemLoad` is the whole machine's: divide it by the cores.
-    #[cfg_attr(feature = "rule-files", serde(skip_serializing_if = "Option::is_none"))]
     pub load_per_core: Option<f64>,
     /// The inbound calls' average response time over the last second above which inbound calls
     /// are blocked (up to [`MAX_SYSTEM_RT`]). Sentinel's `avgRt`.
-    #[cfg_attr(
-        feature = "rule-files",
-        serde(
-            skip_serializing_if = "Option::is_none",
-            with = "crate::rules::files::duration::option"
-        )
-    )]
     pub avg_rt: Option<Duration>,
     /// The most inbound calls inside at once. Sentinel's `maxThread`.
-    #[cfg_attr(feature = "rule-files", serde(skip_serializing_if = "Option::is_none"))]
     pub concurrency: Option<u64>,
     /// The most inbound passes per second (finite, non-negative). Sentinel's `qps`.
-    #[cfg_attr(feature = "rule-files", serde(skip_serializing_if = "Option::is_none"))]
     pub qps: Option<f64>,
 }
 

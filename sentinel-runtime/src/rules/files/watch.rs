@@ -11,9 +11,10 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::files::{self, format_of};
 use super::format::Format;
 use super::report::{self, content_version};
+use super::text::parse;
+use super::{format_of, rule_count};
 use crate::manager::set::{self, RuleSet, RuleSetError};
 
 /// A change is read once the directory has been quiet this long...
@@ -353,8 +354,8 @@ impl WatchedFile {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| RuleSetError::whole(format!("the file is not UTF-8: {e}")))
             .map_err(|e| e.in_file(&self.path))?;
-        let set = files::parse(text, self.format).map_err(|e| e.in_file(&self.path))?;
-        let rules = files::rule_count(&set);
+        let set = parse(text, self.format).map_err(|e| e.in_file(&self.path))?;
+        let rules = rule_count(&set);
         (self.loader)(set).map_err(|e| e.in_file(&self.path))?;
         Ok(rules)
     }

@@ -1,8 +1,8 @@
-//! [`Node`]: one value of a rule file, whatever its format, and a deserializer over it whose
+//! [`Value`]: one value of a rule file, whatever its format, and a deserializer over it whose
 //! errors say which field (by its path in the rule) is wrong.
 //!
-//! A file is first parsed into nodes (syntax errors come from the format's parser, with their
-//! line and column); each rule is then read from its node on its own, so every bad rule is
+//! A file is first parsed into values (syntax errors come from the format's parser, with their
+//! line and column); each rule is then read from its value on its own, so every bad rule is
 //! reported, not just the first, and each rule can be read with our names or Sentinel's.
 
 use std::fmt;
@@ -18,30 +18,30 @@ use serde::Deserialize;
 /// One parsed value; a map keeps its keys in file order, duplicates included (so the rule types
 /// refuse a field given twice instead of silently keeping one).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Node {
+pub(crate) enum Value {
     Null,
     Bool(bool),
     I64(i64),
     U64(u64),
     F64(f64),
     Str(String),
-    Seq(Vec<Node>),
-    Map(Vec<(String, Node)>),
+    Seq(Vec<Value>),
+    Map(Vec<(String, Value)>),
 }
 
-impl Node {
+impl Value {
     /// The value of `key`, if this is a map that has it.
-    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         match self {
-            Node::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            Value::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
     /// The keys, if this is a map.
     pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
-        let entries: &[(String, Node)] = match self {
-            Node::Map(entries) => entries,
+        let entries: &[(String, Value)] = match self {
+            Value::Map(entries) => entries,
             _ => &[],
         };
         entries.iter().map(|(k, _)| k.as_str())
@@ -49,87 +49,87 @@ impl Node {
 
     fn unexpected(&self) -> Unexpected<'_> {
         match self {
-            Node::Null => Unexpected::Unit,
-            Node::Bool(b) => Unexpected::Bool(*b),
-            Node::I64(n) => Unexpected::Signed(*n),
-            Node::U64(n) => Unexpected::Unsigned(*n),
-            Node::F64(n) => Unexpected::Float(*n),
-            Node::Str(s) => Unexpected::Str(s),
-            Node::Seq(_) => Unexpected::Seq,
-            Node::Map(_) => Unexpected::Map,
+            Value::Null => Unexpected::Unit,
+            Value::Bool(b) => Unexpected::Bool(*b),
+            Value::I64(n) => Unexpected::Signed(*n),
+            Value::U64(n) => Unexpected::Unsigned(*n),
+            Value::F64(n) => Unexpected::Float(*n),
+            Value::Str(s) => Unexpected::Str(s),
+            Value::Seq(_) => Unexpected::Seq,
+            Value::Map(_) => Unexpected::Map,
         }
     }
 }
 
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(ValueVisitor)
     }
 }
 
-struct NodeVisitor;
+struct ValueVisitor;
 
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node;
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a value: a map, a list, a string, a number, a boolean or null")
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
-        Ok(Node::Bool(v))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
-        Ok(Node::I64(v))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::I64(v))
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-        Ok(Node::U64(v))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::U64(v))
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
-        Ok(Node::F64(v))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::F64(v))
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
-        Ok(Node::Str(v.to_owned()))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::Str(v.to_owned()))
     }
 
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        Ok(Node::Str(v))
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::Str(v))
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Null)
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Null)
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
-        Node::deserialize(d)
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Value::deserialize(d)
     }
 
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
-        Node::deserialize(d)
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Value::deserialize(d)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
         while let Some(item) = seq.next_element()? {
             items.push(item);
         }
-        Ok(Node::Seq(items))
+        Ok(Value::Seq(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1024));
         while let Some(key) = map.next_key::<Key>()? {
             entries.push((key.0, map.next_value()?));
         }
-        Ok(Node::Map(entries))
+        Ok(Value::Map(entries))
     }
 }
 
@@ -155,9 +155,9 @@ impl<'de> Deserialize<'de> for Key {
     }
 }
 
-/// Why a rule could not be read from its node: the field's path in the rule and what is wrong.
+/// Why a rule could not be read from its value: the field's path in the rule and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct NodeError {
+pub(crate) struct ValueError {
     /// Map keys and list positions from the rule down to the bad value, outermost first.
     path: Vec<String>,
     /// The field the error is about inside the innermost map (an unknown or missing field).
@@ -166,9 +166,9 @@ pub(crate) struct NodeError {
     unknown_field: bool,
 }
 
-impl NodeError {
-    pub(crate) fn new(field: Option<&str>, message: impl Into<String>) -> NodeError {
-        NodeError {
+impl ValueError {
+    pub(crate) fn new(field: Option<&str>, message: impl Into<String>) -> ValueError {
+        ValueError {
             path: Vec::new(),
             leaf: field.map(str::to_owned),
             message: message.into(),
@@ -201,13 +201,13 @@ impl NodeError {
         self.message.push_str(more);
     }
 
-    fn inside(mut self, part: String) -> NodeError {
+    fn inside(mut self, part: String) -> ValueError {
         self.path.insert(0, part);
         self
     }
 }
 
-impl fmt::Display for NodeError {
+impl fmt::Display for ValueError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.field() {
             Some(field) => write!(f, "field `{field}` {}", self.message),
@@ -216,68 +216,68 @@ impl fmt::Display for NodeError {
     }
 }
 
-impl std::error::Error for NodeError {}
+impl std::error::Error for ValueError {}
 
 fn one_of(names: &[&str]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     quoted.join(", ")
 }
 
-impl de::Error for NodeError {
-    fn custom<T: fmt::Display>(msg: T) -> NodeError {
-        NodeError::new(None, msg.to_string())
+impl de::Error for ValueError {
+    fn custom<T: fmt::Display>(msg: T) -> ValueError {
+        ValueError::new(None, msg.to_string())
     }
 
-    fn invalid_type(unexp: Unexpected<'_>, exp: &dyn Expected) -> NodeError {
-        NodeError::new(None, format!("has the wrong type: {unexp}, expected {exp}"))
+    fn invalid_type(unexp: Unexpected<'_>, exp: &dyn Expected) -> ValueError {
+        ValueError::new(None, format!("has the wrong type: {unexp}, expected {exp}"))
     }
 
-    fn invalid_value(unexp: Unexpected<'_>, exp: &dyn Expected) -> NodeError {
-        NodeError::new(None, format!("has a wrong value: {unexp}, expected {exp}"))
+    fn invalid_value(unexp: Unexpected<'_>, exp: &dyn Expected) -> ValueError {
+        ValueError::new(None, format!("has a wrong value: {unexp}, expected {exp}"))
     }
 
-    fn invalid_length(len: usize, exp: &dyn Expected) -> NodeError {
-        NodeError::new(None, format!("has {len} items, expected {exp}"))
+    fn invalid_length(len: usize, exp: &dyn Expected) -> ValueError {
+        ValueError::new(None, format!("has {len} items, expected {exp}"))
     }
 
-    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> NodeError {
-        NodeError::new(
+    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> ValueError {
+        ValueError::new(
             None,
             format!("is `{variant}`, expected one of {}", one_of(expected)),
         )
     }
 
-    fn unknown_field(field: &str, expected: &'static [&'static str]) -> NodeError {
-        NodeError {
+    fn unknown_field(field: &str, expected: &'static [&'static str]) -> ValueError {
+        ValueError {
             unknown_field: true,
-            ..NodeError::new(
+            ..ValueError::new(
                 Some(field),
                 format!("is not supported (the fields are {})", one_of(expected)),
             )
         }
     }
 
-    fn missing_field(field: &'static str) -> NodeError {
-        NodeError::new(Some(field), "is required")
+    fn missing_field(field: &'static str) -> ValueError {
+        ValueError::new(Some(field), "is required")
     }
 
-    fn duplicate_field(field: &'static str) -> NodeError {
-        NodeError::new(Some(field), "is given twice")
+    fn duplicate_field(field: &'static str) -> ValueError {
+        ValueError::new(Some(field), "is given twice")
     }
 }
 
-impl<'de> Deserializer<'de> for Node {
-    type Error = NodeError;
+impl<'de> Deserializer<'de> for Value {
+    type Error = ValueError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NodeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
         match self {
-            Node::Null => visitor.visit_unit(),
-            Node::Bool(v) => visitor.visit_bool(v),
-            Node::I64(v) => visitor.visit_i64(v),
-            Node::U64(v) => visitor.visit_u64(v),
-            Node::F64(v) => visitor.visit_f64(v),
-            Node::Str(v) => visitor.visit_string(v),
-            Node::Seq(items) => {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(v) => visitor.visit_bool(v),
+            Value::I64(v) => visitor.visit_i64(v),
+            Value::U64(v) => visitor.visit_u64(v),
+            Value::F64(v) => visitor.visit_f64(v),
+            Value::Str(v) => visitor.visit_string(v),
+            Value::Seq(items) => {
                 let len = items.len();
                 let mut access = Items {
                     items: items.into_iter(),
@@ -290,7 +290,7 @@ impl<'de> Deserializer<'de> for Node {
                     Err(de::Error::invalid_length(len, &"fewer items"))
                 }
             }
-            Node::Map(entries) => {
+            Value::Map(entries) => {
                 let mut access = Entries {
                     entries: entries.into_iter(),
                     value: None,
@@ -298,15 +298,15 @@ impl<'de> Deserializer<'de> for Node {
                 let value = visitor.visit_map(&mut access)?;
                 match access.entries.next() {
                     None => Ok(value),
-                    Some((key, _)) => Err(NodeError::new(Some(&key), "is not expected here")),
+                    Some((key, _)) => Err(ValueError::new(Some(&key), "is not expected here")),
                 }
             }
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NodeError> {
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
         match self {
-            Node::Null => visitor.visit_none(),
+            Value::Null => visitor.visit_none(),
             other => visitor.visit_some(other),
         }
     }
@@ -316,10 +316,10 @@ impl<'de> Deserializer<'de> for Node {
         _name: &'static str,
         _variants: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, NodeError> {
+    ) -> Result<V::Value, ValueError> {
         match self {
-            Node::Str(s) => {
-                let variant: StringDeserializer<NodeError> = s.into_deserializer();
+            Value::Str(s) => {
+                let variant: StringDeserializer<ValueError> = s.into_deserializer();
                 visitor.visit_enum(variant)
             }
             other => Err(de::Error::invalid_type(other.unexpected(), &visitor)),
@@ -330,11 +330,11 @@ impl<'de> Deserializer<'de> for Node {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, NodeError> {
+    ) -> Result<V::Value, ValueError> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NodeError> {
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
         visitor.visit_unit()
     }
 
@@ -344,26 +344,26 @@ impl<'de> Deserializer<'de> for Node {
     }
 }
 
-impl IntoDeserializer<'_, NodeError> for Node {
-    type Deserializer = Node;
+impl IntoDeserializer<'_, ValueError> for Value {
+    type Deserializer = Value;
 
-    fn into_deserializer(self) -> Node {
+    fn into_deserializer(self) -> Value {
         self
     }
 }
 
 struct Items {
-    items: vec::IntoIter<Node>,
+    items: vec::IntoIter<Value>,
     index: usize,
 }
 
 impl<'de> SeqAccess<'de> for Items {
-    type Error = NodeError;
+    type Error = ValueError;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,
         seed: T,
-    ) -> Result<Option<T::Value>, NodeError> {
+    ) -> Result<Option<T::Value>, ValueError> {
         match self.items.next() {
             None => Ok(None),
             Some(node) => {
@@ -382,28 +382,31 @@ impl<'de> SeqAccess<'de> for Items {
 }
 
 struct Entries {
-    entries: vec::IntoIter<(String, Node)>,
-    value: Option<(String, Node)>,
+    entries: vec::IntoIter<(String, Value)>,
+    value: Option<(String, Value)>,
 }
 
 impl<'de> MapAccess<'de> for Entries {
-    type Error = NodeError;
+    type Error = ValueError;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
         seed: K,
-    ) -> Result<Option<K::Value>, NodeError> {
+    ) -> Result<Option<K::Value>, ValueError> {
         match self.entries.next() {
             None => Ok(None),
             Some((key, value)) => {
-                let key_de: StringDeserializer<NodeError> = key.clone().into_deserializer();
+                let key_de: StringDeserializer<ValueError> = key.clone().into_deserializer();
                 self.value = Some((key, value));
                 seed.deserialize(key_de).map(Some)
             }
         }
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, NodeError> {
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, ValueError> {
         match self.value.take() {
             Some((key, value)) => seed.deserialize(value).map_err(|e| e.inside(key)),
             None => Err(de::Error::custom("a map value was read twice")),
@@ -433,7 +436,7 @@ mod tests {
         list: Option<Vec<Inner>>,
     }
 
-    fn node(json: &str) -> Node {
+    fn node(json: &str) -> Value {
         serde_json::from_str(json).expect("test JSON parses")
     }
 

@@ -1,0 +1,171 @@
+//! Sentinel's `FlowRule` read into a [`FlowRule`].
+
+use std::time::Duration;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use super::cluster::{cluster, ClusterConfig, SentinelClusterFlowConfig};
+use super::fields::{
+    check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
+    whole,
+};
+use crate::rules::cluster::ClusterFallback;
+use crate::rules::files::value::{Value, ValueError};
+use crate::rules::flow::{FlowMetric, FlowRule};
+
+/// Sentinel's defaults, for fields it writes on every rule (its JSON serialisers do).
+const DEFAULT_WARM_UP_SEC: f64 = 10.0;
+const DEFAULT_MAX_QUEUEING_MS: f64 = 500.0;
+/// Sentinel's cold factor (`csp.sentinel.flow.cold.factor`), which its files cannot set.
+const COLD_FACTOR: f64 = 3.0;
+
+/// Sentinel's `FlowRule` as JSON names it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SentinelFlowRule {
+    resource: String,
+    #[serde(deserialize_with = "number")]
+    count: f64,
+    #[serde(default, deserialize_with = "opt_number")]
+    grade: Option<f64>,
+    limit_app: Option<String>,
+    #[serde(default, deserialize_with = "opt_number")]
+    strategy: Option<f64>,
+    ref_resource: Option<String>,
+    #[serde(default, deserialize_with = "opt_number")]
+    control_behavior: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
+    warm_up_period_sec: Option<f64>,
+    #[serde(default, deserialize_with = "opt_number")]
+    max_queueing_time_ms: Option<f64>,
+    cluster_mode: Option<bool>,
+    cluster_config: Option<SentinelClusterFlowConfig>,
+    regex: Option<bool>,
+    /// Sentinel's traffic shaping controller object, which its tests and some serialisers
+    /// write (`"controller": null`): built from the other fields, so ignored.
+    #[allow(dead_code)]
+    controller: Option<IgnoredAny>,
+}
+
+/// Reads a flow rule written with Sentinel's names.
+pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
+    let r = SentinelFlowRule::deserialize(node)?;
+    check_limit_app(r.limit_app.as_deref())?;
+    check_regex(r.regex)?;
+    // Sentinel's `fallbackToLocalWhenFail` is true unless given on flow rules.
+    let cluster = cluster(
+        r.cluster_mode,
+        r.cluster_config.map(ClusterConfig::from),
+        ClusterFallback::Local,
+    )?;
+    let metric = match code("grade", r.grade, 1, "0 (thread count) or 1 (QPS)")? {
+        0 => FlowMetric::Concurrency,
+        1 => FlowMetric::Qps,
+        other => {
+            return Err(refuse(
+                "grade",
+                format!("must be 0 (thread count) or 1 (QPS), got {other}"),
+            ))
+        }
+    };
+    let mut rule = FlowRule::qps(r.resource, r.count);
+    rule.metric = metric;
+
+    let behaviour = code(
+        "controlBehavior",
+        r.control_behavior,
+        0,
+        "0 (reject), 1 (warm up), 2 (rate limiter) or 3 (warm up + rate limiter)",
+    )?;
+    if behaviour > 3 {
+        return Err(refuse(
+            "controlBehavior",
+            format!(
+                "must be 0 (reject), 1 (warm up), 2 (rate limiter) or 3 (warm up + rate \
+                 limiter), got {behaviour}"
+            ),
+        ));
+    }
+    if behaviour != 0 && metric != FlowMetric::Qps {
+        return Err(refuse(
+            "controlBehavior",
+            format!("is {behaviour}: a control behaviour applies to QPS rules (grade 1) only"),
+        ));
+    }
+    let warm_up = behaviour == 1 || behaviour == 3;
+    let throttle = behaviour == 2 || behaviour == 3;
+    if warm_up {
+        let secs = positive(
+            "warmUpPeriodSec",
+            r.warm_up_period_sec.unwrap_or(DEFAULT_WARM_UP_SEC),
+            "seconds of warm-up",
+        )?;
+        rule = rule.warm_up(Duration::from_secs(secs as u64), COLD_FACTOR);
+    } else {
+        unused_at_default(
+            "warmUpPeriodSec",
+            r.warm_up_period_sec,
+            DEFAULT_WARM_UP_SEC,
+            "with controlBehavior 1 or 3 (warm up)",
+        )?;
+    }
+    if throttle {
+        let ms = whole(
+            "maxQueueingTimeMs",
+            r.max_queueing_time_ms.unwrap_or(DEFAULT_MAX_QUEUEING_MS),
+            f64::from(u32::MAX),
+        )?;
+        rule = rule.throttle(Duration::from_millis(ms as u64));
+    } else {
+        unused_at_default(
+            "maxQueueingTimeMs",
+            r.max_queueing_time_ms,
+            DEFAULT_MAX_QUEUEING_MS,
+            "with controlBehavior 2 or 3 (rate limiter)",
+        )?;
+    }
+
+    let related = r.ref_resource.filter(|s| !s.is_empty());
+    match code(
+        "strategy",
+        r.strategy,
+        0,
+        "0 (direct) or 1 (relate); 2 (chain) is not supported",
+    )? {
+        0 => {
+            if let Some(related) = related {
+                return Err(refuse(
+                    "refResource",
+                    format!("(`{related}`) is only used with strategy 1 (relate), got strategy 0"),
+                ));
+            }
+        }
+        1 => match related {
+            Some(related) => rule = rule.relate(related),
+            None => {
+                return Err(refuse(
+                    "refResource",
+                    "is required with strategy 1 (relate): the resource whose traffic counts",
+                ))
+            }
+        },
+        2 => {
+            return Err(refuse(
+                "strategy",
+                "is 2 (chain): limiting by calling chain is not supported (0 direct or 1 relate)",
+            ))
+        }
+        other => {
+            return Err(refuse(
+                "strategy",
+                format!("must be 0 (direct) or 1 (relate), got {other}"),
+            ))
+        }
+    }
+    if let Some((threshold, fallback)) = cluster {
+        rule.cluster = Some(threshold);
+        rule.cluster_fallback = fallback;
+    }
+    Ok(rule)
+}
