@@ -9,7 +9,7 @@ use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
 use crate::param::Params;
 use crate::rules;
-use crate::slot::param_table::Slot;
+use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL};
 use crate::stat::BlockTotals;
 use crate::sync::thread_slot;
@@ -527,7 +527,7 @@ pub struct Entry {
 #[derive(Debug)]
 struct HotHeld {
     chain: Arc<Chain>,
-    places: Vec<(usize, Slot)>,
+    places: Vec<(usize, Place)>,
 }
 
 impl Entry {
@@ -621,7 +621,7 @@ fn hot_held(
     admission: &Admission,
     chain: impl FnOnce() -> Option<Arc<Chain>>,
 ) -> Option<Box<HotHeld>> {
-    let places: Vec<(usize, Slot)> = admission.inside().collect();
+    let places: Vec<(usize, Place)> = admission.inside().collect();
     if places.is_empty() {
         return None;
     }

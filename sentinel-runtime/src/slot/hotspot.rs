@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::hot_top::{BlockedTop, Counted};
-use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
+use super::param_table::{Full, Kind, ParamTable, Place, RateDecision};
 use crate::error::BlockError;
 use crate::param::Params;
 use crate::rules::hotspot::{interval_nanos, strict_interval_nanos, HotspotMetric, HotspotRule};
@@ -144,7 +144,7 @@ pub(crate) enum HotPass {
     /// Counted in the value's rate; `turn` is when the call may pass (0: now).
     Rate { key: u64, turn: u64 },
     /// Took a place in the value's concurrency counter.
-    Inside(Slot),
+    Inside(Place),
 }
 
 /// What the hotspot gates admitted, by gate index in the chain: the first inline (a resource
@@ -370,7 +370,7 @@ impl HotspotGate {
     }
 
     /// The exit of a call that took a place ([`HotPass::Inside`]).
-    pub(crate) fn exit(&self, slot: Slot) {
+    pub(crate) fn exit(&self, slot: Place) {
         self.table.release_inflight(slot);
     }
 
@@ -426,7 +426,7 @@ mod tests {
             let pass = |kind: u8, n: u64| match kind {
                 0 => HotPass::Free,
                 1 => HotPass::Rate { key: n, turn: n },
-                _ => HotPass::Inside(crate::slot::param_table::Slot::arbitrary(n as u32)),
+                _ => HotPass::Inside(crate::slot::param_table::Place::arbitrary(n as u32)),
             };
             let mut passes = HotPasses::default();
             let mut model = Vec::new();

@@ -163,7 +163,7 @@ pub(crate) const INBOUND_CALL: u64 = 1;
 impl Admission {
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
     #[inline]
-    pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Slot)> + '_ {
+    pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Place)> + '_ {
         self.hot.iter().filter_map(|&(i, pass)| match pass {
             HotPass::Inside(slot) => Some((i, slot)),
             _ => None,
