@@ -2,6 +2,7 @@
 //! resource node keeps.
 
 mod bucket;
+pub(crate) mod circuit_state;
 mod fast_div;
 mod leap_array;
 mod node_stats;
