@@ -269,7 +269,7 @@ pub(crate) fn enter_in(
 #[inline(always)]
 fn count_pass(node: &'static ResourceNode, slot: usize, at: u64, count: u32, inbound: bool) {
     if inbound {
-        system::inbound().on_pass_in(slot, at, count);
+        crate::stat::inbound().on_pass_in(slot, at, count);
     }
     node.stats().on_pass_in(slot, at, count);
 }
@@ -285,7 +285,7 @@ fn on_block(
 ) {
     node.on_block(now, count, block.kind());
     if params.is_inbound() {
-        system::inbound().on_block(now, count, BlockTotals::index_of(block.kind()));
+        crate::stat::inbound().on_block(now, count, BlockTotals::index_of(block.kind()));
     }
 }
 
@@ -661,7 +661,7 @@ impl Drop for Entry {
             .on_exit(now, self.count as u32, rt_us, error);
         if flags & INBOUND != 0 {
             system::inside().exit(flags & SYSTEM_COUNTED != 0);
-            system::inbound().on_exit(now, self.count as u32, rt_us, error);
+            crate::stat::inbound().on_exit(now, self.count as u32, rt_us, error);
         }
         if reports != 0 {
             // Breaker transitions run listeners: a panicking one is contained there.
