@@ -8,7 +8,7 @@ use crate::breaker::CircuitState;
 use crate::clock;
 use crate::error::{BlockKind, RuleError};
 use crate::rules::authority::AuthorityRule;
-use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::circuit_breaker::CircuitBreakerRule;
 use crate::rules::flow::{FlowMetric, FlowRule};
 use crate::rules::hotspot::HotspotRule;
 use crate::slot::{

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::node::{Defaults, ResourceNode};
 use crate::param::Params;
-use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::circuit_breaker::CircuitBreakerRule;
 use crate::rules::flow::FlowRule;
 use crate::rules::hotspot::HotspotRule;
 

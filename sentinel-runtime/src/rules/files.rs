@@ -680,7 +680,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::authority::AuthorityRule;
-use super::breaker::CircuitBreakerRule;
+use super::circuit_breaker::CircuitBreakerRule;
 use super::flow::{FlowMetric, FlowRule};
 use super::format::Format;
 use super::hotspot::{HotspotMetric, HotspotRule};

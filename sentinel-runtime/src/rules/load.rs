@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
 use super::authority::AuthorityRule;
-use super::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::budget;
+use super::circuit_breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::flow::FlowRule;
 use super::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
 use super::system::SystemRule;

@@ -22,8 +22,8 @@
 
 pub(crate) mod adaptive;
 pub(crate) mod authority;
-pub(crate) mod breaker;
 mod budget;
+pub(crate) mod circuit_breaker;
 pub(crate) mod cluster;
 #[cfg(feature = "rule-files")]
 pub mod files;
@@ -52,11 +52,11 @@ mod window;
 pub use crate::param::MAX_PARAMS;
 pub use adaptive::MAX_ADAPTIVE_LIMIT;
 pub use authority::{AuthorityRule, AuthorityStrategy};
-pub use breaker::{
+pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
+pub use circuit_breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
     MAX_RECOVERY,
 };
-pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
 pub use cluster::{ClusterFallback, ClusterThreshold};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;

@@ -37,7 +37,7 @@ use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
 
 use super::authority::{AuthorityRule, AuthorityStrategy};
-use super::breaker::{BreakerStrategy, CircuitBreakerRule};
+use super::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
 use super::flow::{FlowMetric, FlowRule};
 use super::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 use super::node::{Node, NodeError};

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::authority::AuthorityRule;
-use super::breaker::CircuitBreakerRule;
+use super::circuit_breaker::CircuitBreakerRule;
 use super::flow::FlowRule;
 use super::hotspot::HotspotRule;
 use super::system::SystemRule;

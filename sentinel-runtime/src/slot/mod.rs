@@ -21,7 +21,7 @@
 //! default) so that the remaining reservations are still given back.
 
 pub(crate) mod adaptive;
-pub(crate) mod breaker;
+pub(crate) mod circuit_breaker;
 mod concurrency;
 mod gate;
 mod hot_top;
@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 pub(crate) use adaptive::{AdaptiveLimit, Outcome};
-pub(crate) use breaker::{CircuitBreaker, Probe};
+pub(crate) use circuit_breaker::{CircuitBreaker, Probe};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use gate::{successions as gate_successions, Gate};
 pub(crate) use hotspot::{
