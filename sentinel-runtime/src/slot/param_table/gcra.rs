@@ -29,7 +29,6 @@ pub(super) struct RateRequest {
 /// The GCRA step from `tat` at `now`: the decision and the TAT it leaves (unchanged on a
 /// block). A TAT past `u64::MAX` cannot be kept, so such a request blocks, and an interval of
 /// `u64::MAX` (a threshold of 0) passes nothing.
-#[inline]
 pub(super) fn gcra(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
     if r.interval == u64::MAX {
         // A threshold of 0 (even at `now == 0`, where one such interval would still fit).
@@ -71,7 +70,6 @@ pub(super) fn gcra(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
 
 /// When a blocked request may pass: after `wait`, unless it is blocked even from idle (a batch
 /// larger than the threshold and burst, beyond what `max_wait` covers), then never (`u64::MAX`).
-#[inline]
 fn retry_after(wait: u64, r: &RateRequest, limit: u128) -> u64 {
     let from_idle = u128::from(r.count) * u128::from(r.interval);
     if from_idle > limit && from_idle - limit > u128::from(r.max_wait) {
