@@ -1,30 +1,12 @@
-//! Circuit-breaker states and state-change listeners. The rules are
-//! [`rules::CircuitBreakerRule`](crate::rules::CircuitBreakerRule).
+//! The circuit breakers' public API: their states and the state-change listeners. The rules are
+//! [`rules::CircuitBreakerRule`](crate::rules::CircuitBreakerRule); the check that trips them
+//! runs in the slot chain.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-/// The state of a circuit breaker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CircuitState {
-    /// Calls pass and are counted.
-    Closed,
-    /// A limited number of probe calls pass; their outcome closes or reopens the breaker.
-    HalfOpen,
-    /// Every call is blocked until the recovery time has passed.
-    Open,
-}
-
-impl fmt::Display for CircuitState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CircuitState::Closed => "closed",
-            CircuitState::HalfOpen => "half-open",
-            CircuitState::Open => "open",
-        })
-    }
-}
+// Defined with the statistics, which report it; its public path is this one.
+pub use crate::stat::circuit_state::CircuitState;
 
 /// One transition of a circuit breaker, as listeners receive it.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,17 +67,6 @@ static TRANSITIONS: Mutex<Transitions> = Mutex::new(BTreeMap::new());
 pub(crate) fn transition_counts() -> Vec<((&'static str, CircuitState, CircuitState), u64)> {
     let counts = TRANSITIONS.lock().unwrap_or_else(PoisonError::into_inner);
     counts.iter().map(|(k, n)| (*k, *n)).collect()
-}
-
-impl CircuitState {
-    /// The state's name as metrics and events label it: `closed`, `half_open` or `open`.
-    pub fn label(self) -> &'static str {
-        match self {
-            CircuitState::Closed => "closed",
-            CircuitState::HalfOpen => "half_open",
-            CircuitState::Open => "open",
-        }
-    }
 }
 
 pub(crate) fn notify(change: &StateChange) {

@@ -8,7 +8,7 @@ use crate::clock;
 use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
 use crate::param::Params;
-use crate::slot::param_table::Slot;
+use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL};
 use crate::stat::BlockTotals;
 use crate::sync::thread_slot;
@@ -268,7 +268,7 @@ pub(crate) fn enter_in(
 #[inline(always)]
 fn count_pass(node: &'static ResourceNode, slot: usize, at: u64, count: u32, inbound: bool) {
     if inbound {
-        system::inbound().on_pass_in(slot, at, count);
+        crate::stat::inbound().on_pass_in(slot, at, count);
     }
     node.stats().on_pass_in(slot, at, count);
 }
@@ -284,7 +284,7 @@ fn on_block(
 ) {
     node.on_block(now, count, block.kind());
     if params.is_inbound() {
-        system::inbound().on_block(now, count, BlockTotals::index_of(block.kind()));
+        crate::stat::inbound().on_block(now, count, BlockTotals::index_of(block.kind()));
     }
 }
 
@@ -526,7 +526,7 @@ pub struct Entry {
 #[derive(Debug)]
 struct HotHeld {
     chain: Arc<Chain>,
-    places: Vec<(usize, Slot)>,
+    places: Vec<(usize, Place)>,
 }
 
 impl Entry {
@@ -620,7 +620,7 @@ fn hot_held(
     admission: &Admission,
     chain: impl FnOnce() -> Option<Arc<Chain>>,
 ) -> Option<Box<HotHeld>> {
-    let places: Vec<(usize, Slot)> = admission.inside().collect();
+    let places: Vec<(usize, Place)> = admission.inside().collect();
     if places.is_empty() {
         return None;
     }
@@ -660,7 +660,7 @@ impl Drop for Entry {
             .on_exit(now, self.count as u32, rt_us, error);
         if flags & INBOUND != 0 {
             system::inside().exit(flags & SYSTEM_COUNTED != 0);
-            system::inbound().on_exit(now, self.count as u32, rt_us, error);
+            crate::stat::inbound().on_exit(now, self.count as u32, rt_us, error);
         }
         if reports != 0 {
             // Breaker transitions run listeners: a panicking one is contained there.

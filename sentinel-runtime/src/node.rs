@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::breaker::CircuitState;
 use crate::clock;
 use crate::error::BlockKind;
-use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::circuit_breaker::CircuitBreakerRule;
 use crate::rules::defaults::Defaults;
 use crate::rules::flow::FlowRule;
 use crate::slot::{Chain, ConcurrencyCounter, Target};

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::node::ResourceNode;
 use crate::param::Params;
-use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::circuit_breaker::CircuitBreakerRule;
 use crate::rules::defaults::Defaults;
 use crate::rules::flow::FlowRule;
 use crate::rules::hotspot::HotspotRule;
@@ -471,7 +471,7 @@ impl<R> FallbackValue<R> for R {
 /// hidden feature `__test-hooks` (this project's own tests).
 #[cfg(feature = "__test-hooks")]
 pub fn set_system_load(cpu_usage: Option<f64>, load_per_core: Option<f64>) {
-    crate::slot::system::override_readings(cpu_usage, load_per_core);
+    crate::system_load::override_readings(cpu_usage, load_per_core);
 }
 
 /// One hotspot rule's per-value table alone, with no entry around it (no statistics, no rule

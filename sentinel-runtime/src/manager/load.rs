@@ -11,12 +11,12 @@ use crate::error::RuleError;
 use crate::node::ResourceNode;
 use crate::registry;
 use crate::rules::authority::AuthorityRule;
-use crate::rules::breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use crate::rules::circuit_breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use crate::rules::defaults::Defaults;
 use crate::rules::flow::FlowRule;
 use crate::rules::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
 use crate::rules::system::SystemRule;
-use crate::slot::{BuildContext, Chain, ChainRules};
+use crate::slot::{self, BuildContext, ChainRules};
 use crate::stat::NodeStats;
 
 /// A resource's statistics by name, for rules that count another resource's traffic.
@@ -61,7 +61,7 @@ impl Loaded {
                 stats,
                 resolve: resolve_stats,
             };
-            Chain::build(&rules, old, &ctx)
+            slot::build(&rules, old, &ctx)
         });
     }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::RuleError;
 use crate::rules::authority::AuthorityRule;
-use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::circuit_breaker::CircuitBreakerRule;
 use crate::rules::flow::FlowRule;
 use crate::rules::hotspot::HotspotRule;
 use crate::rules::system::SystemRule;

@@ -73,7 +73,7 @@ pub fn overflow() -> ResourceStats {
 /// assert!(metrics::inbound().pass_total > before);
 /// ```
 pub fn inbound() -> ResourceStats {
-    let stats = crate::slot::system::inbound();
+    let stats = crate::stat::inbound();
     ResourceStats::from_totals(stats.window(clock::now_nanos()), None).with_running(stats.totals())
 }
 
@@ -82,8 +82,8 @@ pub fn inbound() -> ResourceStats {
 /// no system rule is loaded (the sampler runs only then) and where they cannot be read.
 pub fn system_load() -> (f64, f64) {
     (
-        crate::slot::system::cpu_usage(),
-        crate::slot::system::load_per_core(),
+        crate::system_load::cpu_usage(),
+        crate::system_load::load_per_core(),
     )
 }
 

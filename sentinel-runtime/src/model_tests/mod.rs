@@ -1,7 +1,9 @@
-//! Model tests of the lock-free windows, the name table and the hazard-pointer publication: loom models of every interleaving, and property tests
+//! Model tests of the lock-free windows, the name table, the hotspot parameter table and the
+//! hazard-pointer publication: loom models of every interleaving, and property tests
 //! against plain reference models.
 
 mod loom_name_table;
+mod loom_param_table;
 mod loom_publish;
 mod loom_qps;
 mod loom_ring;

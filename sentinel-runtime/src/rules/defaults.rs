@@ -1,7 +1,7 @@
 //! The rules written at a resource's definition (the attribute's `qps = ...`, `breaker(...)`):
 //! its defaults, in force for every kind no loaded rule replaces.
 
-use super::breaker::CircuitBreakerRule;
+use super::circuit_breaker::CircuitBreakerRule;
 use super::flow::FlowRule;
 use super::hotspot::HotspotRule;
 use crate::error::RuleError;

@@ -22,7 +22,7 @@
 
 pub(crate) mod adaptive;
 pub(crate) mod authority;
-pub(crate) mod breaker;
+pub(crate) mod circuit_breaker;
 pub(crate) mod cluster;
 pub(crate) mod defaults;
 #[cfg(feature = "rule-files")]
@@ -47,7 +47,7 @@ pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE
 pub use crate::param::MAX_PARAMS;
 pub use adaptive::MAX_ADAPTIVE_LIMIT;
 pub use authority::{AuthorityRule, AuthorityStrategy};
-pub use breaker::{
+pub use circuit_breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
     MAX_RECOVERY,
 };

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::hot_top::{BlockedTop, Counted};
-use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
-use super::stages::Call;
+use super::param_table::{Full, Kind, ParamTable, Place, RateDecision};
 use crate::error::BlockError;
 use crate::param::Params;
 use crate::rules::hotspot::{interval_nanos, strict_interval_nanos, HotspotMetric, HotspotRule};
@@ -145,7 +144,7 @@ pub(crate) enum HotPass {
     /// Counted in the value's rate; `turn` is when the call may pass (0: now).
     Rate { key: u64, turn: u64 },
     /// Took a place in the value's concurrency counter.
-    Inside(Slot),
+    Inside(Place),
 }
 
 /// What the hotspot gates admitted, by gate index in the chain: the first inline (a resource
@@ -371,7 +370,7 @@ impl HotspotGate {
     }
 
     /// The exit of a call that took a place ([`HotPass::Inside`]).
-    pub(crate) fn exit(&self, slot: Slot) {
+    pub(crate) fn exit(&self, slot: Place) {
         self.table.release_inflight(slot);
     }
 
@@ -412,55 +411,6 @@ impl HotspotGate {
     }
 }
 
-/// The hotspot part of a chain: a gate per rule, each taking over the table of the gate in
-/// `old` that [`successions`] names (every value keeps its state), else on a new table.
-pub(crate) fn build(rules: &[HotspotRule], old: &[HotspotGate]) -> Vec<HotspotGate> {
-    rules
-        .iter()
-        .zip(successions(old, rules))
-        .map(|(rule, kept)| match kept.and_then(|i| old.get(i)) {
-            Some(gate) => gate.succeed(rule),
-            None => HotspotGate::new(rule),
-        })
-        .collect()
-}
-
-/// The stage's check: each gate admits the call's value of its parameter; the latest
-/// throttling turn among them goes into the call's admission, the passes into its
-/// [`HotPasses`].
-#[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
-    if call.chain.hotspots.is_empty() {
-        return Ok(());
-    }
-    check_values(call)
-}
-
-fn check_values(call: &mut Call<'_>) -> Result<(), BlockError> {
-    let (resource, params, at, count) = (call.target.name, call.params, call.out.at, call.count);
-    for (i, gate) in call.chain.hotspots.iter().enumerate() {
-        let pass = gate
-            .try_enter(resource, params, at, count)
-            .inspect_err(|_| gate.note_block(params, at, count))?;
-        if let HotPass::Rate { turn, .. } = pass {
-            call.out.turn = call.out.turn.max(turn);
-        }
-        if pass != HotPass::Free {
-            call.out.hot.push(i, pass);
-        }
-    }
-    Ok(())
-}
-
-/// Gives back what the gates admitted, the latest first.
-pub(crate) fn release(call: &mut Call<'_>) {
-    for (i, pass) in call.out.hot.drain_latest_first() {
-        if let Some(gate) = call.chain.hotspots.get(i) {
-            gate.cancel(pass, call.count);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,7 +426,7 @@ mod tests {
             let pass = |kind: u8, n: u64| match kind {
                 0 => HotPass::Free,
                 1 => HotPass::Rate { key: n, turn: n },
-                _ => HotPass::Inside(crate::slot::param_table::Slot::arbitrary(n as u32)),
+                _ => HotPass::Inside(crate::slot::param_table::Place::arbitrary(n as u32)),
             };
             let mut passes = HotPasses::default();
             let mut model = Vec::new();

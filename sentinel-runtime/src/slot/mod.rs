@@ -26,12 +26,10 @@
 //! default) so that the remaining reservations are still given back.
 
 pub(crate) mod adaptive;
-mod authority;
-pub(crate) mod breaker;
 mod chain;
+pub(crate) mod circuit_breaker;
 mod concurrency;
 mod custom;
-mod flow;
 mod gate;
 mod hot_top;
 #[cfg(feature = "tower")]
@@ -43,7 +41,7 @@ pub(crate) mod param_table;
 mod qps;
 pub(crate) mod qps_ring;
 mod related;
-mod stages;
+mod stage;
 mod succession;
 pub(crate) mod system;
 mod threshold;
@@ -51,15 +49,15 @@ mod throttle;
 mod warm_up;
 
 pub(crate) use adaptive::{AdaptiveLimit, Outcome};
-pub(crate) use breaker::{CircuitBreaker, ProbeTicket};
 pub(crate) use chain::{Admission, BuildContext, Chain, ChainRules, Target, INBOUND_CALL};
+pub(crate) use circuit_breaker::{CircuitBreaker, ProbeTicket};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use custom::has_custom;
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
 pub(crate) use gate::{successions as gate_successions, Gate};
 pub(crate) use hotspot::BlockedValues;
 pub(crate) use related::Resolve;
-pub(crate) use stages::{cancel, check};
+pub(crate) use stage::{build, cancel, check};
 
 /// Order of the built-in authority (origin) checks, as in Sentinel.
 pub const AUTHORITY_SLOT_ORDER: i32 = -6_000;

@@ -1,5 +1,5 @@
-//! The system check: the process-wide limits of the system rules, on inbound entries only, and
-//! the inbound traffic's statistics they read (Sentinel's `ENTRY_NODE`).
+//! The system check: the process-wide limits of the system rules, on inbound entries only. They
+//! read the inbound traffic's statistics (`stat::inbound`, Sentinel's `ENTRY_NODE`).
 //!
 //! * **QPS** is admitted exactly, by a QPS gate of its own (one CAS per call, as a flow rule's).
 //! * **Concurrency** is counted exactly, by a counter of inbound calls inside that every checked
@@ -19,15 +19,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, LazyLock};
 
-use super::chain::INBOUND_CALL;
 use super::concurrency::ConcurrencyCounter;
 use super::gate::Gate;
-use super::stages::Call;
 use crate::error::BlockError;
 use crate::rules::flow::FlowRule;
 use crate::rules::system::{SystemRule, SYSTEM_RESOURCE};
-use crate::stat::NodeStats;
+use crate::stat::inbound;
 use crate::sync::Published;
+use crate::system_load::{cpu_usage, load_per_core};
 
 /// How long the adaptive (BBR) check stays on after its first block, in nanoseconds.
 const DROP_HOLD_NANOS: u64 = 1_000_000_000;
@@ -42,25 +41,14 @@ struct Limits {
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static LIMITS: LazyLock<Published<Limits>> =
     LazyLock::new(|| Published::new(Arc::new(Limits::default())));
-static INBOUND: LazyLock<NodeStats> = LazyLock::new(NodeStats::new);
 static INSIDE: LazyLock<ConcurrencyCounter> = LazyLock::new(ConcurrencyCounter::default);
 /// When the adaptive check first blocked in the current episode (0: not blocking).
 static FIRST_DROP: AtomicU64 = AtomicU64::new(0);
-/// Readings put in place of the sampler's (f64 bits; NaN: none), for tests.
-static CPU_OVERRIDE: AtomicU64 = AtomicU64::new(NO_READING);
-static LOAD_OVERRIDE: AtomicU64 = AtomicU64::new(NO_READING);
-const NO_READING: u64 = 0x7ff8_0000_0000_0000; // f64::NAN
 
 /// Whether any system rule is in force.
 #[inline(always)]
 pub(crate) fn is_active() -> bool {
     ACTIVE.load(Relaxed)
-}
-
-/// The inbound traffic's statistics.
-#[inline]
-pub(crate) fn inbound() -> &'static NodeStats {
-    &INBOUND
 }
 
 /// Puts `rules` (validated) in force, combined to the strictest value of each field; none makes
@@ -75,14 +63,14 @@ pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
         }
         None => {
             let recent = |since: u64, f: &mut dyn FnMut(u64, u64, u64)| {
-                INBOUND.recent_passes(now, since, &mut *f)
+                inbound().recent_passes(now, since, &mut *f)
             };
             let flow = FlowRule::qps(SYSTEM_RESOURCE, qps);
             Arc::new(Gate::new(&flow, now, |_| None, &recent))
         }
     });
     if rule.concurrency.is_some() {
-        INSIDE.start(|| INBOUND.inflight_total());
+        INSIDE.start(|| inbound().inflight_total());
     }
     let active = !rules.is_empty();
     FIRST_DROP.store(0, Relaxed);
@@ -173,7 +161,7 @@ fn check_readings(resource: &'static str, rule: &SystemRule, now: u64) -> Result
 /// Sentinel's BBR test: more inbound calls inside than the process has shown it finishes, the
 /// largest completions per second of the last second times the smallest response time.
 fn over_capacity(now: u64) -> bool {
-    let inside = INBOUND.inflight_total();
+    let inside = inbound().inflight_total();
     if inside <= 1 {
         return false;
     }
@@ -198,12 +186,12 @@ static DERIVED_CAPACITY: AtomicU64 = AtomicU64::new(0);
 fn derived(now: u64) -> (Option<u64>, f64) {
     let period = now / REFRESH_NANOS + 1;
     if DERIVED_PERIOD.load(Acquire) != period {
-        let window = INBOUND.window(now);
+        let window = inbound().window(now);
         let avg = match window.complete {
             0 => u64::MAX,
             n => window.rt_sum_us / n,
         };
-        let per_second = INBOUND.max_bucket_completes(now) as f64 * 10.0;
+        let per_second = inbound().max_bucket_completes(now) as f64 * 10.0;
         let min_rt_s = window.min_rt_us.unwrap_or(0) as f64 / 1e6;
         DERIVED_AVG_RT_US.store(avg, Relaxed);
         DERIVED_CAPACITY.store((per_second * min_rt_s).to_bits(), Relaxed);
@@ -235,51 +223,6 @@ fn give_back(gate: &Option<Arc<Gate>>, pass: SystemPass, count: u32) {
 #[inline]
 pub(crate) fn inside() -> &'static ConcurrencyCounter {
     &INSIDE
-}
-
-/// The process's CPU usage (0..=1), as the sampler last smoothed it.
-pub(crate) fn cpu_usage() -> f64 {
-    match f64::from_bits(CPU_OVERRIDE.load(Relaxed)) {
-        reading if reading.is_nan() => crate::system_load::cpu_usage(),
-        reading => reading,
-    }
-}
-
-/// The 1-minute load average per effective core, as the sampler last read it.
-pub(crate) fn load_per_core() -> f64 {
-    match f64::from_bits(LOAD_OVERRIDE.load(Relaxed)) {
-        reading if reading.is_nan() => crate::system_load::load_per_core(),
-        reading => reading,
-    }
-}
-
-/// Puts readings in place of the sampler's (`None`: the sampler's again), for tests.
-#[cfg_attr(not(feature = "__test-hooks"), allow(dead_code))]
-pub(crate) fn override_readings(cpu: Option<f64>, load: Option<f64>) {
-    CPU_OVERRIDE.store(cpu.map_or(NO_READING, f64::to_bits), Relaxed);
-    LOAD_OVERRIDE.store(load.map_or(NO_READING, f64::to_bits), Relaxed);
-}
-
-/// The stage's check: an inbound call passes the system rules when any are in force (what it
-/// reserved goes into the call's admission).
-#[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
-    if call.params.is_inbound() {
-        call.out.inbound = INBOUND_CALL;
-        if is_active() {
-            let pass = try_enter(call.target.name, call.out.at, call.count)?;
-            call.out.at = call.out.at.max(pass.gated_at);
-            call.out.system = pass;
-        }
-    }
-    Ok(())
-}
-
-/// Gives back what the system check reserved.
-pub(crate) fn release(call: &mut Call<'_>) {
-    if call.out.system != SystemPass::default() {
-        cancel(std::mem::take(&mut call.out.system), call.count);
-    }
 }
 
 #[cfg(test)]

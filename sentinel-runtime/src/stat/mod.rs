@@ -2,7 +2,9 @@
 //! resource node keeps.
 
 mod bucket;
+pub(crate) mod circuit_state;
 mod fast_div;
+mod inbound;
 mod leap_array;
 mod node_stats;
 mod resource_stats;
@@ -12,6 +14,7 @@ pub(crate) mod word;
 pub use bucket::MetricEvent;
 pub(crate) use bucket::NO_MIN;
 pub(crate) use fast_div::FastDiv;
+pub(crate) use inbound::inbound;
 pub use leap_array::{LeapArray, WindowShapeError};
 pub(crate) use node_stats::{NodeStats, SecondTotals, WindowTotals};
 pub(crate) use resource_stats::avg_rt_ms;

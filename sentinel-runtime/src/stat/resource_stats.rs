@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use crate::breaker::CircuitState;
 use crate::error::BlockKind;
 
 use super::bucket::RULE_KINDS;
+use super::circuit_state::CircuitState;
 use super::node_stats::RunningTotals;
 use super::WindowTotals;
 

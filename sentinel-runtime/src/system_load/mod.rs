@@ -1,8 +1,9 @@
 //! The process's CPU usage and load, for system rules: read from the process's cgroup (v2, then
 //! v1) or the host's `/proc`, sampled by a background thread while a system rule is loaded.
 //!
-//! The entry path reads one relaxed atomic per reading ([`cpu_usage`], [`load_per_core`]).
-//! Outside Linux nothing can be read and both stay 0.
+//! The entry path reads a reading with two relaxed loads ([`cpu_usage`], [`load_per_core`]): the
+//! reading a test may have put in place of the sampler's, then the sampler's. Outside Linux
+//! nothing can be read and both stay 0.
 
 pub(crate) mod cpu;
 mod sampler;
@@ -20,16 +21,34 @@ static CPU_USAGE: AtomicU64 = AtomicU64::new(0);
 /// The 1-minute load average per effective core (f64 bits).
 static LOAD_PER_CORE: AtomicU64 = AtomicU64::new(0);
 
+/// Readings put in place of the sampler's (f64 bits; NaN: none), for tests.
+static CPU_OVERRIDE: AtomicU64 = AtomicU64::new(NO_READING);
+static LOAD_OVERRIDE: AtomicU64 = AtomicU64::new(NO_READING);
+const NO_READING: u64 = 0x7ff8_0000_0000_0000; // f64::NAN
+
 /// The process's CPU usage over its effective cores, 0..=1, smoothed (0 until sampled).
 #[inline]
 pub(crate) fn cpu_usage() -> f64 {
-    f64::from_bits(CPU_USAGE.load(Relaxed))
+    match f64::from_bits(CPU_OVERRIDE.load(Relaxed)) {
+        reading if reading.is_nan() => f64::from_bits(CPU_USAGE.load(Relaxed)),
+        reading => reading,
+    }
 }
 
 /// The 1-minute load average per effective core (0 until sampled, or where unknown).
 #[inline]
 pub(crate) fn load_per_core() -> f64 {
-    f64::from_bits(LOAD_PER_CORE.load(Relaxed))
+    match f64::from_bits(LOAD_OVERRIDE.load(Relaxed)) {
+        reading if reading.is_nan() => f64::from_bits(LOAD_PER_CORE.load(Relaxed)),
+        reading => reading,
+    }
+}
+
+/// Puts readings in place of the sampler's (`None`: the sampler's again), for tests.
+#[cfg_attr(not(feature = "__test-hooks"), allow(dead_code))]
+pub(crate) fn override_readings(cpu: Option<f64>, load: Option<f64>) {
+    CPU_OVERRIDE.store(cpu.map_or(NO_READING, f64::to_bits), Relaxed);
+    LOAD_OVERRIDE.store(load.map_or(NO_READING, f64::to_bits), Relaxed);
 }
 
 /// The source the sampler found (0: none yet; else 1 + its index in [`SOURCES`]).

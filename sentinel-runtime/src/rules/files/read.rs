@@ -11,7 +11,7 @@ use super::value::{Value, ValueError};
 use crate::error::RuleError;
 use crate::manager::set;
 use crate::rules::authority::AuthorityRule;
-use crate::rules::breaker::CircuitBreakerRule;
+use crate::rules::circuit_breaker::CircuitBreakerRule;
 use crate::rules::flow::FlowRule;
 use crate::rules::hotspot::HotspotRule;
 use crate::rules::system::SystemRule;

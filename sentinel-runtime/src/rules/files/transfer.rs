@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::{duration, exceptions};
 use crate::rules::adaptive::AdaptiveConcurrency;
 use crate::rules::authority::{AuthorityRule, AuthorityStrategy};
-use crate::rules::breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::rules::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
 use crate::rules::cluster::{ClusterFallback, ClusterThreshold};
 use crate::rules::flow::{FlowMetric, FlowRule, WarmUp};
 use crate::rules::hotspot::{HotspotException, HotspotMetric, HotspotRule, PARAM_BY_NAME};

@@ -33,7 +33,7 @@ const MULTIPLIERS: [u64; ROWS] = [
 const MIN_WIDTH: usize = 16;
 
 /// The evicted debts of one table (see the module docs).
-pub(super) struct DebtSketch<A: AtomicWord> {
+pub(crate) struct DebtSketch<A: AtomicWord> {
     /// `ROWS` rows of `1 << bits` cells, row after row.
     cells: Box<[A]>,
     /// log2 of a row's width.
@@ -43,7 +43,7 @@ pub(super) struct DebtSketch<A: AtomicWord> {
 impl<A: AtomicWord> DebtSketch<A> {
     /// A sketch for a table of `slots` slots: rows of `slots / 8` cells rounded up to a power of
     /// two, at least [`MIN_WIDTH`] (a cell for every second slot in all: 4 bytes a slot).
-    pub(super) fn new(slots: usize) -> Self {
+    pub(crate) fn new(slots: usize) -> Self {
         let width = Self::width_for(slots);
         DebtSketch {
             cells: (0..ROWS * width).map(|_| A::new(0)).collect(),
@@ -74,7 +74,7 @@ impl<A: AtomicWord> DebtSketch<A> {
     }
 
     /// Raises the cells of the value `mixed` to `tat` (a TAT it owes: it was forgotten with it).
-    pub(super) fn record(&self, mixed: u64, tat: u64) {
+    pub(crate) fn record(&self, mixed: u64, tat: u64) {
         for row in 0..ROWS {
             let cell = self.cell(row, mixed);
             let mut seen = cell.load(Relaxed);
@@ -89,7 +89,7 @@ impl<A: AtomicWord> DebtSketch<A> {
 
     /// At least the largest TAT recorded for the value `mixed` (0 if none was, short of
     /// collisions): the smallest of its cells.
-    pub(super) fn owed(&self, mixed: u64) -> u64 {
+    pub(crate) fn owed(&self, mixed: u64) -> u64 {
         // Read on every insertion: a plain loop (no iterator adaptors to pay for in debug
         // builds), stopping at the first empty cell.
         let mut least = u64::MAX;
@@ -181,33 +181,5 @@ mod tests {
                 }
             }
         }
-    }
-}
-
-/// Loom model of the cells' CAS-max: records into shared cells by two threads (keys of two
-/// shards, whose locks do not exclude each other) lose nothing.
-#[cfg(test)]
-mod loom_models {
-    use super::*;
-    use loom::sync::atomic::AtomicU64 as LoomWord;
-    use loom::sync::Arc;
-    use loom::thread;
-
-    #[test]
-    fn concurrent_records_into_shared_cells_keep_the_largest() {
-        let mut builder = loom::model::Builder::new();
-        builder.preemption_bound = Some(3);
-        builder.check(|| {
-            // The smallest sketch: 16 cells a row, so the two values share cells by force in
-            // some rows (the same value, recorded twice, shares all).
-            let sketch = Arc::new(DebtSketch::<LoomWord>::new(0));
-            let other = Arc::clone(&sketch);
-            let t = thread::spawn(move || other.record(7, 300));
-            sketch.record(7, 500);
-            sketch.record(9, 100);
-            t.join().unwrap();
-            assert_eq!(sketch.owed(7), 500);
-            assert!(sketch.owed(9) >= 100);
-        });
     }
 }

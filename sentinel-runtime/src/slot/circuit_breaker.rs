@@ -7,17 +7,15 @@
 //! hot path (a closed breaker) never takes it.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 use crate::breaker::{self, CircuitState, StateChange};
 use crate::error::BlockError;
-use crate::rules::breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::rules::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
 use crate::stat::{LeapArray, MetricEvent};
-
-use super::stages::Call;
 
 const CLOSED: u64 = 0;
 const OPEN: u64 = 1;
@@ -321,58 +319,6 @@ impl CircuitBreaker {
     }
 }
 
-/// The breaker part of a chain: a breaker of a rule identical to one in `old` is kept (its
-/// state and counts stay), any other starts closed.
-pub(crate) fn build(
-    rules: &[CircuitBreakerRule],
-    old: &[Arc<CircuitBreaker>],
-    now: u64,
-) -> Vec<Arc<CircuitBreaker>> {
-    let mut breakers: Vec<Arc<CircuitBreaker>> = Vec::with_capacity(rules.len());
-    for rule in rules {
-        let kept = old
-            .iter()
-            .find(|b| b.rule == *rule && !breakers.iter().any(|c| Arc::ptr_eq(c, b)));
-        breakers.push(match kept {
-            Some(breaker) => Arc::clone(breaker),
-            None => Arc::new(CircuitBreaker::new(rule, now)),
-        });
-    }
-    breakers
-}
-
-/// The stage's check: every breaker must admit the call; at most one makes it its probe.
-#[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
-    if call.chain.breakers.is_empty() {
-        return Ok(());
-    }
-    check_breakers(call)
-}
-
-fn check_breakers(call: &mut Call<'_>) -> Result<(), BlockError> {
-    for breaker in call.chain.breakers.iter() {
-        if let Some(probe) =
-            breaker.try_enter(call.target.name, call.out.at, call.out.probe.is_some())?
-        {
-            call.out.probe = ProbeTicket::new(breaker, probe);
-        }
-    }
-    Ok(())
-}
-
-/// Gives back the probe, if a half-open breaker admitted the call as one.
-pub(crate) fn release(call: &mut Call<'_>) {
-    let ticket = std::mem::take(&mut call.out.probe);
-    if ticket.is_some() {
-        for breaker in &call.chain.breakers {
-            if let Some(probe) = ticket.for_breaker(breaker) {
-                breaker.release_probe(probe);
-            }
-        }
-    }
-}
-
 /// A probe admitted by a circuit breaker: `breaker id << 32 | probe`, or 0 for none. One 8-byte
 /// word, so it is written and read back whole (a struct with narrower fields is written in
 /// pieces and read back as one word, which stalls store forwarding on the entry path).
@@ -380,11 +326,11 @@ pub(crate) fn release(call: &mut Call<'_>) {
 pub(crate) struct ProbeTicket(u64);
 
 impl ProbeTicket {
-    fn new(breaker: &CircuitBreaker, probe: Probe) -> ProbeTicket {
+    pub(crate) fn new(breaker: &CircuitBreaker, probe: Probe) -> ProbeTicket {
         ProbeTicket((u64::from(breaker.id()) << 32) | u64::from(probe))
     }
 
-    fn is_some(self) -> bool {
+    pub(crate) fn is_some(self) -> bool {
         self.0 != 0
     }
 

@@ -1,9 +1,9 @@
 //! The authority stage: the call's origin must pass each of the resource's authority rules.
 //! It reserves nothing.
 
-use super::stages::Call;
 use crate::error::BlockError;
 use crate::rules::authority::AuthorityRule;
+use crate::slot::chain::Call;
 
 /// The authority part of a chain: the rules as given.
 pub(crate) fn build(rules: &[AuthorityRule]) -> Vec<AuthorityRule> {

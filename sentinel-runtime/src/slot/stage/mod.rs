@@ -8,9 +8,9 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::chain::{Admission, Chain, Target};
+use super::chain::{Admission, BuildContext, Call, Chain, ChainRules, Target};
 use super::custom::{self, Registered, SlotContext};
-use super::{authority, breaker, flow, hotspot, system, ConcurrencyCounter};
+use super::ConcurrencyCounter;
 use super::{
     AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
     SYSTEM_SLOT_ORDER,
@@ -18,19 +18,11 @@ use super::{
 use crate::error::BlockError;
 use crate::param::Params;
 
-/// One call going through the stages: what it asks for, and what the stages decided and
-/// reserved so far, written in place into the caller's [`Admission`] (a moved struct is copied
-/// with wide loads that stall on the narrower stores that built it: measured on this path).
-pub(crate) struct Call<'a> {
-    pub(crate) target: Target<'a>,
-    pub(crate) chain: &'a Chain,
-    pub(crate) counter: &'a ConcurrencyCounter,
-    pub(crate) params: &'a Params,
-    pub(crate) count: u32,
-    /// `chain.gates[..gates]` admitted the call (at `out.at`).
-    pub(crate) gates: usize,
-    pub(crate) out: &'a mut Admission,
-}
+mod authority;
+mod circuit_breaker;
+mod flow;
+mod hotspot;
+mod system;
 
 /// A built-in stage: where custom slots fall around it, its check, and what gives back what
 /// its check reserved (also after the check itself blocked half-way; a no-op when it reserved
@@ -65,10 +57,24 @@ pub(crate) const STAGES: [Stage; 5] = [
     },
     Stage {
         order: CIRCUIT_BREAKER_SLOT_ORDER,
-        check: breaker::check,
-        release: breaker::release,
+        check: circuit_breaker::check,
+        release: circuit_breaker::release,
     },
 ];
+
+/// The chain of `rules`, taking over from `old` what each kind keeps across a reload (a
+/// gate's counts, a hotspot table, a breaker's state).
+pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>) -> Chain {
+    let flow = flow::build(rules.flow, old, ctx);
+    Chain {
+        authority: authority::build(rules.authority),
+        concurrency: flow.concurrency,
+        adaptive: flow.adaptive,
+        gates: flow.gates,
+        hotspots: hotspot::build(rules.hotspot, &old.hotspots),
+        breakers: circuit_breaker::build(rules.breakers, &old.breakers, ctx.now),
+    }
+}
 
 /// Runs the stages for one entry at `now`, writing what they decided into `out` (a default
 /// [`Admission`]). On a block (or a panic in a custom slot), everything already reserved is

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use super::chain::{BuildContext, Chain};
-use super::stages::Call;
-use super::{gate_successions, AdaptiveLimit, Gate};
 use crate::error::BlockError;
 use crate::rules::flow::{FlowMetric, FlowRule};
+use crate::slot::chain::Call;
+use crate::slot::chain::{BuildContext, Chain};
+use crate::slot::{gate_successions, AdaptiveLimit, Gate};
 
 /// The flow part of a chain.
 #[derive(Default)]

@@ -1,0 +1,80 @@
+//! The GCRA arithmetic of a rate value: a pure function from its TAT, the time and the request
+//! to the decision and the TAT it leaves. The table commits what it returns by one CAS (see
+//! [`admission`](super::admission)).
+
+/// The outcome of [`ParamTable::acquire_rate`](super::ParamTable::acquire_rate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RateDecision {
+    /// Admitted now.
+    Pass,
+    /// Admitted; the caller waits this many nanoseconds (until `now + wait`).
+    Wait(u64),
+    /// Not admitted. `retry_after`, in nanoseconds: the request's excess over the tolerance
+    /// (after that long the same request passes, if nothing else was admitted meanwhile and it
+    /// fits the tolerance at all); for a new key refused for want of a slot, the time until one
+    /// of its slots turns idle; `u64::MAX`: never (a threshold of 0, a TAT past `u64::MAX`) or
+    /// unknown.
+    Block { retry_after: u64 },
+}
+
+/// What a rate acquisition asks for (see [`ParamTable::acquire_rate`](super::ParamTable::acquire_rate)).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RateRequest {
+    pub(super) count: u32,
+    pub(super) interval: u64,
+    pub(super) tolerance: u64,
+    pub(super) max_wait: u64,
+}
+
+/// The GCRA step from `tat` at `now`: the decision and the TAT it leaves (unchanged on a
+/// block). A TAT past `u64::MAX` cannot be kept, so such a request blocks, and an interval of
+/// `u64::MAX` (a threshold of 0) passes nothing.
+pub(super) fn gcra(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
+    if r.interval == u64::MAX {
+        // A threshold of 0 (even at `now == 0`, where one such interval would still fit).
+        return (
+            RateDecision::Block {
+                retry_after: u64::MAX,
+            },
+            tat,
+        );
+    }
+    let now_wide = u128::from(now);
+    let start = u128::from(tat).max(now_wide);
+    let new_tat = start + u128::from(r.count) * u128::from(r.interval);
+    let Ok(kept) = u64::try_from(new_tat) else {
+        return (
+            RateDecision::Block {
+                retry_after: u64::MAX,
+            },
+            tat,
+        );
+    };
+    let ahead = new_tat - now_wide;
+    let limit = u128::from(r.tolerance) + u128::from(r.interval);
+    if ahead <= limit {
+        return (RateDecision::Pass, kept);
+    }
+    let wait = u64::try_from(ahead - limit).unwrap_or(u64::MAX);
+    if wait <= r.max_wait {
+        (RateDecision::Wait(wait), kept)
+    } else {
+        (
+            RateDecision::Block {
+                retry_after: retry_after(wait, r, limit),
+            },
+            tat,
+        )
+    }
+}
+
+/// When a blocked request may pass: after `wait`, unless it is blocked even from idle (a batch
+/// larger than the threshold and burst, beyond what `max_wait` covers), then never (`u64::MAX`).
+fn retry_after(wait: u64, r: &RateRequest, limit: u128) -> u64 {
+    let from_idle = u128::from(r.count) * u128::from(r.interval);
+    if from_idle > limit && from_idle - limit > u128::from(r.max_wait) {
+        u64::MAX
+    } else {
+        wait
+    }
+}

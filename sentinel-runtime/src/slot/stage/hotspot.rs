@@ -1,0 +1,55 @@
+//! The hotspot stage: each hotspot gate admits the call's value of its parameter.
+
+use crate::error::BlockError;
+use crate::rules::hotspot::HotspotRule;
+use crate::slot::chain::Call;
+use crate::slot::hotspot::{successions, HotPass, HotspotGate};
+
+/// The hotspot part of a chain: a gate per rule, each taking over the table of the gate in
+/// `old` that [`successions`] names (every value keeps its state), else on a new table.
+pub(crate) fn build(rules: &[HotspotRule], old: &[HotspotGate]) -> Vec<HotspotGate> {
+    rules
+        .iter()
+        .zip(successions(old, rules))
+        .map(|(rule, kept)| match kept.and_then(|i| old.get(i)) {
+            Some(gate) => gate.succeed(rule),
+            None => HotspotGate::new(rule),
+        })
+        .collect()
+}
+
+/// The stage's check: each gate admits the call's value of its parameter; the latest
+/// throttling turn among them goes into the call's admission, the passes into its
+/// [`HotPasses`].
+#[inline(always)]
+pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
+    if call.chain.hotspots.is_empty() {
+        return Ok(());
+    }
+    check_values(call)
+}
+
+fn check_values(call: &mut Call<'_>) -> Result<(), BlockError> {
+    let (resource, params, at, count) = (call.target.name, call.params, call.out.at, call.count);
+    for (i, gate) in call.chain.hotspots.iter().enumerate() {
+        let pass = gate
+            .try_enter(resource, params, at, count)
+            .inspect_err(|_| gate.note_block(params, at, count))?;
+        if let HotPass::Rate { turn, .. } = pass {
+            call.out.turn = call.out.turn.max(turn);
+        }
+        if pass != HotPass::Free {
+            call.out.hot.push(i, pass);
+        }
+    }
+    Ok(())
+}
+
+/// Gives back what the gates admitted, the latest first.
+pub(crate) fn release(call: &mut Call<'_>) {
+    for (i, pass) in call.out.hot.drain_latest_first() {
+        if let Some(gate) = call.chain.hotspots.get(i) {
+            gate.cancel(pass, call.count);
+        }
+    }
+}
