@@ -95,6 +95,7 @@ pub mod metrics;
 mod node;
 mod param;
 pub mod registry;
+mod rule_data;
 pub mod rules;
 pub mod slot;
 pub mod stat;

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use crate::node::ResourceNode;
 use crate::param::Params;
-use crate::rules::circuit_breaker::CircuitBreakerRule;
-use crate::rules::defaults::Defaults;
-use crate::rules::flow::FlowRule;
-use crate::rules::hotspot::HotspotRule;
+use crate::rule_data::circuit_breaker::CircuitBreakerRule;
+use crate::rule_data::defaults::Defaults;
+use crate::rule_data::flow::FlowRule;
+use crate::rule_data::hotspot::HotspotRule;
 
 /// A rule written in the attribute, in a form a `static` can hold.
 #[derive(Clone, Copy, Debug)]

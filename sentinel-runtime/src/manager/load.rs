@@ -10,12 +10,12 @@ use crate::clock;
 use crate::error::RuleError;
 use crate::node::ResourceNode;
 use crate::registry;
-use crate::rules::authority::AuthorityRule;
-use crate::rules::circuit_breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
-use crate::rules::defaults::Defaults;
-use crate::rules::flow::FlowRule;
-use crate::rules::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
-use crate::rules::system::SystemRule;
+use crate::rule_data::authority::AuthorityRule;
+use crate::rule_data::circuit_breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use crate::rule_data::defaults::Defaults;
+use crate::rule_data::flow::FlowRule;
+use crate::rule_data::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
+use crate::rule_data::system::SystemRule;
 use crate::slot::{self, BuildContext, ChainRules};
 use crate::stat::NodeStats;
 

@@ -5,11 +5,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::error::RuleError;
-use crate::rules::authority::AuthorityRule;
-use crate::rules::circuit_breaker::CircuitBreakerRule;
-use crate::rules::flow::FlowRule;
-use crate::rules::hotspot::HotspotRule;
-use crate::rules::system::SystemRule;
+use crate::rule_data::authority::AuthorityRule;
+use crate::rule_data::circuit_breaker::CircuitBreakerRule;
+use crate::rule_data::flow::FlowRule;
+use crate::rule_data::hotspot::HotspotRule;
+use crate::rule_data::system::SystemRule;
 
 /// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
 /// every kind together) and what [`current`] returns.

@@ -20,17 +20,8 @@
 //! A reload costs in proportion to the rules it loads and the resources they name; the rules it
 //! replaces are freed (once no call is reading them).
 
-pub(crate) mod adaptive;
-pub(crate) mod authority;
-pub(crate) mod circuit_breaker;
-pub(crate) mod cluster;
-pub(crate) mod defaults;
 #[cfg(feature = "rule-files")]
 pub mod files;
-pub(crate) mod flow;
-pub(crate) mod hotspot;
-pub(crate) mod system;
-mod window;
 
 pub use crate::manager::{
     authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules,
@@ -45,13 +36,22 @@ pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE
 /// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));
 /// a hotspot rule's `param_index` is below it.
 pub use crate::param::MAX_PARAMS;
-pub use adaptive::MAX_ADAPTIVE_LIMIT;
-pub use authority::{AuthorityRule, AuthorityStrategy};
-pub use circuit_breaker::{
+pub use crate::rule_data::adaptive::MAX_ADAPTIVE_LIMIT;
+pub use crate::rule_data::authority::{AuthorityRule, AuthorityStrategy};
+pub use crate::rule_data::circuit_breaker::{
     BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
     MAX_RECOVERY,
 };
-pub use cluster::{ClusterFallback, ClusterThreshold};
+pub use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
+pub use crate::rule_data::flow::{
+    AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
+    MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
+};
+pub use crate::rule_data::hotspot::{
+    HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
+    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
+};
+pub use crate::rule_data::system::{SystemRule, MAX_SYSTEM_RT};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
 #[cfg(feature = "rule-files")]
@@ -60,12 +60,3 @@ pub(crate) use files::report::file_results;
 pub use files::report::MAX_REPORTED_FILES;
 #[cfg(feature = "rule-files")]
 pub use files::watch::{watch_file, RuleWatcher, WatchStatus};
-pub use flow::{
-    AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
-    MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
-};
-pub use hotspot::{
-    HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
-    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
-};
-pub use system::{SystemRule, MAX_SYSTEM_RT};

@@ -8,10 +8,10 @@ use super::param_table;
 use super::system::SystemPass;
 use super::{AdaptiveLimit, CircuitBreaker, ConcurrencyCounter, Gate, ProbeTicket, Resolve};
 use crate::param::Params;
-use crate::rules::authority::AuthorityRule;
-use crate::rules::circuit_breaker::CircuitBreakerRule;
-use crate::rules::flow::FlowRule;
-use crate::rules::hotspot::HotspotRule;
+use crate::rule_data::authority::AuthorityRule;
+use crate::rule_data::circuit_breaker::CircuitBreakerRule;
+use crate::rule_data::flow::FlowRule;
+use crate::rule_data::hotspot::HotspotRule;
 use crate::stat::NodeStats;
 
 /// The checks in force on a resource, as the entry path reads them. Each field is one kind's

@@ -14,7 +14,7 @@ use super::related::{RelatedGate, Resolve};
 use super::throttle::ThrottleGate;
 use crate::clock;
 use crate::error::BlockError;
-use crate::rules::flow::{FlowMetric, FlowRule};
+use crate::rule_data::flow::{FlowMetric, FlowRule};
 
 /// What makes two rules need different gates; anything else (the threshold) is updated in place,
 /// keeping the gate's counts. Warm-up curves depend on the threshold, so for them it is part of

@@ -8,7 +8,9 @@ use super::hot_top::{BlockedTop, Counted};
 use super::param_table::{Full, Kind, ParamTable, Place, RateDecision};
 use crate::error::BlockError;
 use crate::param::Params;
-use crate::rules::hotspot::{interval_nanos, strict_interval_nanos, HotspotMetric, HotspotRule};
+use crate::rule_data::hotspot::{
+    interval_nanos, strict_interval_nanos, HotspotMetric, HotspotRule,
+};
 
 /// What makes two hotspot rules need different tables. Everything else (thresholds, burst,
 /// window, wait, exceptions) is per gate: a reload builds a new gate on the table in force, so

@@ -7,7 +7,7 @@ use super::qps_ring::QpsRing;
 use super::threshold::Threshold;
 use super::warm_up::WarmUpCurve;
 use crate::error::BlockError;
-use crate::rules::flow::FlowRule;
+use crate::rule_data::flow::FlowRule;
 
 /// The passes a resource admitted since a time: `recent(since, f)` calls `f(start, length,
 /// passes)` per statistics bucket (see [`QpsGate::seed`]).

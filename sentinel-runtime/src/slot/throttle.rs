@@ -6,7 +6,7 @@ use crossbeam_utils::CachePadded;
 
 use super::threshold::Threshold;
 use super::warm_up::WarmUpCurve;
-use crate::rules::flow::FlowRule;
+use crate::rule_data::flow::FlowRule;
 
 /// Sentinel's `RateLimiterController`, in nanoseconds (Sentinel Java's milliseconds got rates
 /// above 1000/s wrong, its issue #1615), with the turn taken by CAS so that no two callers

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
-use crate::rules::flow::WarmUp;
+use crate::rule_data::flow::WarmUp;
 use crate::stat::word::{pack, tag, tag_of, value};
 
 const SECOND: u64 = 1_000_000_000;

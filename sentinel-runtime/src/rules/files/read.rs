@@ -10,11 +10,11 @@ use super::sentinel;
 use super::value::{Value, ValueError};
 use crate::error::RuleError;
 use crate::manager::set;
-use crate::rules::authority::AuthorityRule;
-use crate::rules::circuit_breaker::CircuitBreakerRule;
-use crate::rules::flow::FlowRule;
-use crate::rules::hotspot::HotspotRule;
-use crate::rules::system::SystemRule;
+use crate::rule_data::authority::AuthorityRule;
+use crate::rule_data::circuit_breaker::CircuitBreakerRule;
+use crate::rule_data::flow::FlowRule;
+use crate::rule_data::hotspot::HotspotRule;
+use crate::rule_data::system::SystemRule;
 use crate::rules::{RuleSet, RuleSetErrorEntry};
 
 /// The rule kinds a file can hold: their names in errors and their keys in files.

@@ -13,13 +13,13 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{duration, exceptions};
-use crate::rules::adaptive::AdaptiveConcurrency;
-use crate::rules::authority::{AuthorityRule, AuthorityStrategy};
-use crate::rules::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
-use crate::rules::cluster::{ClusterFallback, ClusterThreshold};
-use crate::rules::flow::{FlowMetric, FlowRule, WarmUp};
-use crate::rules::hotspot::{HotspotException, HotspotMetric, HotspotRule, PARAM_BY_NAME};
-use crate::rules::system::SystemRule;
+use crate::rule_data::adaptive::AdaptiveConcurrency;
+use crate::rule_data::authority::{AuthorityRule, AuthorityStrategy};
+use crate::rule_data::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
+use crate::rule_data::flow::{FlowMetric, FlowRule, WarmUp};
+use crate::rule_data::hotspot::{HotspotException, HotspotMetric, HotspotRule, PARAM_BY_NAME};
+use crate::rule_data::system::SystemRule;
 
 // ----- flow rules ---------------------------------------------------------------------------------
 

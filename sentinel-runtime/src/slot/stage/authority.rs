@@ -2,7 +2,7 @@
 //! It reserves nothing.
 
 use crate::error::BlockError;
-use crate::rules::authority::AuthorityRule;
+use crate::rule_data::authority::AuthorityRule;
 use crate::slot::chain::Call;
 
 /// The authority part of a chain: the rules as given.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::BlockError;
-use crate::rules::circuit_breaker::CircuitBreakerRule;
+use crate::rule_data::circuit_breaker::CircuitBreakerRule;
 use crate::slot::chain::Call;
 use crate::slot::circuit_breaker::{CircuitBreaker, ProbeTicket};
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::error::BlockError;
-use crate::rules::flow::{FlowMetric, FlowRule};
+use crate::rule_data::flow::{FlowMetric, FlowRule};
 use crate::slot::chain::Call;
 use crate::slot::chain::{BuildContext, Chain};
 use crate::slot::{gate_successions, AdaptiveLimit, Gate};

@@ -1,7 +1,7 @@
 //! The hotspot stage: each hotspot gate admits the call's value of its parameter.
 
 use crate::error::BlockError;
-use crate::rules::hotspot::HotspotRule;
+use crate::rule_data::hotspot::HotspotRule;
 use crate::slot::chain::Call;
 use crate::slot::hotspot::{successions, HotPass, HotspotGate};
 

@@ -10,7 +10,7 @@
 use serde::Deserialize;
 
 use super::fields::{opt_number, positive, refuse};
-use crate::rules::cluster::{ClusterFallback, ClusterThreshold};
+use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
 use crate::rules::files::value::ValueError;
 
 /// Sentinel's `ClusterFlowConfig`: a flow rule's `clusterConfig`.

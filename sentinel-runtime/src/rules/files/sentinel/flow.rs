@@ -10,9 +10,9 @@ use super::fields::{
     check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
     whole,
 };
-use crate::rules::cluster::ClusterFallback;
+use crate::rule_data::cluster::ClusterFallback;
+use crate::rule_data::flow::{FlowMetric, FlowRule};
 use crate::rules::files::value::{Value, ValueError};
-use crate::rules::flow::{FlowMetric, FlowRule};
 
 /// Sentinel's defaults, for fields it writes on every rule (its JSON serialisers do).
 const DEFAULT_WARM_UP_SEC: f64 = 10.0;

@@ -47,7 +47,7 @@ mod system;
 mod tests;
 
 use super::value::Value;
-use crate::rules::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::rule_data::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
 
 pub(crate) use degrade::degrade_rule;
 pub(crate) use flow::flow_rule;

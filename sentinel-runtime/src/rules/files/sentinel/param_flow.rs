@@ -9,9 +9,9 @@ use super::fields::{
     check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
     whole,
 };
-use crate::rules::cluster::ClusterFallback;
+use crate::rule_data::cluster::ClusterFallback;
+use crate::rule_data::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 use crate::rules::files::value::{Value, ValueError};
-use crate::rules::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 
 /// The `classType`s of a param-flow item read as strings (Sentinel's `String.class.getName()`,
 /// and the short names people write).

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::fields::{check_limit_app, check_regex, opt_number, refuse, whole};
-use crate::rules::authority::{AuthorityRule, AuthorityStrategy};
+use crate::rule_data::authority::{AuthorityRule, AuthorityStrategy};
+use crate::rule_data::system::SystemRule;
 use crate::rules::files::value::{Value, ValueError};
-use crate::rules::system::SystemRule;
 
 /// Sentinel's system rule: every limit is a number, negative (Sentinel writes -1) for unset.
 #[derive(Deserialize)]

@@ -154,7 +154,7 @@ impl HotspotException {
 /// Each rule tracks at most [`capacity`](Self::capacity) values (default 16 384) in a table
 /// allocated once, when the rule is loaded: about 56 bytes per value of capacity (896 KiB by
 /// default, 896 MiB at [`MAX_HOTSPOT_CAPACITY`]), which never grows. The tables of the loaded
-/// rules together have a budget ([`set_max_hotspot_memory`](super::set_max_hotspot_memory),
+/// rules together have a budget ([`set_max_hotspot_memory`](crate::rules::set_max_hotspot_memory),
 /// 1 GiB by default): a load beyond it is refused, naming `capacity`. A value whose next slot is
 /// already free is indistinguishable from a value never seen, so such values are forgotten
 /// first; if the table is full of values being limited right now, the one closest to being
@@ -353,7 +353,7 @@ impl HotspotRule {
 
     /// Tracks at most `capacity` values, in a table of about 56 bytes per value allocated when
     /// the rule is put in force; the loaded rules' tables together stay within
-    /// [`max_hotspot_memory`](super::max_hotspot_memory). A rule may list at most
+    /// [`max_hotspot_memory`](crate::rules::max_hotspot_memory). A rule may list at most
     /// `capacity / 4` [exceptions](Self::exception): they keep their place in the table for
     /// good.
     pub fn capacity(mut self, capacity: usize) -> HotspotRule {
