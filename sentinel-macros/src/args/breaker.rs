@@ -3,23 +3,12 @@
 use proc_macro2::Span;
 use syn::{Expr, Ident};
 
+use super::known::BREAKER_KNOWN;
 use super::list::{Group, RawArg};
 use super::values::{duration_arg, float, whole};
 use super::WithSpan;
 use crate::errors::Errors;
 use crate::limits;
-
-/// The arguments `breaker(...)` accepts.
-pub(super) const BREAKER_KNOWN: &[&str] = &[
-    "error_ratio",
-    "error_count",
-    "slow_rt",
-    "slow_ratio",
-    "min_requests",
-    "window",
-    "recovery",
-    "probes",
-];
 
 /// The strategy of a `breaker(...)`.
 #[derive(Clone, Copy)]

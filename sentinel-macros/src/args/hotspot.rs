@@ -4,24 +4,13 @@
 use proc_macro2::Span;
 use syn::{Expr, Ident};
 
+use super::known::HOTSPOT_KNOWN;
 use super::list::{Group, RawArg};
 use super::params::param_name;
 use super::values::{boolean, duration_arg, float, spanned, whole};
 use super::WithSpan;
 use crate::errors::Errors;
 use crate::limits;
-
-/// The arguments `hotspot(...)` accepts.
-const HOTSPOT_KNOWN: &[&str] = &[
-    "param",
-    "qps",
-    "concurrency",
-    "burst",
-    "window",
-    "max_wait",
-    "capacity",
-    "strict",
-];
 
 /// What a `hotspot(...)` limits per value.
 #[derive(Clone, Copy)]

@@ -8,6 +8,7 @@
 mod breaker;
 mod flow;
 mod hotspot;
+mod known;
 mod list;
 mod params;
 mod suggest;
@@ -27,26 +28,7 @@ use self::suggest::unknown;
 use self::values::{boolean, duration_arg, is_string, path, spanned, string};
 use crate::errors::Errors;
 use crate::limits;
-
-/// The arguments the attribute accepts, in the order the error message lists them.
-pub(crate) const KNOWN: &[&str] = &[
-    "resource",
-    "qps",
-    "concurrency",
-    "fallback",
-    "window",
-    "strict",
-    "warm_up",
-    "cold_factor",
-    "max_wait",
-    "relate",
-    "breaker",
-    "hotspot",
-    "params",
-    "is_error",
-    "inbound",
-    "crate",
-];
+pub(crate) use known::KNOWN;
 
 /// A checked value with the spans of what the user wrote.
 #[derive(Clone, Copy)]

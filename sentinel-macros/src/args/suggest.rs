@@ -1,8 +1,7 @@
 //! What an unknown argument's message suggests: the nearest known name, or the group the name
 //! belongs to, or the list of known names.
 
-use super::breaker::BREAKER_KNOWN;
-use super::KNOWN;
+use super::known::{BREAKER_KNOWN, KNOWN};
 
 /// The message for an unknown argument: the nearest known name if it is a likely misspelling
 /// (at most 2 edits away), else the list of known names.
