@@ -388,32 +388,7 @@ impl HotspotRule {
                 "applies to QPS rules only, not to concurrency rules".into(),
             );
         }
-        match (&self.param, self.param_index) {
-            (Some(_), i) if i != PARAM_BY_NAME => {
-                return err(
-                    "param",
-                    format!("give `param` or `param_index`, not both (`param_index` is {i})"),
-                );
-            }
-            (Some(name), _) if name.is_empty() => {
-                return err("param", "must not be empty".into());
-            }
-            (None, PARAM_BY_NAME) => {
-                return err(
-                    "param_index",
-                    "missing: give `param_index` (0 is the first parameter) or `param` (its \
-                     name)"
-                        .into(),
-                );
-            }
-            _ => {}
-        }
-        if self.param.is_none() && self.param_index >= MAX_PARAMS {
-            return err(
-                "param_index",
-                format!("must be below {MAX_PARAMS}, got {}", self.param_index),
-            );
-        }
+        self.validate_param()?;
         threshold(self.threshold).or_else(|m| err("threshold", m))?;
         for e in &self.exceptions {
             threshold(e.threshold).or_else(|m| err("exceptions", m))?;
@@ -442,110 +417,148 @@ impl HotspotRule {
             );
         }
         match self.metric {
-            HotspotMetric::Qps => {
-                let w = self.window;
-                if w.is_zero()
-                    || !w.subsec_nanos().is_multiple_of(1_000_000)
-                    || w > MAX_HOTSPOT_WINDOW
-                {
-                    return err(
-                        "window",
-                        format!(
-                            "must be a positive whole number of milliseconds, at most \
-                             {MAX_HOTSPOT_WINDOW:?}, got {w:?}"
-                        ),
-                    );
-                }
-                if f64::from(self.burst) > MAX_THRESHOLD {
-                    return err(
-                        "burst",
-                        format!("must be at most {MAX_THRESHOLD}, got {}", self.burst),
-                    );
-                }
-                // A value's debt from idle, `threshold + burst` calls of window / threshold
-                // each, must fit in the clock's nanoseconds, or the value would quietly admit
-                // fewer calls than promised (none, for a threshold too slow for one call).
-                let years = MAX_DEBT_NANOS / 1_000_000_000 / 31_557_600;
-                /// What a value at one threshold may owe from idle.
-                enum Debt {
-                    Fits,
-                    /// Not even one call's worth fits.
-                    NoCall,
-                    /// The burst is over the most that fits.
-                    BurstOver(u128),
-                }
-                let debt = |t: f64| {
-                    if t <= 0.0 {
-                        return Debt::Fits;
-                    }
-                    let (fit, own) = (calls_that_fit(t, w), (t.floor() as u128).max(1));
-                    if fit == 0 {
-                        Debt::NoCall
-                    } else if own + u128::from(self.burst) > fit {
-                        Debt::BurstOver(fit - own)
-                    } else {
-                        Debt::Fits
-                    }
-                };
-                let slow = |t: f64| {
-                    format!("must be 0 or at least one call per {years} years, got {t} per {w:?}")
-                };
-                let owes = |most: u128, whose: &str, t: f64| {
-                    format!(
-                        "must be at most {most} with {whose} threshold of {t} per {w:?} (a value \
-                         may owe at most {years} years from idle), got {}",
-                        self.burst
-                    )
-                };
-                match debt(self.threshold) {
-                    Debt::NoCall => return err("threshold", slow(self.threshold)),
-                    Debt::BurstOver(most) => return err("burst", owes(most, "a", self.threshold)),
-                    Debt::Fits => {}
-                }
-                for e in &self.exceptions {
-                    let why = match debt(e.threshold) {
-                        Debt::NoCall => format!("an exception's threshold {}", slow(e.threshold)),
-                        Debt::BurstOver(most) => {
-                            format!("the burst {}", owes(most, "an exception's", e.threshold))
-                        }
-                        Debt::Fits => continue,
-                    };
-                    return err("exceptions", why);
-                }
-                if self.strict {
-                    self.strict_fits().or_else(|(field, m)| err(field, m))?;
-                    if self.max_wait.is_some() {
-                        // A batch that waited would pass all at its last call's turn, more at
-                        // once than the bound allows; refusing it would cost the path of every
-                        // call a check.
-                        return err(
-                            "max_wait",
-                            "does not combine with `strict` (calls are admitted or refused at \
-                             once)"
-                                .into(),
-                        );
-                    }
-                }
-                if let Some(max_wait) = self.max_wait {
-                    if max_wait > MAX_WAIT_LIMIT {
-                        return err(
-                            "max_wait",
-                            format!("must be at most {MAX_WAIT_LIMIT:?}, got {max_wait:?}"),
-                        );
-                    }
-                }
+            HotspotMetric::Qps => self.validate_qps(),
+            HotspotMetric::Concurrency => self.validate_concurrency(),
+        }
+    }
+
+    /// The parameter: by index or by name, one of them.
+    fn validate_param(&self) -> Result<(), RuleError> {
+        let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
+        match (&self.param, self.param_index) {
+            (Some(_), i) if i != PARAM_BY_NAME => {
+                return err(
+                    "param",
+                    format!("give `param` or `param_index`, not both (`param_index` is {i})"),
+                );
             }
-            HotspotMetric::Concurrency => {
-                if self.strict {
-                    return err("strict", "applies to QPS hotspot rules only".into());
-                }
-                if self.burst != 0 {
-                    return err("burst", "applies to QPS hotspot rules only".into());
-                }
-                if self.max_wait.is_some() {
-                    return err("max_wait", "applies to QPS hotspot rules only".into());
-                }
+            (Some(name), _) if name.is_empty() => {
+                return err("param", "must not be empty".into());
             }
+            (None, PARAM_BY_NAME) => {
+                return err(
+                    "param_index",
+                    "missing: give `param_index` (0 is the first parameter) or `param` (its \
+                     name)"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        if self.param.is_none() && self.param_index >= MAX_PARAMS {
+            return err(
+                "param_index",
+                format!("must be below {MAX_PARAMS}, got {}", self.param_index),
+            );
+        }
+        Ok(())
+    }
+
+    /// The fields of a QPS rule: the window, the burst and what a value may owe from idle, the
+    /// strict mode and the wait.
+    fn validate_qps(&self) -> Result<(), RuleError> {
+        let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
+        let w = self.window;
+        if w.is_zero() || !w.subsec_nanos().is_multiple_of(1_000_000) || w > MAX_HOTSPOT_WINDOW {
+            return err(
+                "window",
+                format!(
+                    "must be a positive whole number of milliseconds, at most \
+                     {MAX_HOTSPOT_WINDOW:?}, got {w:?}"
+                ),
+            );
+        }
+        if f64::from(self.burst) > MAX_THRESHOLD {
+            return err(
+                "burst",
+                format!("must be at most {MAX_THRESHOLD}, got {}", self.burst),
+            );
+        }
+        // A value's debt from idle, `threshold + burst` calls of window / threshold
+        // each, must fit in the clock's nanoseconds, or the value would quietly admit
+        // fewer calls than promised (none, for a threshold too slow for one call).
+        let years = MAX_DEBT_NANOS / 1_000_000_000 / 31_557_600;
+        /// What a value at one threshold may owe from idle.
+        enum Debt {
+            Fits,
+            /// Not even one call's worth fits.
+            NoCall,
+            /// The burst is over the most that fits.
+            BurstOver(u128),
+        }
+        let debt = |t: f64| {
+            if t <= 0.0 {
+                return Debt::Fits;
+            }
+            let (fit, own) = (calls_that_fit(t, w), (t.floor() as u128).max(1));
+            if fit == 0 {
+                Debt::NoCall
+            } else if own + u128::from(self.burst) > fit {
+                Debt::BurstOver(fit - own)
+            } else {
+                Debt::Fits
+            }
+        };
+        let slow =
+            |t: f64| format!("must be 0 or at least one call per {years} years, got {t} per {w:?}");
+        let owes = |most: u128, whose: &str, t: f64| {
+            format!(
+                "must be at most {most} with {whose} threshold of {t} per {w:?} (a value \
+                 may owe at most {years} years from idle), got {}",
+                self.burst
+            )
+        };
+        match debt(self.threshold) {
+            Debt::NoCall => return err("threshold", slow(self.threshold)),
+            Debt::BurstOver(most) => return err("burst", owes(most, "a", self.threshold)),
+            Debt::Fits => {}
+        }
+        for e in &self.exceptions {
+            let why = match debt(e.threshold) {
+                Debt::NoCall => format!("an exception's threshold {}", slow(e.threshold)),
+                Debt::BurstOver(most) => {
+                    format!("the burst {}", owes(most, "an exception's", e.threshold))
+                }
+                Debt::Fits => continue,
+            };
+            return err("exceptions", why);
+        }
+        if self.strict {
+            self.strict_fits().or_else(|(field, m)| err(field, m))?;
+            if self.max_wait.is_some() {
+                // A batch that waited would pass all at its last call's turn, more at
+                // once than the bound allows; refusing it would cost the path of every
+                // call a check.
+                return err(
+                    "max_wait",
+                    "does not combine with `strict` (calls are admitted or refused at \
+                     once)"
+                        .into(),
+                );
+            }
+        }
+        if let Some(max_wait) = self.max_wait {
+            if max_wait > MAX_WAIT_LIMIT {
+                return err(
+                    "max_wait",
+                    format!("must be at most {MAX_WAIT_LIMIT:?}, got {max_wait:?}"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A concurrency rule takes none of the QPS rules' fields.
+    fn validate_concurrency(&self) -> Result<(), RuleError> {
+        let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
+        if self.strict {
+            return err("strict", "applies to QPS hotspot rules only".into());
+        }
+        if self.burst != 0 {
+            return err("burst", "applies to QPS hotspot rules only".into());
+        }
+        if self.max_wait.is_some() {
+            return err("max_wait", "applies to QPS hotspot rules only".into());
         }
         Ok(())
     }
