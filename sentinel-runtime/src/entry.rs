@@ -637,10 +637,36 @@ impl Drop for Entry {
         // A panic in the guarded code, not one that was already unwinding when it was entered.
         let panicking = std::thread::panicking() && flags & ENTERED_UNWINDING == 0;
         let error = flags & ERROR != 0 || panicking;
+        let reports = self.node.reports_exits();
+        if reports != 0 || flags & INBOUND != 0 || self.held.is_some() {
+            // Out of line: the common exit keeps its few values in registers.
+            return self.exit_reporting(now, rt_us, flags, panicking, error, reports);
+        }
+        // What was reserved and the statistics first: no user code runs before them.
+        self.node.counter().exit(flags & COUNTED != 0);
+        self.node
+            .stats()
+            .on_exit(now, self.count as u32, rt_us, error);
+    }
+}
+
+impl Entry {
+    /// The exit of an entry that holds hotspot places, is inbound, or reports to breakers or
+    /// an adaptive limit: everything [`Drop`] does for the common entry, and those.
+    #[cold]
+    #[inline(never)]
+    fn exit_reporting(
+        &mut self,
+        now: u64,
+        rt_us: u64,
+        flags: u64,
+        panicking: bool,
+        error: bool,
+        reports: u8,
+    ) {
         let abandoned = flags & PENDING != 0 && !panicking;
         // What was reserved and the statistics first: no user code runs before them.
         let counter = self.node.counter();
-        let reports = self.node.reports_exits();
         // The calls inside as this one finishes (itself included), for an adaptive limit.
         let inside = if reports & REPORTS_ADAPTIVE != 0 {
             counter.current()
