@@ -1,6 +1,7 @@
 //! [`Entry`], the RAII guard of an admitted call, and [`entry`] / [`EntryBuilder`] to get one.
 
 use std::hash::Hash;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
 use crate::param::Params;
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL};
+use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket};
 use crate::stat::BlockTotals;
 use crate::sync::thread_slot;
 
@@ -209,7 +210,7 @@ pub(crate) fn enter(node: &'static ResourceNode, count: u32) -> Result<Entry, Bl
 }
 
 /// [`enter`] for a caller that knows its thread slot.
-#[inline]
+#[inline(always)]
 pub(crate) fn enter_in(
     slot: usize,
     node: &'static ResourceNode,
@@ -219,13 +220,21 @@ pub(crate) fn enter_in(
     let inbound = params.is_inbound();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
-        let mut admission = Admission::at(now);
-        if inbound {
-            admission.inbound = INBOUND_CALL;
-        }
         count_pass(node, slot, now, count, inbound);
-        return Ok(Entry::new(node, count, &mut admission, false, || None));
+        return Ok(Entry::unchecked(node, count, now, inbound, false));
     }
+    enter_checked(slot, node, count, params)
+}
+
+/// [`enter_in`] through the slot chain (out of line: the unchecked entry above stays small
+/// enough to inline into its caller).
+#[inline(never)]
+fn enter_checked(
+    slot: usize,
+    node: &'static ResourceNode,
+    count: u32,
+    params: &Params,
+) -> Result<Entry, BlockError> {
     // The entry is built inside the read, as its result: no copy of a larger value on the way
     // out (a copied struct read back whole after narrower writes stalls store forwarding,
     // measured on this path).
@@ -329,12 +338,8 @@ pub(crate) fn reserve_with(
     let inbound = params.is_inbound();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
-        let mut admission = Admission::at(now);
-        if inbound {
-            admission.inbound = INBOUND_CALL;
-        }
         count_pass(node, thread_slot(), now, count, inbound);
-        let entry = Entry::new(node, count, &mut admission, cancellable, || None);
+        let entry = Entry::unchecked(node, count, now, inbound, cancellable);
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain(|chain| {
@@ -518,8 +523,9 @@ pub struct Entry {
     probe: ProbeTicket,
     flags: AtomicU64,
     /// Places taken in hotspot concurrency counters (rare: boxed, so the common entry stays
-    /// small).
-    held: Option<Box<HotHeld>>,
+    /// small). Dropped by the exit that gives them back (the common exit, with none, runs no
+    /// drop code for it).
+    held: ManuallyDrop<Option<Box<HotHeld>>>,
 }
 
 /// Places an entry took in hotspot concurrency counters, with the checks that own them.
@@ -530,6 +536,35 @@ struct HotHeld {
 }
 
 impl Entry {
+    /// The entry of a call no check saw (no chain on its node), admitted at `at`.
+    #[inline(always)]
+    fn unchecked(
+        node: &'static ResourceNode,
+        count: u32,
+        at: u64,
+        inbound: bool,
+        cancellable: bool,
+    ) -> Entry {
+        let mut flags = 0;
+        if cancellable {
+            flags |= PENDING;
+        }
+        if inbound {
+            flags |= INBOUND;
+        }
+        if std::thread::panicking() {
+            flags |= ENTERED_UNWINDING;
+        }
+        Entry {
+            node,
+            start: at,
+            count: u64::from(count),
+            probe: ProbeTicket::default(),
+            flags: AtomicU64::new(flags),
+            held: ManuallyDrop::new(None),
+        }
+    }
+
     #[inline]
     fn new(
         node: &'static ResourceNode,
@@ -561,11 +596,11 @@ impl Entry {
             probe: admission.probe,
             flags: AtomicU64::new(flags),
             // Rate passes hold nothing once admitted; only concurrency places are given back.
-            held: if admission.hot.holds_places() {
+            held: ManuallyDrop::new(if admission.hot.holds_places() {
                 hot_held(admission, chain)
             } else {
                 None
-            },
+            }),
         }
     }
 
@@ -674,7 +709,9 @@ impl Entry {
             0
         };
         counter.exit(flags & COUNTED != 0);
-        if let Some(held) = self.held.take() {
+        // SAFETY: `held` is taken once, here, by the exit (the entry is being dropped), and
+        // never read again.
+        if let Some(held) = unsafe { ManuallyDrop::take(&mut self.held) } {
             for &(i, place) in &held.places {
                 if let Some(gate) = held.chain.hotspots.get(i) {
                     gate.exit(place);

@@ -71,7 +71,7 @@ pub(crate) fn build(rules: &[FlowRule], old: &Chain, ctx: &BuildContext<'_>) -> 
 
 /// The stage's check: the concurrency limit, then the QPS gates. The latest throttling turn
 /// among the gates goes into the call's admission.
-#[inline]
+#[inline(always)]
 pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
     let resource = call.target.name;
     if call.counter.is_tracking() {
