@@ -501,6 +501,10 @@ const SYSTEM_COUNTED: u64 = 16;
 /// The entry was made while the thread was already unwinding from a panic (a guarded call in a
 /// `Drop`): that panic is not the call's own (a panic of its own would abort the process).
 const ENTERED_UNWINDING: u64 = 32;
+/// The entry holds places in hotspot concurrency counters.
+const HELD: u64 = 64;
+/// The entry's count of passes is the flags word's upper half.
+const COUNT_SHIFT: u32 = 32;
 
 /// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
 /// code: the call's concurrency is released, it is counted as complete with its response time,
@@ -516,11 +520,11 @@ const ENTERED_UNWINDING: u64 = 32;
 #[derive(Debug)]
 #[must_use = "the call counts as finished as soon as the Entry is dropped"]
 pub struct Entry {
-    // Only 8-byte fields (see `enter`).
+    // Only 8-byte fields (see `enter`), five of them.
     node: &'static ResourceNode,
     start: u64,
-    count: u64,
     probe: ProbeTicket,
+    /// The flags above in the lower half, the count of passes in the upper half (set once).
     flags: AtomicU64,
     /// Places taken in hotspot concurrency counters (rare: boxed, so the common entry stays
     /// small). Dropped by the exit that gives them back (the common exit, with none, runs no
@@ -555,10 +559,10 @@ impl Entry {
         if std::thread::panicking() {
             flags |= ENTERED_UNWINDING;
         }
+        flags |= u64::from(count) << COUNT_SHIFT;
         Entry {
             node,
             start: at,
-            count: u64::from(count),
             probe: ProbeTicket::default(),
             flags: AtomicU64::new(flags),
             held: ManuallyDrop::new(None),
@@ -589,18 +593,22 @@ impl Entry {
         if std::thread::panicking() {
             flags |= ENTERED_UNWINDING;
         }
+        // Rate passes hold nothing once admitted; only concurrency places are given back.
+        let held = if admission.hot.holds_places() {
+            hot_held(admission, chain)
+        } else {
+            None
+        };
+        if held.is_some() {
+            flags |= HELD;
+        }
+        flags |= u64::from(count) << COUNT_SHIFT;
         Entry {
             node,
             start: admission.at,
-            count: u64::from(count),
             probe: admission.probe,
             flags: AtomicU64::new(flags),
-            // Rate passes hold nothing once admitted; only concurrency places are given back.
-            held: ManuallyDrop::new(if admission.hot.holds_places() {
-                hot_held(admission, chain)
-            } else {
-                None
-            }),
+            held: ManuallyDrop::new(held),
         }
     }
 
@@ -673,15 +681,14 @@ impl Drop for Entry {
         let panicking = std::thread::panicking() && flags & ENTERED_UNWINDING == 0;
         let error = flags & ERROR != 0 || panicking;
         let reports = self.node.reports_exits();
-        if reports != 0 || flags & INBOUND != 0 || self.held.is_some() {
+        if reports != 0 || flags & (INBOUND | HELD) != 0 {
             // Out of line: the common exit keeps its few values in registers.
             return self.exit_reporting(now, rt_us, flags, panicking, error, reports);
         }
         // What was reserved and the statistics first: no user code runs before them.
         self.node.counter().exit(flags & COUNTED != 0);
-        self.node
-            .stats()
-            .on_exit(now, self.count as u32, rt_us, error);
+        let count = (flags >> COUNT_SHIFT) as u32;
+        self.node.stats().on_exit(now, count, rt_us, error);
     }
 }
 
@@ -718,12 +725,11 @@ impl Entry {
                 }
             }
         }
-        self.node
-            .stats()
-            .on_exit(now, self.count as u32, rt_us, error);
+        let count = (flags >> COUNT_SHIFT) as u32;
+        self.node.stats().on_exit(now, count, rt_us, error);
         if flags & INBOUND != 0 {
             system::inside().exit(flags & SYSTEM_COUNTED != 0);
-            crate::stat::inbound().on_exit(now, self.count as u32, rt_us, error);
+            crate::stat::inbound().on_exit(now, count, rt_us, error);
         }
         if reports != 0 {
             // Breaker transitions run listeners: a panicking one is contained there.
