@@ -266,7 +266,7 @@ impl StaticNode {
     }
 
     /// Enters the node for one pass.
-    #[inline]
+    #[inline(always)]
     pub fn enter(&self) -> Result<Entry, BlockError> {
         crate::entry::enter(self.node(), 1)
     }
