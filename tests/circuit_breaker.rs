@@ -153,6 +153,9 @@ fn slow_ratio_counts_calls_slower_than_max_rt() {
 #[test]
 fn open_blocks_until_recovery_then_probes_decide_and_listeners_see_every_transition() {
     let clock = MockClock::install();
+    // The listener is registered by the first `transitions` call: before any transition here,
+    // whichever test runs first.
+    transitions("cb-cycle");
     load(vec![CircuitBreakerRule::error_count("cb-cycle", 1)
         .min_requests(1)
         .recovery(RECOVERY)
