@@ -182,7 +182,7 @@ pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), 
 }
 
 fn load_flow(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), RuleError> {
-    let rules = valid(FLOW, rules, FlowRule::validate, None)?;
+    let rules = valid(FLOW, rules, FlowRule::validate, Some(CLUSTER_FLOW_CAP))?;
     replace(|l| &mut l.flow, by_resource(rules, |r| &r.resource));
     Ok(())
 }
@@ -284,7 +284,7 @@ pub(crate) fn problems(
     system: &[SystemRule],
     authority: &[AuthorityRule],
 ) -> Vec<(&'static str, usize, RuleError)> {
-    let mut problems = kind_problems(FLOW, flow, FlowRule::validate, None);
+    let mut problems = kind_problems(FLOW, flow, FlowRule::validate, Some(CLUSTER_FLOW_CAP));
     problems.extend(kind_problems(
         CIRCUIT_BREAKER,
         breakers,
@@ -311,24 +311,40 @@ pub(crate) fn problems(
     problems
 }
 
-/// A cap on the rules of one kind per resource.
+/// A cap on the rules of one kind per resource (or per resource and some part of the rule).
 struct Cap<R> {
     max: usize,
-    /// What the rules are called in the error ("hotspot rules").
+    /// What the rules are called in the error ("hotspot rules"), or with a `field` other than
+    /// `resource`, the whole error.
     what: &'static str,
-    resource: fn(&R) -> &str,
+    /// The rule's resource and what the cap counts within it (`None`: the rule is not counted).
+    key: fn(&R) -> Option<(&str, u64)>,
+    /// The field the error names.
+    field: &'static str,
 }
 
 const BREAKER_CAP: Cap<CircuitBreakerRule> = Cap {
     max: MAX_BREAKERS_PER_RESOURCE,
     what: "circuit-breaker rules",
-    resource: |r| &r.resource,
+    key: |r| Some((&r.resource, 0)),
+    field: "resource",
 };
 
 const HOTSPOT_CAP: Cap<HotspotRule> = Cap {
     max: MAX_HOTSPOT_RULES_PER_RESOURCE,
     what: "hotspot rules",
-    resource: |r| &r.resource,
+    key: |r| Some((&r.resource, 0)),
+    field: "resource",
+};
+
+/// Cluster flow rules of one resource and window would share one limit in the cluster's store.
+const CLUSTER_FLOW_CAP: Cap<FlowRule> = Cap {
+    max: 1,
+    what: "is set on a second QPS rule of this resource with the same window: cluster rules of \
+           one resource and window share one limit across the instances; keep one, or give \
+           them different windows",
+    key: |r| r.cluster.map(|_| (r.resource.as_str(), r.window_ms())),
+    field: "cluster",
 };
 
 /// The problems of one kind's rules, in order: each rule's first bad field, and with `cap`, the
@@ -340,20 +356,23 @@ fn kind_problems<R>(
     cap: Option<Cap<R>>,
 ) -> Vec<(&'static str, usize, RuleError)> {
     let mut problems = Vec::new();
-    let mut per_resource: HashMap<&str, usize> = HashMap::new();
+    let mut counted: HashMap<(&str, u64), usize> = HashMap::new();
     for (i, rule) in rules.iter().enumerate() {
         if let Err(e) = validate(rule) {
             problems.push((kind, i, e));
             continue;
         }
         let Some(cap) = &cap else { continue };
-        let resource = (cap.resource)(rule);
-        let count = per_resource.entry(resource).or_default();
+        let Some(key) = (cap.key)(rule) else { continue };
+        let count = counted.entry(key).or_default();
         *count += 1;
         if *count == cap.max + 1 {
             let (max, what) = (cap.max, cap.what);
-            let error = RuleError::new(resource, "resource", format!("has more than {max} {what}"));
-            problems.push((kind, i, error));
+            let message = match cap.field {
+                "resource" => format!("has more than {max} {what}"),
+                _ => what.to_owned(),
+            };
+            problems.push((kind, i, RuleError::new(key.0, cap.field, message)));
         }
     }
     problems
