@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::cluster::{ClusterHot, HotDecision, CLUSTER_LIMIT};
 use super::hot_top::{BlockedTop, Counted};
 use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
 use crate::error::BlockError;
@@ -109,6 +110,8 @@ pub(crate) struct HotspotGate {
     /// The values blocked most in the last minute, shared with the gates of later loads on
     /// the same table (written only when a call is blocked).
     blocked: Arc<BlockedTop>,
+    /// The rule's cluster part (a QPS rule marked `cluster`): leased tokens per value.
+    cluster: Option<ClusterHot>,
 }
 
 /// What a hotspot rule blocked most in the last minute (see [`HotspotGate::blocked_top`]).
@@ -258,6 +261,7 @@ impl HotspotGate {
             limit: rule.threshold.floor() as u64,
             exceptions,
             blocked,
+            cluster: ClusterHot::of(rule),
         }
     }
 
@@ -317,7 +321,35 @@ impl HotspotGate {
         let given = exception.map_or(self.rule.threshold, |e| e.given);
         match self.shape.metric {
             HotspotMetric::Qps => {
-                let pace = exception.map_or(self.pace, |e| e.pace);
+                let mut pace = exception.map_or(self.pace, |e| e.pace);
+                // Listed values keep their own threshold, per instance (see `cluster`).
+                if let Some(cluster) = self.cluster.as_ref().filter(|_| exception.is_none()) {
+                    let n = cluster.local_divisor();
+                    if n > 1 {
+                        let r = &self.rule;
+                        pace = Pace::of(given / f64::from(n), r.burst, r.window, r.strict);
+                    }
+                    match cluster.decide(key, count, now) {
+                        HotDecision::Leased => {
+                            // Charged locally too, up to the local share, so that a switch to
+                            // local limiting starts from this value's recent passes.
+                            let (interval, tolerance) = (pace.interval, pace.tolerance);
+                            let _ = self.table.acquire_rate(key, now, count, interval, tolerance, 0);
+                            return Ok(HotPass::Free);
+                        }
+                        HotDecision::Pass => return Ok(HotPass::Free),
+                        HotDecision::Blocked(retry) => {
+                            return Err(BlockError::hot_param(
+                                resource,
+                                given,
+                                self.shape.param_index,
+                                retry,
+                            )
+                            .because(CLUSTER_LIMIT))
+                        }
+                        HotDecision::Local => {}
+                    }
+                }
                 match self.table.acquire_rate(
                     key,
                     now,

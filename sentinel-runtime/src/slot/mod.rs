@@ -22,6 +22,7 @@
 
 pub(crate) mod adaptive;
 pub(crate) mod breaker;
+pub(crate) mod cluster;
 mod concurrency;
 mod gate;
 mod hot_top;
