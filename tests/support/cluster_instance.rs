@@ -6,8 +6,9 @@
 //! - `state <connected|fallback> <wall µs>` at every change of the cluster's state,
 //! - `tick <ms since go> <admitted in the tick> <state>` every 100 ms,
 //! - `done admitted=<n> blocked=<n> max_call_us=<n> cluster_blocks=<n> slow_calls=<n> redis_calls=<n>
-//!   crossslot=<n> leases=<n> fallbacks=<n> <value>=<n>...` (the counts of
-//!   `metrics::cluster()`, and the admitted calls per hotspot value).
+//!   crossslot=<n> leases=<n> fallbacks=<n> start_us=<wall> end_us=<wall> <value>=<n>...` (the
+//!   counts of `metrics::cluster()`, when the calls began and ended, and the admitted calls per
+//!   hotspot value).
 //!
 //! Arguments: `--redis URL` (repeat with `--redis-cluster` for a Redis Cluster; none: no
 //! cluster), `--namespace NS`, `--rule flow|hot`, `--threshold R`, `--offer PER_SECOND`,
@@ -151,6 +152,7 @@ fn run(args: &Args) -> ExitCode {
         None => ClusterState::Fallback,
     };
     let done = AtomicBool::new(false);
+    let start_us = wall_us();
     let (admitted, blocked, max_call, cluster_blocks, slow, per_value) = std::thread::scope(|s| {
         // Watches the cluster's state every millisecond and reports each change.
         s.spawn(|| {
@@ -173,11 +175,12 @@ fn run(args: &Args) -> ExitCode {
         .zip(per_value)
         .map(|(v, n)| format!("{v}={n}"))
         .collect();
+    let end_us = wall_us();
     let m = sentinel_runtime::metrics::cluster();
     say(format!(
         "done admitted={admitted} blocked={blocked} max_call_us={max_call} \
          cluster_blocks={cluster_blocks} slow_calls={slow} redis_calls={} crossslot={} leases={} \
-         fallbacks={} {}",
+         fallbacks={} start_us={start_us} end_us={end_us} {}",
         m.redis_calls,
         m.crossslot_errors,
         m.leases_taken,

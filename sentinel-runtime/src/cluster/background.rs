@@ -446,7 +446,7 @@ fn refill_asked(
     scripts: &Arc<Scripts>,
     tasks: &mut JoinSet<Done>,
 ) {
-    let now = clock::now_nanos();
+    let now = clock::precise_nanos();
     for table in shared::tables() {
         if !table.lease.take_dirty() {
             continue;
@@ -494,7 +494,7 @@ async fn refill(
     key: u64,
 ) -> Result<(), Failure> {
     let slot = &table.lease.slots()[i];
-    let now = clock::now_nanos();
+    let now = clock::precise_nanos();
     let Some((interval, tolerance, burst)) = pace(table) else {
         slot.finish(0, 1, now, now.saturating_add(100_000_000));
         return Ok(());
@@ -514,7 +514,7 @@ async fn refill(
         .arg(size);
     match call::<(u64, u64)>(conn, invocation, config.command_timeout).await {
         Ok((granted, wait_us)) => {
-            let now = clock::now_nanos();
+            let now = clock::precise_nanos();
             let retry_at = if granted < size {
                 // The bucket is empty: ask again when a token comes, 5 to 50 ms from now, the
                 // same for every instance whatever its lease size (so that they share fairly).
