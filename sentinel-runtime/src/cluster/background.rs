@@ -509,8 +509,8 @@ async fn refill(
     let mut invocation = scripts.lease.prepare_invoke();
     invocation
         .key(redis_key)
-        .arg(format!("{interval:.3}"))
-        .arg(format!("{tolerance:.3}"))
+        .arg(format!("{interval:.6}"))
+        .arg(format!("{tolerance:.6}"))
         .arg(size);
     match call::<(u64, u64)>(conn, invocation, config.command_timeout).await {
         Ok((granted, wait_us)) => {

@@ -253,3 +253,60 @@ impl ClusterHot {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BlockKind;
+    use std::sync::{Mutex, PoisonError};
+
+    const T0: u64 = 3_600_000_000_000;
+
+    /// The tests here set the process-wide instances last seen.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn admitted(rule: FlowRule, calls: u32) -> u32 {
+        let gate = ClusterGate::new(&rule, T0);
+        (0..calls)
+            .filter(|_| gate.try_acquire("r", T0, 1).is_ok())
+            .count() as u32
+    }
+
+    #[test]
+    fn without_a_cluster_a_cluster_rule_limits_locally_at_its_threshold() {
+        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        assert_ne!(shared::mode(), MODE_CONNECTED);
+        let rule = FlowRule::qps("r", 5.0).cluster(ClusterThreshold::Global);
+        let gate = ClusterGate::new(&rule, T0);
+        let passed = (0..10)
+            .filter(|_| gate.try_acquire("r", T0, 1).is_ok())
+            .count();
+        assert_eq!(passed, 5);
+        let err = gate.try_acquire("r", T0, 1).unwrap_err();
+        assert_eq!(err.kind(), BlockKind::Flow);
+        assert_eq!(err.reason(), Some(CLUSTER_LOCAL));
+        assert!(err.retry_after().is_some());
+    }
+
+    #[test]
+    fn the_local_share_is_the_threshold_over_the_instances_last_seen_for_global_rules() {
+        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        shared::set_instances(4);
+        let global = admitted(
+            FlowRule::qps("r", 100.0).cluster(ClusterThreshold::Global),
+            200,
+        );
+        let per_instance = admitted(
+            FlowRule::qps("r", 100.0).cluster(ClusterThreshold::PerInstance),
+            200,
+        );
+        let pass = admitted(
+            FlowRule::qps("r", 100.0)
+                .cluster(ClusterThreshold::Global)
+                .cluster_fallback(ClusterFallback::Pass),
+            200,
+        );
+        shared::set_instances(1);
+        assert_eq!((global, per_instance, pass), (25, 100, 200));
+    }
+}
