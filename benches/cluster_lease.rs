@@ -42,7 +42,11 @@ impl Drop for Redis {
 }
 
 fn redis() -> Option<Redis> {
-    let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
     let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
@@ -101,7 +105,9 @@ fn bench(c: &mut Criterion) {
             .ok()
     });
     if cluster.is_none() {
-        println!("redis-server not on PATH (apt-get install redis-server): the cluster case is skipped");
+        println!(
+            "redis-server not on PATH (apt-get install redis-server): the cluster case is skipped"
+        );
     }
     rules::load_flow_rules(vec![
         FlowRule::qps("bench-local-qps", 100_000_000.0),

@@ -100,13 +100,21 @@ fn main() -> ExitCode {
     // Each instance prints `second admitted` once a second; print a row once all have.
     let mut table = vec![[None; INSTANCES]; SECONDS as usize];
     let mut printed = 0;
-    println!("second  {}  total", (1..=INSTANCES).map(|i| format!("instance {i}")).collect::<Vec<_>>().join("  "));
+    println!(
+        "second  {}  total",
+        (1..=INSTANCES)
+            .map(|i| format!("instance {i}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+    );
     while let Ok((i, line)) = rx.recv_timeout(Duration::from_secs(SECONDS + 10)) {
         if let Some(error) = line.strip_prefix("error ") {
             eprintln!("instance {}: {error}", i + 1);
             return ExitCode::FAILURE;
         }
-        let mut words = line.split_whitespace().map(|w| w.parse::<u64>().unwrap_or(0));
+        let mut words = line
+            .split_whitespace()
+            .map(|w| w.parse::<u64>().unwrap_or(0));
         let (Some(second), Some(admitted)) = (words.next(), words.next()) else {
             continue;
         };
@@ -116,7 +124,12 @@ fn main() -> ExitCode {
         while printed < table.len() && table[printed].iter().all(Option::is_some) {
             let row: Vec<u64> = table[printed].iter().map(|n| n.unwrap_or(0)).collect();
             let cells: Vec<String> = row.iter().map(|n| format!("{n:>10}")).collect();
-            println!("{:>6}  {}  {:>5}", printed + 1, cells.join("  "), row.iter().sum::<u64>());
+            println!(
+                "{:>6}  {}  {:>5}",
+                printed + 1,
+                cells.join("  "),
+                row.iter().sum::<u64>()
+            );
             printed += 1;
         }
         if printed == table.len() {

@@ -99,11 +99,17 @@ fn four_processes_share_one_global_limit() {
     eprintln!(
         "global R={R}/s over {SECS} s, 2R offered 70/10/10/10: admitted {admitted} \
          ({:?}), redis calls {}",
-        reports.iter().map(|r| r.get("admitted")).collect::<Vec<_>>(),
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>(),
         total(&reports, "redis_calls")
     );
     assert_global_bounds("4 processes, skewed load", admitted, span(&reports));
-    assert!(total(&reports, "cluster_blocks") > 0, "the shared limit blocked");
+    assert!(
+        total(&reports, "cluster_blocks") > 0,
+        "the shared limit blocked"
+    );
 }
 
 #[test]
@@ -203,8 +209,14 @@ fn redis_killed_mid_run_falls_back_within_100ms_and_reconnects_within_2s() {
             r.get("max_call_us"),
             r.get("slow_calls")
         );
-        assert!(to_fallback <= 100.0, "instance {i}: fallback after {to_fallback} ms");
-        assert!(to_connected <= 2_000.0, "instance {i}: connected after {to_connected} ms");
+        assert!(
+            to_fallback <= 100.0,
+            "instance {i}: fallback after {to_fallback} ms"
+        );
+        assert!(
+            to_connected <= 2_000.0,
+            "instance {i}: connected after {to_connected} ms"
+        );
         // No call waits for Redis (its 20 ms command timeout, or a reconnect): at most the
         // 2 ms lease wait. The calls are timed on a shared CPU, where a thread is sometimes
         // descheduled for a few ms: at most 1 call in 200 over 5 ms, none over 50 ms.
@@ -288,7 +300,7 @@ fn an_instance_whose_clock_is_30s_ahead_admits_the_same() {
     let mut skewed = common.to_vec();
     skewed.extend(["--skew-ms", "30000"]);
     let mut instances = Instances::spawn(&[
-        instance_args(&[url.clone()], false, "skew", &common),
+        instance_args(std::slice::from_ref(&url), false, "skew", &common),
         instance_args(&[url], false, "skew", &skewed),
     ]);
     instances.go(Duration::from_secs(20));
@@ -374,7 +386,10 @@ fn one_cluster_per_process_and_drop_makes_rules_local_again() {
         return;
     };
     let redis = RedisServer::start(&[]);
-    let cluster = Cluster::redis(redis.url()).namespace("one").start().unwrap();
+    let cluster = Cluster::redis(redis.url())
+        .namespace("one")
+        .start()
+        .unwrap();
     let status = cluster.status();
     assert_eq!(status.state, ClusterState::Connected);
     assert_eq!(status.instances, 1);

@@ -125,8 +125,9 @@ fn run(args: &Args) -> ExitCode {
         }
     };
     let loaded = if args.hot {
-        rules::load_hotspot_rules(vec![HotspotRule::qps("cluster-test", 0, args.threshold)
-            .cluster(ClusterThreshold::Global)])
+        rules::load_hotspot_rules(vec![
+            HotspotRule::qps("cluster-test", 0, args.threshold).cluster(ClusterThreshold::Global)
+        ])
     } else {
         rules::load_flow_rules(vec![
             FlowRule::qps("cluster-test", args.threshold).cluster(ClusterThreshold::Global)

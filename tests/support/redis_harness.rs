@@ -300,7 +300,10 @@ impl Instances {
             if line.text == "ready" {
                 ready[line.instance] = true;
             } else {
-                panic!("instance {} said {:?} before ready", line.instance, line.text);
+                panic!(
+                    "instance {} said {:?} before ready",
+                    line.instance, line.text
+                );
             }
         }
         for stdin in &mut self.stdins {
@@ -368,7 +371,12 @@ impl Drop for Instances {
 }
 
 /// The arguments of one instance.
-pub fn instance_args(urls: &[String], cluster: bool, namespace: &str, rest: &[&str]) -> Vec<String> {
+pub fn instance_args(
+    urls: &[String],
+    cluster: bool,
+    namespace: &str,
+    rest: &[&str],
+) -> Vec<String> {
     let mut args = Vec::new();
     for url in urls {
         args.push("--redis".to_owned());

@@ -226,7 +226,11 @@ async fn connect(config: &Config, scripts: &Scripts) -> Result<Conn, ClusterErro
 
 /// Agrees with the other instances on the hash key of parameter values (the first instance's
 /// key, kept in Redis), so that one hotspot value has one Redis key everywhere.
-async fn share_value_key(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<(), Failure> {
+async fn share_value_key(
+    config: &Config,
+    scripts: &Scripts,
+    conn: &mut Conn,
+) -> Result<(), Failure> {
     let mine = crate::param::shared_key().unwrap_or_else(|| {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -238,9 +242,7 @@ async fn share_value_key(config: &Config, scripts: &Scripts, conn: &mut Conn) ->
         .key(format!("{{{}}}:value-key", config.namespace))
         .arg(mine.to_string());
     let theirs: String = call(conn, invocation, config.command_timeout).await?;
-    let shared = theirs
-        .parse::<u64>()
-        .is_ok_and(|key| crate::param::share_key(key));
+    let shared = theirs.parse::<u64>().is_ok_and(crate::param::share_key);
     if !shared && shared::VALUES_SHARED.load(Relaxed) != shared {
         #[cfg(feature = "tracing")]
         tracing::warn!(
@@ -399,7 +401,8 @@ async fn serve(config: &Arc<Config>, conn: Conn, scripts: &Arc<Scripts>) -> Fail
         if !beating && now >= next_beat {
             beating = true;
             next_beat = now + HEARTBEAT_EVERY;
-            let (config, scripts, mut conn) = (Arc::clone(config), Arc::clone(scripts), conn.clone());
+            let (config, scripts, mut conn) =
+                (Arc::clone(config), Arc::clone(scripts), conn.clone());
             tasks.spawn(async move { Done::Beat(heartbeat(&config, &scripts, &mut conn).await) });
         }
         refill_asked(config, &conn, scripts, &mut tasks);

@@ -405,8 +405,12 @@ fn encode_cluster(e: &mut DescriptorEncoder<'_>) -> fmt::Result {
         "sentinel_cluster_redis_calls",
         "Calls to the cluster's Redis, by result (ok, error, timeout).",
         MetricType::Counter,
-        [("ok", ok), ("error", m.redis_errors), ("timeout", m.redis_timeouts)]
-            .map(|(result, n)| ([("result", result)], ConstCounter::new(n))),
+        [
+            ("ok", ok),
+            ("error", m.redis_errors),
+            ("timeout", m.redis_timeouts),
+        ]
+        .map(|(result, n)| ([("result", result)], ConstCounter::new(n))),
     )?;
     single(
         e,

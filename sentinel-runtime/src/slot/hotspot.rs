@@ -334,7 +334,9 @@ impl HotspotGate {
                             // Charged locally too, up to the local share, so that a switch to
                             // local limiting starts from this value's recent passes.
                             let (interval, tolerance) = (pace.interval, pace.tolerance);
-                            let _ = self.table.acquire_rate(key, now, count, interval, tolerance, 0);
+                            let _ = self
+                                .table
+                                .acquire_rate(key, now, count, interval, tolerance, 0);
                             return Ok(HotPass::Free);
                         }
                         HotDecision::Pass => return Ok(HotPass::Free),

@@ -186,7 +186,10 @@ impl LeaseSlot {
             self.drop_tokens();
         }
         let granted = i64::try_from(granted).unwrap_or(i64::MAX);
-        let after = self.tokens.fetch_add(granted, AcqRel).saturating_add(granted);
+        let after = self
+            .tokens
+            .fetch_add(granted, AcqRel)
+            .saturating_add(granted);
         self.low
             .store(i64::try_from(size / 2).unwrap_or(i64::MAX).max(1), Relaxed);
         if granted > 0 {
@@ -326,7 +329,11 @@ mod tests {
         }
         // 5 left: at the low-water mark (10 / 2); the next take crosses it and asks.
         assert_eq!(slot.take(FLOW_KEY, 1, T0), (Take::Spent, true));
-        assert_eq!(slot.take(FLOW_KEY, 1, T0), (Take::Spent, false), "asked once");
+        assert_eq!(
+            slot.take(FLOW_KEY, 1, T0),
+            (Take::Spent, false),
+            "asked once"
+        );
         assert_eq!(slot.take(FLOW_KEY, 4, T0).0, Take::Dry, "3 left");
         assert_eq!(slot.take(FLOW_KEY, 3, T0).0, Take::Spent);
         assert_eq!(slot.tokens(), 0);
@@ -336,7 +343,10 @@ mod tests {
     fn tokens_expire_with_their_lease_and_are_not_carried_into_the_next() {
         let slot = LeaseSlot::default();
         grant(&slot, FLOW_KEY, 10, T0);
-        assert_eq!(slot.take(FLOW_KEY, 1, T0 + LEASE_TTL_NANOS - 1).0, Take::Spent);
+        assert_eq!(
+            slot.take(FLOW_KEY, 1, T0 + LEASE_TTL_NANOS - 1).0,
+            Take::Spent
+        );
         assert_eq!(
             slot.take(FLOW_KEY, 1, T0 + LEASE_TTL_NANOS).0,
             Take::Dry,
@@ -362,7 +372,11 @@ mod tests {
     #[test]
     fn the_lease_size_follows_the_traffic_within_the_cap() {
         let slot = LeaseSlot::default();
-        assert_eq!(slot.next_size(T0, 50 * MS, 1_000), 50, "first lease: cap / 20");
+        assert_eq!(
+            slot.next_size(T0, 50 * MS, 1_000),
+            50,
+            "first lease: cap / 20"
+        );
         grant(&slot, FLOW_KEY, 50, T0);
         for _ in 0..40 {
             slot.take(FLOW_KEY, 1, T0);

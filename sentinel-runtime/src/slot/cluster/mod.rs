@@ -27,8 +27,7 @@ use crate::rules::{ClusterFallback, ClusterThreshold};
 pub(crate) const CLUSTER_LIMIT: &str =
     "cluster limit: the instances together used the rule's tokens";
 /// The reason a cluster rule's block gives while it limits locally.
-pub(crate) const CLUSTER_LOCAL: &str =
-    "cluster rule limiting locally (no cluster store reachable)";
+pub(crate) const CLUSTER_LOCAL: &str = "cluster rule limiting locally (no cluster store reachable)";
 
 /// Hotspot values a cluster hotspot rule leases at once, at most.
 const MAX_HOT_SLOTS: usize = 4_096;
@@ -61,9 +60,7 @@ fn wait_for_refill(leases: &RuleLeases, key: u64, count: u32, now: u64) -> bool 
             return false;
         }
         std::thread::sleep(left.min(Duration::from_micros(100)));
-        let (took, asked) = leases
-            .lease
-            .take(key, count, clock::now_nanos().max(now));
+        let (took, asked) = leases.lease.take(key, count, clock::now_nanos().max(now));
         if asked {
             shared::wake();
         }
@@ -166,7 +163,10 @@ impl ClusterGate {
         }
         match self.local.try_acquire(now, count) {
             Some(at) => Ok(at),
-            None => Err(self.local.block(resource, now, count).because(CLUSTER_LOCAL)),
+            None => Err(self
+                .local
+                .block(resource, now, count)
+                .because(CLUSTER_LOCAL)),
         }
     }
 
@@ -241,11 +241,7 @@ impl ClusterHot {
             if spend(&self.leases, key_of(hash), count, now) {
                 return HotDecision::Leased;
             }
-            return HotDecision::Blocked(retry_after(
-                self.leases.limit(),
-                self.window_ms,
-                count,
-            ));
+            return HotDecision::Blocked(retry_after(self.leases.limit(), self.window_ms, count));
         }
         match self.fallback {
             ClusterFallback::Pass => HotDecision::Pass,
