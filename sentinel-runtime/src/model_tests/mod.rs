@@ -1,6 +1,7 @@
 //! Model tests of the lock-free windows, the name table and the hazard-pointer publication: loom models of every interleaving, and property tests
 //! against plain reference models.
 
+mod loom_lease;
 mod loom_name_table;
 mod loom_publish;
 mod loom_qps;

@@ -16,6 +16,8 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::*};
 use std::sync::{Mutex, PoisonError};
 
+use crate::sync::AtomicWord;
+
 /// How long granted tokens stay spendable after their grant arrived.
 pub(crate) const LEASE_TTL_NANOS: u64 = 200_000_000;
 
@@ -43,14 +45,103 @@ pub(crate) struct Book {
     pub(crate) at: u64,
 }
 
+/// What [`Tokens::take`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Took {
+    /// The tokens were spent.
+    Spent,
+    /// Too few tokens: nothing was taken.
+    Short,
+    /// The slot holds another key's tokens (or passed to another key during the take: what
+    /// was taken is then dropped, never given to the other key).
+    Other,
+}
+
+/// The token count of a slot and the key it belongs to: the lock-free part of a lease, generic
+/// over the atomic word so that the loom models run this very code. The count is a two's
+/// complement `i64` in a `u64` word (it dips below 0 while a take that found too few gives its
+/// decrement back).
+#[derive(Debug)]
+pub(crate) struct Tokens<W: AtomicWord> {
+    /// The key whose tokens these are; 0: none.
+    owner: W,
+    count: W,
+}
+
+impl<W: AtomicWord> Default for Tokens<W> {
+    fn default() -> Self {
+        Tokens {
+            owner: W::new(0),
+            count: W::new(0),
+        }
+    }
+}
+
+impl<W: AtomicWord> Tokens<W> {
+    /// The key the tokens belong to.
+    #[inline]
+    pub(crate) fn owner(&self) -> u64 {
+        self.owner.load(Acquire)
+    }
+
+    /// Spends `count` of `key`'s tokens: one atomic decrement when there are enough. Returns
+    /// what it found and the count before the decrement.
+    #[inline]
+    pub(crate) fn take(&self, key: u64, count: u32) -> (Took, i64) {
+        if self.owner.load(Acquire) != key {
+            return (Took::Other, 0);
+        }
+        let c = u64::from(count);
+        let old = self.count.fetch_add(c.wrapping_neg(), AcqRel) as i64;
+        if old < i64::from(count) {
+            // Give the decrement back: it took nothing (the sum of successful takes never
+            // exceeds what was added, since every take saw at least its count).
+            self.count.fetch_add(c, AcqRel);
+            return (Took::Short, old);
+        }
+        if self.owner.load(Acquire) != key {
+            // The tokens passed to another key meanwhile: what was taken is dropped (it may
+            // have been either key's), never given back to the other key.
+            return (Took::Other, old);
+        }
+        (Took::Spent, old)
+    }
+
+    /// Adds `n` tokens (at most 2^62); returns the count after.
+    pub(crate) fn add(&self, n: u64) -> i64 {
+        (self.count.fetch_add(n, AcqRel) as i64).wrapping_add(n as i64)
+    }
+
+    /// Drops every token (a lease expired). A count below 0 (a take giving its decrement
+    /// back) is left alone: what it gives back was never there to spend twice.
+    pub(crate) fn drop_all(&self) {
+        let mut left = self.count.load(Acquire);
+        while (left as i64) > 0 {
+            match self.count.compare_exchange(left, 0, AcqRel, Acquire) {
+                Ok(_) => break,
+                Err(now) => left = now,
+            }
+        }
+    }
+
+    /// Passes the tokens to `key`: the previous key's are dropped.
+    pub(crate) fn pass_to(&self, key: u64) {
+        self.owner.store(key, Release);
+        self.drop_all();
+    }
+
+    /// The count now (below 0 while takes give their decrements back).
+    pub(crate) fn count(&self) -> i64 {
+        self.count.load(Acquire) as i64
+    }
+}
+
 /// The tokens one key holds.
 #[derive(Debug, Default)]
 pub(crate) struct LeaseSlot {
-    /// The key whose tokens the slot holds; 0: none.
-    owner: AtomicU64,
+    tokens: Tokens<AtomicU64>,
     /// The key the last caller that found the slot wanting asked for.
     wanted: AtomicU64,
-    tokens: AtomicI64,
     /// When the tokens expire (runtime clock nanos).
     expires: AtomicU64,
     /// A take left fewer than this: ask for a refill.
@@ -81,23 +172,14 @@ impl LeaseSlot {
     /// was new (the caller then wakes the background work).
     #[inline]
     pub(crate) fn take(&self, key: u64, count: u32, now: u64) -> (Take, bool) {
-        if self.owner.load(Acquire) != key || now >= self.expires.load(Acquire) {
+        if now >= self.expires.load(Acquire) {
             return (Take::Dry, self.ask(key, true));
         }
-        let c = i64::from(count);
-        let old = self.tokens.fetch_sub(c, AcqRel);
-        if old < c {
-            // Give the decrement back: it took nothing (the sum of successful takes never
-            // exceeds what was added, since every take saw at least its count).
-            self.tokens.fetch_add(c, AcqRel);
+        let (took, old) = self.tokens.take(key, count);
+        if took != Took::Spent {
             return (Take::Dry, self.ask(key, true));
         }
-        if self.owner.load(Acquire) != key {
-            // The slot passed to another key meanwhile: what was taken is dropped (it may have
-            // been either key's), never given back to the other key.
-            return (Take::Dry, self.ask(key, true));
-        }
-        let low = self.low.load(Relaxed);
+        let (c, low) = (i64::from(count), self.low.load(Relaxed));
         if old >= low && old - c < low {
             return (Take::Spent, self.ask(key, false));
         }
@@ -134,10 +216,9 @@ impl LeaseSlot {
             self.busy.store(false, Release);
             return None;
         }
-        if self.owner.load(Acquire) != key {
+        if self.tokens.owner() != key {
             // The slot passes to `key`: the previous key's tokens are dropped.
-            self.owner.store(key, Release);
-            self.drop_tokens();
+            self.tokens.pass_to(key);
             *self.book_mut() = Book::default();
             self.next_ask.store(0, Release);
         }
@@ -166,7 +247,7 @@ impl LeaseSlot {
             // First lease: start small, grow from what is spent.
             (cap / 20).max(1)
         } else {
-            let spent = (book.after - self.tokens.load(Acquire)).max(0) as u64;
+            let spent = (book.after - self.tokens.count()).max(0) as u64;
             let elapsed = now.saturating_sub(book.at).max(1_000_000);
             let per_horizon =
                 (u128::from(spent) * u128::from(horizon_nanos)).div_ceil(u128::from(elapsed));
@@ -183,13 +264,10 @@ impl LeaseSlot {
     /// the slot may ask again if it asks (the store said more tokens come only then).
     pub(crate) fn finish(&self, granted: u64, size: u64, now: u64, retry_at: u64) {
         if now >= self.expires.load(Acquire) {
-            self.drop_tokens();
+            self.tokens.drop_all();
         }
-        let granted = i64::try_from(granted).unwrap_or(i64::MAX);
-        let after = self
-            .tokens
-            .fetch_add(granted, AcqRel)
-            .saturating_add(granted);
+        let granted = granted.min(u64::MAX >> 2);
+        let after = self.tokens.add(granted);
         self.low
             .store(i64::try_from(size / 2).unwrap_or(i64::MAX).max(1), Relaxed);
         if granted > 0 {
@@ -210,20 +288,10 @@ impl LeaseSlot {
         self.busy.store(false, Release);
     }
 
-    /// Drops every token the slot holds (a lease expired, or the slot changed keys).
-    fn drop_tokens(&self) {
-        let left = self.tokens.load(Acquire);
-        if left > 0 {
-            // Concurrent takes may push the count below 0 meanwhile: each such take then
-            // fails and gives its decrement back, so nothing is spent twice.
-            self.tokens.fetch_sub(left, AcqRel);
-        }
-    }
-
     /// Ends the lease now (the cluster stopped or the store failed): nothing left is spent.
     pub(crate) fn expire(&self) {
         self.expires.store(0, Release);
-        self.drop_tokens();
+        self.tokens.drop_all();
     }
 
     fn book(&self) -> Book {
@@ -237,7 +305,7 @@ impl LeaseSlot {
     /// The tokens held (for tests and metrics).
     #[cfg(test)]
     pub(crate) fn tokens(&self) -> i64 {
-        self.tokens.load(Acquire)
+        self.tokens.count()
     }
 }
 
