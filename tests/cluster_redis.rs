@@ -379,17 +379,65 @@ fn bad_input_gives_clear_errors_and_local_limits_keep_working() {
     local_limit_holds("no-scripts");
 }
 
+/// The text of the `tracing` events of this process (target `sentinel`), from the first call.
+fn events() -> &'static Mutex<Vec<u8>> {
+    static EVENTS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    struct Capture;
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            EVENTS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    INSTALLED.call_once(|| {
+        tracing_subscriber::fmt()
+            .with_writer(|| Capture)
+            .try_init()
+            .expect("one subscriber");
+    });
+    &EVENTS
+}
+
+fn events_text() -> String {
+    String::from_utf8_lossy(&events().lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+}
+
+/// Polls `f` every millisecond for at most `limit`; how long it took to hold.
+fn within(limit: Duration, f: impl Fn() -> bool) -> Option<Duration> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    None
+}
+
 #[test]
 fn one_cluster_per_process_and_drop_makes_rules_local_again() {
     let _serial = serial();
     let Some(()) = require("redis-server") else {
         return;
     };
-    let redis = RedisServer::start(&[]);
-    let cluster = Cluster::redis(redis.url())
-        .namespace("one")
-        .start()
+    events();
+    let mut redis = RedisServer::start(&[]);
+    // Started inside a tokio runtime: the background work runs on its own thread and runtime.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .unwrap();
+    let cluster = runtime
+        .block_on(async { Cluster::redis(redis.url()).namespace("one").start() })
+        .unwrap();
+
     let status = cluster.status();
     assert_eq!(status.state, ClusterState::Connected);
     assert_eq!(status.instances, 1);
@@ -437,9 +485,47 @@ fn one_cluster_per_process_and_drop_makes_rules_local_again() {
     ] {
         assert!(text.contains(family), "{family} in\n{text}");
     }
-    drop(cluster);
+    // Redis killed: fallback (status, metric, event) within 100 ms; back within 2 s.
+    let fallbacks = m.fallbacks;
+    redis.kill();
+    let took = within(Duration::from_secs(1), || {
+        cluster.status().state == ClusterState::Fallback
+    });
+    assert!(
+        took.is_some_and(|t| t <= Duration::from_millis(100)),
+        "fallback after {took:?}"
+    );
+    let m = sentinel_runtime::metrics::cluster();
+    assert_eq!(m.state, Some(ClusterState::Fallback));
+    assert_eq!(m.fallbacks, fallbacks + 1);
+    assert!(cluster.status().last_error.is_some());
+    assert!(
+        events_text().contains("cluster fallback"),
+        "{}",
+        events_text()
+    );
+    redis.restart();
+    let took = within(Duration::from_secs(3), || {
+        cluster.status().state == ClusterState::Connected
+    });
+    assert!(
+        took.is_some_and(|t| t <= Duration::from_secs(2)),
+        "connected after {took:?}"
+    );
+    assert!(
+        events_text().contains("cluster connected"),
+        "{}",
+        events_text()
+    );
+    runtime.block_on(async { drop(cluster) });
     assert_eq!(sentinel_runtime::metrics::cluster().state, None);
+    assert!(
+        events_text().contains("cluster stopped"),
+        "{}",
+        events_text()
+    );
     // Local again: 5 of 10 for a 5/s rule.
+
     local_limit_holds("one-cluster-after");
     rules::load_flow_rules(vec![]).unwrap();
 }
