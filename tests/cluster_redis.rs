@@ -133,6 +133,51 @@ fn without_the_cluster_four_processes_admit_four_times_the_limit() {
 }
 
 #[test]
+fn a_per_instance_rule_limits_to_its_threshold_times_the_instances_live() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    // R / 2 per instance, 2 instances live: R in all, the bounds of a global R. The load is
+    // uneven (1.6 R and 0.4 R): the busy instance uses what the other leaves.
+    let half = (R / 2.0).to_string();
+    let offers = [1.6 * R, 0.4 * R];
+    let args: Vec<Vec<String>> = offers
+        .iter()
+        .map(|offer| {
+            let (offer, secs) = (offer.to_string(), SECS.to_string());
+            let rest = [
+                "--per-instance",
+                "--threshold",
+                &half,
+                "--offer",
+                &offer,
+                "--secs",
+                &secs,
+            ];
+            instance_args(&[redis.url()], false, "per-instance", &rest)
+        })
+        .collect();
+    let mut instances = Instances::spawn(&args);
+    instances.go(Duration::from_secs(20));
+    let reports = instances.collect(Duration::from_secs_f64(SECS + 20.0), |_| {});
+    let admitted = total(&reports, "admitted");
+    eprintln!(
+        "per-instance R/2 on 2 instances: admitted {admitted} ({:?})",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>()
+    );
+    assert_global_bounds("per-instance rule, 2 instances", admitted, span(&reports));
+    assert!(
+        reports[0].get("admitted") as f64 > R / 2.0 * SECS * 1.2,
+        "the busy instance used the other's share"
+    );
+}
+
+#[test]
 fn a_hotspot_cluster_rule_limits_each_of_three_values_globally() {
     let _serial = serial();
     let Some(()) = require("redis-server") else {

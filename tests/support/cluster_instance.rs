@@ -12,7 +12,8 @@
 //!
 //! Arguments: `--redis URL` (repeat with `--redis-cluster` for a Redis Cluster; none: no
 //! cluster), `--namespace NS`, `--rule flow|hot`, `--threshold R`, `--offer PER_SECOND`,
-//! `--secs S`, `--skew-ms MS` (run on a mock clock that far ahead of the real one).
+//! `--secs S`, `--skew-ms MS` (run on a mock clock that far ahead of the real one),
+//! `--per-instance` (a per-instance cluster rule instead of a global one).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -34,6 +35,7 @@ struct Args {
     offer: f64,
     secs: f64,
     skew_ms: u64,
+    per_instance: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -46,6 +48,7 @@ fn parse() -> Result<Args, String> {
         offer: 100.0,
         secs: 3.0,
         skew_ms: 0,
+        per_instance: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -60,6 +63,7 @@ fn parse() -> Result<Args, String> {
             "--offer" => args.offer = number(value()?)?,
             "--secs" => args.secs = number(value()?)?,
             "--skew-ms" => args.skew_ms = number(value()?)? as u64,
+            "--per-instance" => args.per_instance = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -124,13 +128,18 @@ fn run(args: &Args) -> ExitCode {
             }
         }
     };
+    let threshold = if args.per_instance {
+        ClusterThreshold::PerInstance
+    } else {
+        ClusterThreshold::Global
+    };
     let loaded = if args.hot {
         rules::load_hotspot_rules(vec![
-            HotspotRule::qps("cluster-test", 0, args.threshold).cluster(ClusterThreshold::Global)
+            HotspotRule::qps("cluster-test", 0, args.threshold).cluster(threshold)
         ])
     } else {
         rules::load_flow_rules(vec![
-            FlowRule::qps("cluster-test", args.threshold).cluster(ClusterThreshold::Global)
+            FlowRule::qps("cluster-test", args.threshold).cluster(threshold)
         ])
     };
     if let Err(e) = loaded {
