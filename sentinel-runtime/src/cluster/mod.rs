@@ -57,7 +57,7 @@
 //! # Instances, failures and fallback
 //!
 //! Each instance heartbeats into a sorted set every 30 ms; `status().instances` is the count
-//! of instances seen in the last second. When Redis fails (refused or dropped; or no answer within
+//! of instances seen in the last second (a stopped instance is forgotten a second later). When Redis fails (refused or dropped; or no answer within
 //! the command timeout, 20 ms by default, twice in a row: a busy host misses one now and then),
 //! every instance switches to local limiting within 100 ms:
 //! by default a [`ClusterThreshold::Global`] rule enforces its threshold divided by the instances
