@@ -17,8 +17,8 @@ use std::time::Duration;
 use harness::{instance_args, require, wall_us, Instances, RedisCluster, RedisServer, Report};
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::cluster::{Cluster, ClusterError, ClusterState, ClusterThreshold};
-use sentinel_runtime::rules::{self, FlowRule};
-use sentinel_runtime::{entry, BlockKind};
+use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
+use sentinel_runtime::{entry, BlockKind, EntryBuilder};
 
 /// One test at a time: they measure rates on a shared CPU, and one cluster runs per process.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -313,22 +313,52 @@ fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
         assert_global_bounds(value, total(&hot, value), span(&hot));
     }
     assert_eq!(total(&flow, "crossslot") + total(&hot, "crossslot"), 0);
-    // The values' keys spread over the masters (the hash tag is rule + value).
+    let keys =
+        |n: &RedisServer, pattern: &str| n.cli(&["--scan", "--pattern", pattern]).lines().count();
     let holding: Vec<usize> = cluster
         .nodes
         .iter()
-        .map(|n| {
-            n.cli(&["--scan", "--pattern", "{rc:cluster-test:p0:*"])
-                .lines()
-                .count()
-        })
+        .map(|n| keys(n, "{rc:cluster-test:p0:*"))
         .collect();
-    eprintln!("hotspot keys per master: {holding:?}");
-    assert_eq!(holding.iter().sum::<usize>(), 3, "{holding:?}");
+    assert_eq!(
+        holding.iter().sum::<usize>(),
+        3,
+        "one key per value: {holding:?}"
+    );
+    // The values of one rule spread over the masters (the hash tag is rule + value): 20 values
+    // entered here, their keys on more than one master (all 20 on one of 3: odds 3^-19).
+    let spread = Cluster::redis_cluster(urls.clone())
+        .namespace("spread")
+        .start()
+        .unwrap();
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("spread", 0, 100.0).cluster(ClusterThreshold::Global)
+    ])
+    .unwrap();
+    for value in 0..20u64 {
+        assert!(EntryBuilder::new("spread").param(&value).enter().is_ok());
+    }
+    let per_master = || -> Vec<usize> {
+        cluster
+            .nodes
+            .iter()
+            .map(|n| keys(n, "{spread:spread:p0:*"))
+            .collect()
+    };
+    // Each value's first call asked for its lease: wait (at most 2 s) for the 20 keys.
+    within(Duration::from_secs(2), || {
+        per_master().iter().sum::<usize>() == 20
+    });
+    let holding = per_master();
+    eprintln!("20 hotspot values' keys per master: {holding:?}");
+    assert_eq!(holding.iter().sum::<usize>(), 20, "{holding:?}");
     assert!(
         holding.iter().filter(|&&n| n > 0).count() > 1,
         "hotspot keys on one master only: {holding:?}"
     );
+    assert_eq!(sentinel_runtime::metrics::cluster().crossslot_errors, 0);
+    drop(spread);
+    rules::load_hotspot_rules(vec![]).unwrap();
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::cluster::{ClusterHot, HotDecision, CLUSTER_LIMIT};
+use super::cluster::ClusterHot;
 use super::hot_top::{BlockedTop, Counted};
 use super::param_table::{Full, Kind, ParamTable, RateDecision, Slot};
 use crate::error::BlockError;
@@ -322,34 +322,16 @@ impl HotspotGate {
         match self.shape.metric {
             HotspotMetric::Qps => {
                 let mut pace = exception.map_or(self.pace, |e| e.pace);
-                // Listed values keep their own threshold, per instance (see `cluster`).
+                // A cluster rule: leased tokens, else its local share (listed values keep their
+                // own threshold, per instance).
                 if let Some(cluster) = self.cluster.as_ref().filter(|_| exception.is_none()) {
-                    let n = cluster.local_divisor();
-                    if n > 1 {
-                        let r = &self.rule;
-                        pace = Pace::of(given / f64::from(n), r.burst, r.window, r.strict);
-                    }
-                    match cluster.decide(key, count, now) {
-                        HotDecision::Leased => {
-                            // Charged locally too, up to the local share, so that a switch to
-                            // local limiting starts from this value's recent passes.
-                            let (interval, tolerance) = (pace.interval, pace.tolerance);
-                            let _ = self
-                                .table
-                                .acquire_rate(key, now, count, interval, tolerance, 0);
-                            return Ok(HotPass::Free);
-                        }
-                        HotDecision::Pass => return Ok(HotPass::Free),
-                        HotDecision::Blocked(retry) => {
-                            return Err(BlockError::hot_param(
-                                resource,
-                                given,
-                                self.shape.param_index,
-                                retry,
-                            )
-                            .because(CLUSTER_LIMIT))
-                        }
-                        HotDecision::Local => {}
+                    let (r, n) = (&self.rule, f64::from(cluster.local_divisor()));
+                    pace = Pace::of(given / n, r.burst, r.window, r.strict);
+                    let local = (pace.interval, pace.tolerance);
+                    if let Some(decided) =
+                        cluster.check(resource, &self.table, key, count, now, local)
+                    {
+                        return decided;
                     }
                 }
                 match self.table.acquire_rate(

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use self::lease::{key_of, Take, FLOW_KEY};
 use self::shared::{RuleLeases, MODE_CONNECTED};
+use super::hotspot::HotPass;
+use super::param_table::ParamTable;
 use super::qps::QpsGate;
 use crate::clock;
 use crate::error::BlockError;
@@ -187,7 +189,7 @@ impl ClusterGate {
 
 /// What a cluster hotspot rule decided for a value.
 #[derive(Debug)]
-pub(crate) enum HotDecision {
+enum HotDecision {
     /// Spent a leased token.
     Leased,
     /// The instances together used the value's tokens: retry after this.
@@ -205,6 +207,9 @@ pub(crate) struct ClusterHot {
     threshold: ClusterThreshold,
     fallback: ClusterFallback,
     window_ms: u64,
+    /// The rule's threshold and parameter, for the error.
+    given: f64,
+    param_index: usize,
 }
 
 impl ClusterHot {
@@ -226,7 +231,41 @@ impl ClusterHot {
             threshold,
             fallback: rule.cluster_fallback,
             window_ms,
+            given: rule.threshold,
+            param_index: rule.param_index,
         })
+    }
+
+    /// Decides for `count` calls of the value hashed `key` at `now`: admitted on a leased
+    /// token (and charged in the local `table` at the `local` pace, interval and tolerance, up
+    /// to the local share, so that a switch to local limiting starts from the value's recent
+    /// passes), blocked, admitted without a check (fallback `Pass`), or `None`: limit locally
+    /// at the `local` pace.
+    #[inline]
+    pub(crate) fn check(
+        &self,
+        resource: &'static str,
+        table: &ParamTable,
+        key: u64,
+        count: u32,
+        now: u64,
+        local: (u64, u64),
+    ) -> Option<Result<HotPass, BlockError>> {
+        match self.decide(key, count, now) {
+            HotDecision::Leased => {
+                let _ = table.acquire_rate(key, now, count, local.0, local.1, 0);
+                Some(Ok(HotPass::Free))
+            }
+            HotDecision::Pass => Some(Ok(HotPass::Free)),
+            HotDecision::Blocked(retry) => Some(Err(BlockError::hot_param(
+                resource,
+                self.given,
+                self.param_index,
+                retry,
+            )
+            .because(CLUSTER_LIMIT))),
+            HotDecision::Local => None,
+        }
     }
 
     /// The divisor of the threshold while the rule limits locally (the local share).
@@ -236,7 +275,7 @@ impl ClusterHot {
 
     /// Decides for `count` calls of the value hashed `hash` at `now`.
     #[inline]
-    pub(crate) fn decide(&self, hash: u64, count: u32, now: u64) -> HotDecision {
+    fn decide(&self, hash: u64, count: u32, now: u64) -> HotDecision {
         if shared::mode() == MODE_CONNECTED && shared::VALUES_SHARED.load(Relaxed) {
             if spend(&self.leases, key_of(hash), count, now) {
                 return HotDecision::Leased;
