@@ -1,6 +1,7 @@
 //! [`Entry`], the RAII guard of an admitted call, and [`entry`] / [`EntryBuilder`] to get one.
 
 use std::hash::Hash;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
 use crate::param::Params;
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket, INBOUND_CALL};
+use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket};
 use crate::stat::BlockTotals;
 use crate::sync::thread_slot;
 
@@ -209,7 +210,7 @@ pub(crate) fn enter(node: &'static ResourceNode, count: u32) -> Result<Entry, Bl
 }
 
 /// [`enter`] for a caller that knows its thread slot.
-#[inline]
+#[inline(always)]
 pub(crate) fn enter_in(
     slot: usize,
     node: &'static ResourceNode,
@@ -219,13 +220,21 @@ pub(crate) fn enter_in(
     let inbound = params.is_inbound();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
-        let mut admission = Admission::at(now);
-        if inbound {
-            admission.inbound = INBOUND_CALL;
-        }
         count_pass(node, slot, now, count, inbound);
-        return Ok(Entry::new(node, count, &mut admission, false, || None));
+        return Ok(Entry::unchecked(node, count, now, inbound, false));
     }
+    enter_checked(slot, node, count, params)
+}
+
+/// [`enter_in`] through the slot chain (out of line: the unchecked entry above stays small
+/// enough to inline into its caller).
+#[inline(never)]
+fn enter_checked(
+    slot: usize,
+    node: &'static ResourceNode,
+    count: u32,
+    params: &Params,
+) -> Result<Entry, BlockError> {
     // The entry is built inside the read, as its result: no copy of a larger value on the way
     // out (a copied struct read back whole after narrower writes stalls store forwarding,
     // measured on this path).
@@ -329,12 +338,8 @@ pub(crate) fn reserve_with(
     let inbound = params.is_inbound();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
-        let mut admission = Admission::at(now);
-        if inbound {
-            admission.inbound = INBOUND_CALL;
-        }
         count_pass(node, thread_slot(), now, count, inbound);
-        let entry = Entry::new(node, count, &mut admission, cancellable, || None);
+        let entry = Entry::unchecked(node, count, now, inbound, cancellable);
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain(|chain| {
@@ -496,6 +501,10 @@ const SYSTEM_COUNTED: u64 = 16;
 /// The entry was made while the thread was already unwinding from a panic (a guarded call in a
 /// `Drop`): that panic is not the call's own (a panic of its own would abort the process).
 const ENTERED_UNWINDING: u64 = 32;
+/// The entry holds places in hotspot concurrency counters.
+const HELD: u64 = 64;
+/// The entry's count of passes is the flags word's upper half.
+const COUNT_SHIFT: u32 = 32;
 
 /// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
 /// code: the call's concurrency is released, it is counted as complete with its response time,
@@ -511,15 +520,16 @@ const ENTERED_UNWINDING: u64 = 32;
 #[derive(Debug)]
 #[must_use = "the call counts as finished as soon as the Entry is dropped"]
 pub struct Entry {
-    // Only 8-byte fields (see `enter`).
+    // Only 8-byte fields (see `enter`), five of them.
     node: &'static ResourceNode,
     start: u64,
-    count: u64,
     probe: ProbeTicket,
+    /// The flags above in the lower half, the count of passes in the upper half (set once).
     flags: AtomicU64,
     /// Places taken in hotspot concurrency counters (rare: boxed, so the common entry stays
-    /// small).
-    held: Option<Box<HotHeld>>,
+    /// small). Dropped by the exit that gives them back (the common exit, with none, runs no
+    /// drop code for it).
+    held: ManuallyDrop<Option<Box<HotHeld>>>,
 }
 
 /// Places an entry took in hotspot concurrency counters, with the checks that own them.
@@ -530,6 +540,35 @@ struct HotHeld {
 }
 
 impl Entry {
+    /// The entry of a call no check saw (no chain on its node), admitted at `at`.
+    #[inline(always)]
+    fn unchecked(
+        node: &'static ResourceNode,
+        count: u32,
+        at: u64,
+        inbound: bool,
+        cancellable: bool,
+    ) -> Entry {
+        let mut flags = 0;
+        if cancellable {
+            flags |= PENDING;
+        }
+        if inbound {
+            flags |= INBOUND;
+        }
+        if std::thread::panicking() {
+            flags |= ENTERED_UNWINDING;
+        }
+        flags |= u64::from(count) << COUNT_SHIFT;
+        Entry {
+            node,
+            start: at,
+            probe: ProbeTicket::default(),
+            flags: AtomicU64::new(flags),
+            held: ManuallyDrop::new(None),
+        }
+    }
+
     #[inline]
     fn new(
         node: &'static ResourceNode,
@@ -554,18 +593,22 @@ impl Entry {
         if std::thread::panicking() {
             flags |= ENTERED_UNWINDING;
         }
+        // Rate passes hold nothing once admitted; only concurrency places are given back.
+        let held = if admission.hot.holds_places() {
+            hot_held(admission, chain)
+        } else {
+            None
+        };
+        if held.is_some() {
+            flags |= HELD;
+        }
+        flags |= u64::from(count) << COUNT_SHIFT;
         Entry {
             node,
             start: admission.at,
-            count: u64::from(count),
             probe: admission.probe,
             flags: AtomicU64::new(flags),
-            // Rate passes hold nothing once admitted; only concurrency places are given back.
-            held: if admission.hot.holds_places() {
-                hot_held(admission, chain)
-            } else {
-                None
-            },
+            held: ManuallyDrop::new(held),
         }
     }
 
@@ -637,10 +680,35 @@ impl Drop for Entry {
         // A panic in the guarded code, not one that was already unwinding when it was entered.
         let panicking = std::thread::panicking() && flags & ENTERED_UNWINDING == 0;
         let error = flags & ERROR != 0 || panicking;
+        let reports = self.node.reports_exits();
+        if reports != 0 || flags & (INBOUND | HELD) != 0 {
+            // Out of line: the common exit keeps its few values in registers.
+            return self.exit_reporting(now, rt_us, flags, panicking, error, reports);
+        }
+        // What was reserved and the statistics first: no user code runs before them.
+        self.node.counter().exit(flags & COUNTED != 0);
+        let count = (flags >> COUNT_SHIFT) as u32;
+        self.node.stats().on_exit(now, count, rt_us, error);
+    }
+}
+
+impl Entry {
+    /// The exit of an entry that holds hotspot places, is inbound, or reports to breakers or
+    /// an adaptive limit: everything [`Drop`] does for the common entry, and those.
+    #[cold]
+    #[inline(never)]
+    fn exit_reporting(
+        &mut self,
+        now: u64,
+        rt_us: u64,
+        flags: u64,
+        panicking: bool,
+        error: bool,
+        reports: u8,
+    ) {
         let abandoned = flags & PENDING != 0 && !panicking;
         // What was reserved and the statistics first: no user code runs before them.
         let counter = self.node.counter();
-        let reports = self.node.reports_exits();
         // The calls inside as this one finishes (itself included), for an adaptive limit.
         let inside = if reports & REPORTS_ADAPTIVE != 0 {
             counter.current()
@@ -648,19 +716,20 @@ impl Drop for Entry {
             0
         };
         counter.exit(flags & COUNTED != 0);
-        if let Some(held) = self.held.take() {
+        // SAFETY: `held` is taken once, here, by the exit (the entry is being dropped), and
+        // never read again.
+        if let Some(held) = unsafe { ManuallyDrop::take(&mut self.held) } {
             for &(i, place) in &held.places {
                 if let Some(gate) = held.chain.hotspots.get(i) {
                     gate.exit(place);
                 }
             }
         }
-        self.node
-            .stats()
-            .on_exit(now, self.count as u32, rt_us, error);
+        let count = (flags >> COUNT_SHIFT) as u32;
+        self.node.stats().on_exit(now, count, rt_us, error);
         if flags & INBOUND != 0 {
             system::inside().exit(flags & SYSTEM_COUNTED != 0);
-            crate::stat::inbound().on_exit(now, self.count as u32, rt_us, error);
+            crate::stat::inbound().on_exit(now, count, rt_us, error);
         }
         if reports != 0 {
             // Breaker transitions run listeners: a panicking one is contained there.

@@ -266,7 +266,7 @@ impl StaticNode {
     }
 
     /// Enters the node for one pass.
-    #[inline]
+    #[inline(always)]
     pub fn enter(&self) -> Result<Entry, BlockError> {
         crate::entry::enter(self.node(), 1)
     }
@@ -507,6 +507,8 @@ impl BenchParamTable {
     /// the value by the GCRA (what a hotspot check does): `true` if admitted.
     pub fn acquire<T: std::hash::Hash + ?Sized>(&self, value: &T) -> bool {
         let key = crate::param::hash(value);
+        // As the entry does: the table's lines asked for before the clock is read.
+        self.table.prefetch_key(key);
         let now = crate::clock::now_nanos();
         matches!(
             self.table

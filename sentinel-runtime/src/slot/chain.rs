@@ -105,15 +105,6 @@ pub(crate) struct Admission {
 pub(crate) const INBOUND_CALL: u64 = 1;
 
 impl Admission {
-    /// A call with no checks, admitted at `at`.
-    #[inline]
-    pub(crate) fn at(at: u64) -> Admission {
-        Admission {
-            at,
-            ..Admission::default()
-        }
-    }
-
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
     #[inline]
     pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Place)> + '_ {

@@ -158,7 +158,11 @@ pub(crate) enum HotPass {
 #[derive(Debug, Default)]
 pub(crate) struct HotPasses {
     first: Option<(usize, HotPass)>,
-    more: Vec<(usize, HotPass)>,
+    /// Boxed: an absent one is a single null word to set and to drop on every entry (an empty
+    /// `Vec` is three words to write and a capacity to test); the extra allocation is only for
+    /// a call passing two or more hotspot rules.
+    #[allow(clippy::box_collection)]
+    more: Option<Box<Vec<(usize, HotPass)>>>,
 }
 
 impl HotPasses {
@@ -166,7 +170,9 @@ impl HotPasses {
         if self.first.is_none() {
             self.first = Some((gate, pass));
         } else {
-            self.more.push((gate, pass));
+            self.more
+                .get_or_insert_with(Box::default)
+                .push((gate, pass));
         }
     }
 
@@ -181,18 +187,24 @@ impl HotPasses {
         // The first pass looked at directly: on the path of every entry, where an iterator
         // chain over both parts is not folded away.
         let inside = |(_, pass): &(usize, HotPass)| matches!(pass, HotPass::Inside(_));
-        self.first.as_ref().is_some_and(inside) || self.more.iter().any(inside)
+        self.first.as_ref().is_some_and(inside)
+            || self
+                .more
+                .as_ref()
+                .is_some_and(|more| more.iter().any(inside))
     }
 
     /// Every pass, in the order the gates admitted them.
     #[inline]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &(usize, HotPass)> + '_ {
-        self.first.iter().chain(&self.more)
+        self.first
+            .iter()
+            .chain(self.more.iter().flat_map(|more| more.iter()))
     }
 
     /// Takes every pass out, the latest first (the order to give them back in).
     pub(crate) fn drain_latest_first(&mut self) -> impl Iterator<Item = (usize, HotPass)> {
-        let more = std::mem::take(&mut self.more);
+        let more = self.more.take().map_or_else(Vec::new, |more| *more);
         more.into_iter().rev().chain(self.first.take())
     }
 }

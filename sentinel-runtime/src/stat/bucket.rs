@@ -113,7 +113,9 @@ impl<A: AtomicWord> Bucket<A> {
         let held = counter.load(Relaxed);
         let next = match event {
             MetricEvent::MinRt => held.min(value),
-            _ => held.saturating_add(value),
+            // Wrapping, as `merge_shared`'s `fetch_add`: a bucket's count of one 100 ms period
+            // never nears 2^64.
+            _ => held.wrapping_add(value),
         };
         counter.store(next, Release);
     }

@@ -40,8 +40,11 @@ impl<A: AtomicWord> ParamTable<A> {
             tolerance,
             max_wait,
         };
+        // No prefetch here: the caller asked for the lines already ([`prefetch_key`], which
+        // the entry does before it reads the clock), a second request only costs instructions.
+        //
+        // [`prefetch_key`]: ParamTable::prefetch_key
         let k = self.locate(key);
-        self.prefetch(&k);
         loop {
             match self.find(&k, OCCUPIED) {
                 Some(slot) => {
@@ -171,8 +174,8 @@ impl<A: AtomicWord> ParamTable<A> {
         if max == 0 {
             return Err(());
         }
+        // (No prefetch: as in `acquire_rate`.)
         let k = self.locate(key);
-        self.prefetch(&k);
         loop {
             match self.find(&k, OCCUPIED | CONCURRENCY) {
                 Some(slot) => {

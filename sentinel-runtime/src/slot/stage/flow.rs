@@ -71,7 +71,7 @@ pub(crate) fn build(rules: &[FlowRule], old: &Chain, ctx: &BuildContext<'_>) -> 
 
 /// The stage's check: the concurrency limit, then the QPS gates. The latest throttling turn
 /// among the gates goes into the call's admission.
-#[inline]
+#[inline(always)]
 pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
     let resource = call.target.name;
     if call.counter.is_tracking() {
@@ -89,6 +89,23 @@ pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
         }
         call.out.counted = 1;
     }
+    match call.chain.gates.as_slice() {
+        [] => Ok(()),
+        [gate] => {
+            // One gate (the common case): no other gate to check again at a later time.
+            let pass = gate.try_enter(resource, call.out.at, call.count)?;
+            call.out.at = call.out.at.max(pass.at);
+            call.gates = 1;
+            call.out.turn = call.out.turn.max(pass.turn);
+            Ok(())
+        }
+        _ => check_gates(call, resource),
+    }
+}
+
+/// The QPS gates of a chain with more than one, each counting the call at the same time.
+#[inline(never)]
+fn check_gates(call: &mut Call<'_>, resource: &'static str) -> Result<(), BlockError> {
     let mut turn = 0;
     // A gate whose window has moved past `at` counts the call later; the gates before it then
     // check again at that time, so that every gate counts the call at the time it is recorded.

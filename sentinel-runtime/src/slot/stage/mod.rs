@@ -79,7 +79,7 @@ pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>)
 /// Runs the stages for one entry at `now`, writing what they decided into `out` (a default
 /// [`Admission`]). On a block (or a panic in a custom slot), everything already reserved is
 /// given back.
-#[inline]
+#[inline(always)]
 pub(crate) fn check(
     target: Target<'_>,
     chain: &Chain,
