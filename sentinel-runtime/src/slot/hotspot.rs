@@ -345,7 +345,7 @@ impl HotspotGate {
                     if let Some(decided) =
                         cluster.check(resource, &self.table, key, count, now, local)
                     {
-                        return decided;
+                        return decided.map(|()| HotPass::Free);
                     }
                 }
                 match self.table.acquire_rate(

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use self::lease::{key_of, Take, FLOW_KEY};
 use self::shared::{RuleLeases, MODE_CONNECTED};
-use super::hotspot::HotPass;
 use super::param_table::ParamTable;
 use super::qps::QpsGate;
 use crate::clock;
@@ -236,8 +235,8 @@ impl ClusterHot {
         })
     }
 
-    /// Decides for `count` calls of the value hashed `key` at `now`: admitted on a leased
-    /// token (and charged in the local `table` at the `local` pace, interval and tolerance, up
+    /// Decides for `count` calls of the value hashed `key` at `now`: admitted (`Ok`, a pass
+    /// that holds nothing to give back) on a leased token (and charged in the local `table` at the `local` pace, interval and tolerance, up
     /// to the local share, so that a switch to local limiting starts from the value's recent
     /// passes), blocked, admitted without a check (fallback `Pass`), or `None`: limit locally
     /// at the `local` pace.
@@ -250,13 +249,13 @@ impl ClusterHot {
         count: u32,
         now: u64,
         local: (u64, u64),
-    ) -> Option<Result<HotPass, BlockError>> {
+    ) -> Option<Result<(), BlockError>> {
         match self.decide(key, count, now) {
             HotDecision::Leased => {
                 let _ = table.acquire_rate(key, now, count, local.0, local.1, 0);
-                Some(Ok(HotPass::Free))
+                Some(Ok(()))
             }
-            HotDecision::Pass => Some(Ok(HotPass::Free)),
+            HotDecision::Pass => Some(Ok(())),
             HotDecision::Blocked(retry) => Some(Err(BlockError::hot_param(
                 resource,
                 self.given,
