@@ -269,6 +269,9 @@ impl fmt::Display for BlockError {
                     "hotspot rule on parameter {}",
                     self.param_index.unwrap_or(0)
                 )?;
+                if let Some(reason) = &self.reason {
+                    write!(f, ": {reason}")?;
+                }
                 if let Some(retry) = self.retry_after {
                     write!(f, " (retry after {retry:?})")?;
                 }

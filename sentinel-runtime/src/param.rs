@@ -5,20 +5,51 @@
 //! values (probability about `n² / 2^65` for `n` values) is negligible. A rule's exception
 //! matches a call's parameter when their hashes match: hash the same type (`&str` and `String`
 //! hash alike; `42u64` and `"42"` do not).
+//!
+//! A started cluster (feature `redis`) gives the process the key its instances share (kept in
+//! Redis, never sent by clients), so that one value has one hash in every instance; this works
+//! only if the cluster starts before the first value is hashed.
 
 use std::hash::{BuildHasher, Hash};
-use std::sync::LazyLock;
+use std::sync::OnceLock;
+
+use foldhash::quality::SeedableRandomState;
+use foldhash::SharedSeed;
 
 /// How many parameters an entry carries (more are ignored).
 pub const MAX_PARAMS: usize = 8;
 
-static HASHER: LazyLock<foldhash::quality::RandomState> =
-    LazyLock::new(foldhash::quality::RandomState::default);
+/// The hasher, and the shared key it was made from (none: a random key of this process).
+static HASHER: OnceLock<(SeedableRandomState, Option<u64>)> = OnceLock::new();
+
+#[inline]
+fn hasher() -> &'static SeedableRandomState {
+    &HASHER
+        .get_or_init(|| (SeedableRandomState::random(), None))
+        .0
+}
 
 /// The keyed 64-bit hash of a parameter value.
 #[inline]
 pub(crate) fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
-    HASHER.hash_one(value)
+    hasher().hash_one(value)
+}
+
+/// Makes `key` the hash key if no value was hashed yet; whether the key in force is `key`.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) fn share_key(key: u64) -> bool {
+    static SEED: OnceLock<SharedSeed> = OnceLock::new();
+    let (_, in_force) = HASHER.get_or_init(|| {
+        let seed = SEED.get_or_init(|| SharedSeed::from_u64(key.rotate_left(29) ^ 0x5851_f42d));
+        (SeedableRandomState::with_seed(key, seed), Some(key))
+    });
+    *in_force == Some(key)
+}
+
+/// The shared key in force, if the cluster gave one.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) fn shared_key() -> Option<u64> {
+    HASHER.get().and_then(|(_, key)| *key)
 }
 
 /// A fingerprint of this process's hash key (32 bits of a fixed text's hash): a hash written

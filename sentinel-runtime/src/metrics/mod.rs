@@ -12,6 +12,9 @@ pub use crate::system_load::CpuSourceKind;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 
+mod cluster;
+pub use cluster::{cluster, ClusterMetrics};
+
 /// Sets the level of the block events (feature `tracing`): at most one event a second per
 /// resource, "calls blocked since the last report", with the counts by kind of rule. `INFO` by
 /// default, since a per-client limit blocks as a matter of course; `None` turns them off.

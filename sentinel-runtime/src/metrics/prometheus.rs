@@ -21,6 +21,11 @@
 //! | `sentinel_resource_overflow_total` | | calls of resources beyond the cap ([`overflow`](super::overflow)) |
 //! | `sentinel_inbound_pass_total`, `sentinel_inbound_block_total`, `sentinel_inbound_concurrency` | | the inbound traffic as system rules see it ([`inbound`](super::inbound)) |
 //! | `sentinel_system_cpu_usage`, `sentinel_system_load_per_core` | | what system rules compare against ([`system_load`](super::system_load); 0 while none is loaded) |
+//! | `sentinel_cluster_state` | `state` | 1 for the cluster's state (`connected`, `fallback`, `off`), else 0 ([`cluster`](super::cluster)) |
+//! | `sentinel_cluster_instances` | | the instances live when the cluster's store was last reached |
+//! | `sentinel_cluster_leases_total` | | leases granted by the cluster's store |
+//! | `sentinel_cluster_redis_calls_total` | `result` | calls to the cluster's Redis (`ok`, `error`, `timeout`) |
+//! | `sentinel_cluster_fallbacks_total` | | switches from shared limits to local limiting |
 //! | `sentinel_system_cpu_source`, `sentinel_system_effective_cores` | `source` | where the CPU usage is read from (`cgroup_v2`, `cgroup_v1`, `process`, `host`) and the cores it is a share of ([`system`](super::system)) |
 //!
 //! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
@@ -361,8 +366,59 @@ impl Collector for SentinelCollector {
             "The cores the CPU usage is a share of (0 while no system rule has been loaded).",
             MetricType::Gauge,
             ConstGauge::new(system.effective_cores),
-        )
+        )?;
+        encode_cluster(e)
     }
+}
+
+/// The cluster limits' families ([`cluster`](super::cluster)).
+fn encode_cluster(e: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    use crate::cluster::ClusterState;
+    let m = super::cluster();
+    family(
+        e,
+        "sentinel_cluster_state",
+        "1 for the cluster's state (connected, fallback, or off: no cluster started), else 0.",
+        MetricType::Gauge,
+        ["connected", "fallback", "off"].map(|state| {
+            let now = m.state.map_or("off", ClusterState::label);
+            ([("state", state)], ConstGauge::new(i64::from(now == state)))
+        }),
+    )?;
+    single(
+        e,
+        "sentinel_cluster_instances",
+        "The instances live when the cluster's store was last reached (1 without a cluster).",
+        MetricType::Gauge,
+        ConstGauge::new(m.instances as i64),
+    )?;
+    single(
+        e,
+        "sentinel_cluster_leases",
+        "Leases of tokens granted by the cluster's store.",
+        MetricType::Counter,
+        ConstCounter::new(m.leases_taken),
+    )?;
+    let ok = m.redis_calls - m.redis_errors - m.redis_timeouts;
+    family(
+        e,
+        "sentinel_cluster_redis_calls",
+        "Calls to the cluster's Redis, by result (ok, error, timeout).",
+        MetricType::Counter,
+        [
+            ("ok", ok),
+            ("error", m.redis_errors),
+            ("timeout", m.redis_timeouts),
+        ]
+        .map(|(result, n)| ([("result", result)], ConstCounter::new(n))),
+    )?;
+    single(
+        e,
+        "sentinel_cluster_fallbacks",
+        "Switches of the cluster from shared limits to local limiting.",
+        MetricType::Counter,
+        ConstCounter::new(m.fallbacks),
+    )
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! hazard-pointer publication: loom models of every interleaving, and property tests
 //! against plain reference models.
 
+mod loom_lease;
 mod loom_name_table;
 mod loom_param_table;
 mod loom_publish;

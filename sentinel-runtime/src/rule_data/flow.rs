@@ -322,6 +322,16 @@ impl FlowRule {
         if self.cluster.is_some() && self.metric != FlowMetric::Qps {
             return qps_only("cluster");
         }
+        if self.cluster.is_some()
+            && (self.warm_up.is_some() || self.max_wait.is_some() || self.relate.is_some())
+        {
+            return err(
+                "cluster",
+                "applies to rules that reject over the threshold, not with warm_up, max_wait \
+                 (throttling) or relate"
+                    .into(),
+            );
+        }
         let default_window = self.window == DEFAULT_WINDOW;
         if let Some(w) = self.warm_up {
             if self.metric != FlowMetric::Qps {

@@ -9,11 +9,13 @@
 
 use std::sync::Arc;
 
+use super::cluster::ClusterGate;
 use super::qps::{QpsGate, Recent};
 use super::related::{RelatedGate, Resolve};
 use super::throttle::ThrottleGate;
 use crate::clock;
 use crate::error::BlockError;
+use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
 use crate::rule_data::flow::{FlowMetric, FlowRule};
 
 /// What makes two rules need different gates; anything else (the threshold) is updated in place,
@@ -27,6 +29,7 @@ pub(crate) struct GateShape {
     warm_up: Option<(u64, u64, u64)>,
     max_wait: Option<u64>,
     relate: Option<String>,
+    cluster: Option<(ClusterThreshold, ClusterFallback)>,
 }
 
 impl GateShape {
@@ -41,6 +44,7 @@ impl GateShape {
             }),
             max_wait: rule.max_wait.map(|d| d.as_nanos() as u64),
             relate: rule.relate.clone(),
+            cluster: rule.cluster.map(|c| (c, rule.cluster_fallback)),
         }
     }
 }
@@ -85,6 +89,7 @@ enum Kind {
     Qps(QpsGate),
     Throttle(ThrottleGate),
     Related(RelatedGate),
+    Cluster(ClusterGate),
 }
 
 impl Gate {
@@ -96,6 +101,7 @@ impl Gate {
         let kind = match (&rule.relate, rule.max_wait) {
             (Some(related), _) => Kind::Related(RelatedGate::new(related, rule.threshold, resolve)),
             (None, Some(_)) => Kind::Throttle(ThrottleGate::new(rule, now)),
+            _ if rule.cluster.is_some() => Kind::Cluster(ClusterGate::new(rule, now)),
             _ => {
                 let mut gate = QpsGate::new(rule, now);
                 gate.seed(now, recent);
@@ -119,6 +125,7 @@ impl Gate {
             Kind::Qps(g) => g.threshold.given(),
             Kind::Throttle(g) => g.threshold.given(),
             Kind::Related(g) => g.threshold.given(),
+            Kind::Cluster(g) => g.given(),
         }
     }
 
@@ -127,6 +134,7 @@ impl Gate {
             Kind::Qps(g) => g.threshold.set(threshold),
             Kind::Throttle(g) => g.set_threshold(threshold),
             Kind::Related(g) => g.threshold.set(threshold),
+            Kind::Cluster(g) => g.set_threshold(threshold),
         }
     }
 
@@ -163,6 +171,9 @@ impl Gate {
                     None => Err(throttle_block(g, resource, precise, count)),
                 }
             }
+            Kind::Cluster(g) => g
+                .try_acquire(resource, now, count)
+                .map(|at| Pass { at, turn: 0 }),
             Kind::Related(g) if g.admits(now, count) => Ok(Pass { at: now, turn: 0 }),
             Kind::Related(g) => {
                 Err(BlockError::flow(resource, g.threshold.given(), 1_000)
@@ -182,6 +193,7 @@ impl Gate {
             Kind::Related(g) => {
                 BlockError::flow(resource, g.threshold.given(), 1_000).because_related(&g.related)
             }
+            Kind::Cluster(g) => g.block_error(resource),
         }
     }
 

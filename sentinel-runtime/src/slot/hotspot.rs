@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::cluster::ClusterHot;
 use super::hot_top::{BlockedTop, Counted};
 use super::param_table::{Full, Kind, ParamTable, Place, RateDecision};
 use crate::error::BlockError;
@@ -111,6 +112,8 @@ pub(crate) struct HotspotGate {
     /// The values blocked most in the last minute, shared with the gates of later loads on
     /// the same table (written only when a call is blocked).
     blocked: Arc<BlockedTop>,
+    /// The rule's cluster part (a QPS rule marked `cluster`): leased tokens per value.
+    cluster: Option<ClusterHot>,
 }
 
 /// What a hotspot rule blocked most in the last minute (see [`HotspotGate::blocked_top`]).
@@ -272,6 +275,7 @@ impl HotspotGate {
             limit: rule.threshold.floor() as u64,
             exceptions,
             blocked,
+            cluster: ClusterHot::of(rule),
         }
     }
 
@@ -331,7 +335,19 @@ impl HotspotGate {
         let given = exception.map_or(self.rule.threshold, |e| e.given);
         match self.shape.metric {
             HotspotMetric::Qps => {
-                let pace = exception.map_or(self.pace, |e| e.pace);
+                let mut pace = exception.map_or(self.pace, |e| e.pace);
+                // A cluster rule: leased tokens, else its local share (listed values keep their
+                // own threshold, per instance).
+                if let Some(cluster) = self.cluster.as_ref().filter(|_| exception.is_none()) {
+                    let (r, n) = (&self.rule, f64::from(cluster.local_divisor()));
+                    pace = Pace::of(given / n, r.burst, r.window, r.strict);
+                    let local = (pace.interval, pace.tolerance);
+                    if let Some(decided) =
+                        cluster.check(resource, &self.table, key, count, now, local)
+                    {
+                        return decided.map(|()| HotPass::Free);
+                    }
+                }
                 match self.table.acquire_rate(
                     key,
                     now,

@@ -28,6 +28,7 @@
 pub(crate) mod adaptive;
 mod chain;
 pub(crate) mod circuit_breaker;
+pub(crate) mod cluster;
 mod concurrency;
 mod custom;
 mod gate;

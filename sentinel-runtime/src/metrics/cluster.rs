@@ -1,0 +1,56 @@
+//! [`cluster`]: what the cluster limits did (see [`crate::cluster`]).
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::cluster::ClusterState;
+use crate::slot::cluster::shared::{self, MODE_CONNECTED, MODE_FALLBACK};
+
+/// The cluster's counters since the process started, and its state now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClusterMetrics {
+    /// `None` while no cluster is started (cluster rules limit locally).
+    pub state: Option<ClusterState>,
+    /// The instances live when the store was last reached (1 without a cluster).
+    pub instances: usize,
+    /// Leases granted with at least one token.
+    pub leases_taken: u64,
+    /// Calls to the store: connects, script loads, heartbeats and lease refills, whatever their
+    /// result.
+    pub redis_calls: u64,
+    /// Calls to the store that failed with an error (refused, dropped, an error answer).
+    pub redis_errors: u64,
+    /// Calls to the store that got no answer within the command timeout.
+    pub redis_timeouts: u64,
+    /// Of the errors, how many were CROSSSLOT answers of a Redis Cluster (keys of one call in
+    /// two slots: never expected, since every call touches one hash-tagged key).
+    pub crossslot_errors: u64,
+    /// Switches from connected to local limiting.
+    pub fallbacks: u64,
+}
+
+/// The cluster limits' state and counters.
+///
+/// ```
+/// let m = sentinel_runtime::metrics::cluster();
+/// assert_eq!(m.state, None); // no cluster started
+/// ```
+pub fn cluster() -> ClusterMetrics {
+    let ok = shared::CALLS_OK.load(Relaxed);
+    let errors = shared::CALLS_ERROR.load(Relaxed);
+    let timeouts = shared::CALLS_TIMEOUT.load(Relaxed);
+    ClusterMetrics {
+        state: match shared::mode() {
+            MODE_CONNECTED => Some(ClusterState::Connected),
+            MODE_FALLBACK => Some(ClusterState::Fallback),
+            _ => None,
+        },
+        instances: shared::instances() as usize,
+        leases_taken: shared::LEASES_TAKEN.load(Relaxed),
+        redis_calls: ok + errors + timeouts,
+        redis_errors: errors,
+        redis_timeouts: timeouts,
+        crossslot_errors: shared::CROSSSLOT.load(Relaxed),
+        fallbacks: shared::FALLBACKS.load(Relaxed),
+    }
+}

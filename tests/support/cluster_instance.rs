@@ -1,0 +1,269 @@
+//! One instance of a service for the cluster tests (`tests/cluster_redis.rs`) and
+//! `examples/cluster_limit`: starts a cluster (or not), loads one cluster rule, waits for `go`
+//! on stdin, offers calls at a steady rate and reports on stdout:
+//!
+//! - `ready` once the rule is loaded (and the cluster connected),
+//! - `state <connected|fallback> <wall µs>` at every change of the cluster's state,
+//! - `tick <ms since go> <admitted in the tick> <state>` every 100 ms,
+//! - `done admitted=<n> blocked=<n> max_call_us=<n> cluster_blocks=<n> slow_calls=<n> redis_calls=<n>
+//!   crossslot=<n> leases=<n> fallbacks=<n> start_us=<wall> end_us=<wall> <value>=<n>...` (the
+//!   counts of `metrics::cluster()`, when the calls began and ended, and the admitted calls per
+//!   hotspot value).
+//!
+//! Arguments: `--redis URL` (repeat with `--redis-cluster` for a Redis Cluster; none: no
+//! cluster), `--namespace NS`, `--rule flow|hot`, `--threshold R`, `--offer PER_SECOND`,
+//! `--secs S`, `--skew-ms MS` (run on a mock clock that far ahead of the real one),
+//! `--per-instance` (a per-instance cluster rule instead of a global one).
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::cluster::{Cluster, ClusterState, ClusterThreshold};
+use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
+use sentinel_runtime::EntryBuilder;
+
+#[derive(Debug)]
+struct Args {
+    urls: Vec<String>,
+    redis_cluster: bool,
+    namespace: String,
+    hot: bool,
+    threshold: f64,
+    offer: f64,
+    secs: f64,
+    skew_ms: u64,
+    per_instance: bool,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args {
+        urls: Vec::new(),
+        redis_cluster: false,
+        namespace: "sentinel-test".into(),
+        hot: false,
+        threshold: 100.0,
+        offer: 100.0,
+        secs: 3.0,
+        skew_ms: 0,
+        per_instance: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        let number = |v: String| v.parse::<f64>().map_err(|e| format!("{v}: {e}"));
+        match flag.as_str() {
+            "--redis" => args.urls.push(value()?),
+            "--redis-cluster" => args.redis_cluster = true,
+            "--namespace" => args.namespace = value()?,
+            "--rule" => args.hot = value()? == "hot",
+            "--threshold" => args.threshold = number(value()?)?,
+            "--offer" => args.offer = number(value()?)?,
+            "--secs" => args.secs = number(value()?)?,
+            "--skew-ms" => args.skew_ms = number(value()?)? as u64,
+            "--per-instance" => args.per_instance = true,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+fn wall_us() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros())
+}
+
+const VALUES: [&str; 3] = ["alice", "bob", "carol"];
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("cluster_instance: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // A clock `skew_ms` ahead of the real one, kept moving with real time by a helper thread.
+    let clock = (args.skew_ms > 0).then(|| {
+        let clock = MockClock::install();
+        clock.advance(Duration::from_millis(args.skew_ms));
+        clock
+    });
+    let stop_clock = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if let Some(clock) = &clock {
+            s.spawn(|| {
+                let mut last = Instant::now();
+                while !stop_clock.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_micros(500));
+                    let now = Instant::now();
+                    clock.advance(now - last);
+                    last = now;
+                }
+            });
+        }
+        let code = run(&args);
+        stop_clock.store(true, Ordering::Relaxed);
+        code
+    })
+}
+
+fn run(args: &Args) -> ExitCode {
+    let cluster = if args.urls.is_empty() {
+        None
+    } else {
+        let builder = if args.redis_cluster {
+            Cluster::redis_cluster(args.urls.clone())
+        } else {
+            Cluster::redis(args.urls[0].clone())
+        };
+        match builder.namespace(args.namespace.clone()).start() {
+            Ok(cluster) => Some(cluster),
+            Err(e) => {
+                println!("error {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    let threshold = if args.per_instance {
+        ClusterThreshold::PerInstance
+    } else {
+        ClusterThreshold::Global
+    };
+    let loaded = if args.hot {
+        rules::load_hotspot_rules(vec![
+            HotspotRule::qps("cluster-test", 0, args.threshold).cluster(threshold)
+        ])
+    } else {
+        rules::load_flow_rules(vec![
+            FlowRule::qps("cluster-test", args.threshold).cluster(threshold)
+        ])
+    };
+    if let Err(e) = loaded {
+        println!("error {e}");
+        return ExitCode::FAILURE;
+    }
+    let out = std::io::stdout();
+    let say = |line: String| {
+        let mut out = out.lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    say("ready".into());
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() || line.trim() != "go" {
+        return ExitCode::FAILURE;
+    }
+    let state = || match &cluster {
+        Some(c) => c.status().state,
+        None => ClusterState::Fallback,
+    };
+    let done = AtomicBool::new(false);
+    let start_us = wall_us();
+    let (admitted, blocked, max_call, cluster_blocks, slow, per_value) = std::thread::scope(|s| {
+        // Watches the cluster's state every millisecond and reports each change.
+        s.spawn(|| {
+            let mut last = state();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+                let now = state();
+                if now != last {
+                    say(format!("state {now} {}", wall_us()));
+                    last = now;
+                }
+            }
+        });
+        let result = offer(args, &say, &state);
+        done.store(true, Ordering::Relaxed);
+        result
+    });
+    let values: Vec<String> = VALUES
+        .iter()
+        .zip(per_value)
+        .map(|(v, n)| format!("{v}={n}"))
+        .collect();
+    let end_us = wall_us();
+    let m = sentinel_runtime::metrics::cluster();
+    say(format!(
+        "done admitted={admitted} blocked={blocked} max_call_us={max_call} \
+         cluster_blocks={cluster_blocks} slow_calls={slow} redis_calls={} crossslot={} leases={} \
+         fallbacks={} start_us={start_us} end_us={end_us} {}",
+        m.redis_calls,
+        m.crossslot_errors,
+        m.leases_taken,
+        m.fallbacks,
+        values.join(" ")
+    ));
+    drop(cluster);
+    ExitCode::SUCCESS
+}
+
+/// Offers calls at `args.offer` per second for `args.secs`; returns (admitted, blocked, the
+/// longest call in µs, blocks that said "cluster limit", calls longer than 5 ms, admitted per
+/// value).
+fn offer(
+    args: &Args,
+    say: &dyn Fn(String),
+    state: &dyn Fn() -> ClusterState,
+) -> (u64, u64, u128, u64, u64, [u64; 3]) {
+    let start = Instant::now();
+    let end = Duration::from_secs_f64(args.secs);
+    let (mut offered, mut admitted, mut blocked, mut max_call, mut cluster_blocks) =
+        (0u64, 0u64, 0u64, 0u128, 0u64);
+    let mut per_value = [0u64; 3];
+    let mut slow = 0u64;
+    let mut tick_admitted = 0u64;
+    let mut next_tick = Duration::from_millis(100);
+    loop {
+        let elapsed = start.elapsed();
+        if elapsed >= next_tick {
+            say(format!(
+                "tick {} {tick_admitted} {}",
+                next_tick.as_millis(),
+                state()
+            ));
+            tick_admitted = 0;
+            next_tick += Duration::from_millis(100);
+        }
+        if elapsed >= end {
+            break;
+        }
+        let due = (elapsed.as_secs_f64() * args.offer) as u64;
+        // Calls that wait (a dry lease) may slow the loop: it never runs past the end.
+        while offered < due && start.elapsed() < end {
+            let value = (offered % 3) as usize;
+            offered += 1;
+            let call = Instant::now();
+            let result = if args.hot {
+                EntryBuilder::new("cluster-test")
+                    .param(VALUES[value])
+                    .enter()
+            } else {
+                EntryBuilder::new("cluster-test").enter()
+            };
+            let took = call.elapsed().as_micros();
+            max_call = max_call.max(took);
+            if took > 5_000 {
+                slow += 1;
+            }
+            match result {
+                Ok(_entry) => {
+                    admitted += 1;
+                    tick_admitted += 1;
+                    per_value[value] += 1;
+                }
+                Err(e) => {
+                    blocked += 1;
+                    if e.reason().is_some_and(|r| r.starts_with("cluster limit")) {
+                        cluster_blocks += 1;
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    (admitted, blocked, max_call, cluster_blocks, slow, per_value)
+}

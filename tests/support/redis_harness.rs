@@ -1,0 +1,392 @@
+//! Real redis-server processes and instance processes for the cluster tests: each started on a
+//! free loopback port in a temporary directory, each killed by its guard's `Drop`, also when a
+//! test fails.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Whether `program` runs; without it, `None` after a line saying how to install it, or a panic
+/// with `SENTINEL_REQUIRE_SERVERS=1`.
+pub fn require(program: &str) -> Option<()> {
+    let found = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return Some(());
+    }
+    let msg = format!(
+        "skipped: `{program}` is not on PATH (install it with `apt-get install redis-server`, \
+         which brings redis-cli too)"
+    );
+    if std::env::var("SENTINEL_REQUIRE_SERVERS").as_deref() == Ok("1") {
+        panic!("{msg}; SENTINEL_REQUIRE_SERVERS=1 requires it");
+    }
+    eprintln!("{msg}");
+    None
+}
+
+/// A free loopback port (bound, then released: the server binds it next).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local address").port()
+}
+
+pub fn wall_us() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros())
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "sentinel-{tag}-{}-{}",
+            std::process::id(),
+            wall_us()
+        ));
+        std::fs::create_dir_all(&dir).expect("create a temporary directory");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A redis-server on 127.0.0.1, killed on drop.
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<Child>,
+    args: Vec<String>,
+    pub dir: TempDir,
+}
+
+impl RedisServer {
+    /// Starts one with `extra` arguments (after the port, persistence off and the directory;
+    /// a config file path goes first when `config` is given).
+    pub fn start(extra: &[&str]) -> RedisServer {
+        Self::start_with(None, extra)
+    }
+
+    pub fn start_with(config: Option<&str>, extra: &[&str]) -> RedisServer {
+        let dir = TempDir::new("redis");
+        let port = free_port();
+        let mut args = Vec::new();
+        if let Some(text) = config {
+            let path = dir.0.join("redis.conf");
+            std::fs::write(&path, text).expect("write redis.conf");
+            args.push(path.display().to_string());
+        }
+        for a in [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            &dir.0.display().to_string(),
+        ] {
+            args.push(a.to_owned());
+        }
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let mut server = RedisServer {
+            port,
+            child: None,
+            args,
+            dir,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        wait_listening(self.port);
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// SIGKILL, and reap.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port (empty: no persistence).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// `redis-cli -p port args...`'s output.
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli(self.port, args)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits (at most 10 s) until something accepts connections on `port`.
+pub fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "redis-server did not listen on {port} within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A Redis Cluster of three masters on loopback, made with `redis-cli --cluster create`.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start() -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| {
+                RedisServer::start(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "2000",
+                ])
+            })
+            .collect();
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // Every node must see the whole cluster before clients connect (at most 10 s).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for node in &nodes {
+            while !node.cli(&["cluster", "info"]).contains("cluster_state:ok") {
+                assert!(Instant::now() < deadline, "the cluster did not become ok");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        RedisCluster { nodes }
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+}
+
+/// What an instance process printed, with when the harness read it.
+#[derive(Debug)]
+pub struct Line {
+    pub instance: usize,
+    pub text: String,
+}
+
+/// Instance processes (`cluster_instance`), killed on drop.
+pub struct Instances {
+    children: Vec<Child>,
+    stdins: Vec<ChildStdin>,
+    lines: Receiver<Line>,
+}
+
+/// What one instance reported at its end.
+#[derive(Debug, Default, Clone)]
+pub struct Report {
+    pub fields: std::collections::BTreeMap<String, u64>,
+    /// (wall µs, state) of every change.
+    pub states: Vec<(u128, String)>,
+    /// (ms since go, admitted in the 100 ms, state at the tick).
+    pub ticks: Vec<(u64, u64, String)>,
+}
+
+impl Report {
+    pub fn get(&self, field: &str) -> u64 {
+        self.fields.get(field).copied().unwrap_or(0)
+    }
+}
+
+impl Instances {
+    /// Starts one process per argument list.
+    pub fn spawn(args: &[Vec<String>]) -> Instances {
+        let (tx, rx) = channel();
+        let mut children = Vec::new();
+        let mut stdins = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_cluster_instance"))
+                .args(a)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("start cluster_instance");
+            stdins.push(child.stdin.take().expect("stdin"));
+            let stdout = child.stdout.take().expect("stdout");
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for text in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if tx.send(Line { instance: i, text }).is_err() {
+                        break;
+                    }
+                }
+            });
+            children.push(child);
+        }
+        Instances {
+            children,
+            stdins,
+            lines: rx,
+        }
+    }
+
+    /// Waits for every instance's `ready` (at most `limit`), then says `go` to all.
+    pub fn go(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut ready = vec![false; self.children.len()];
+        while !ready.iter().all(|r| *r) {
+            let line = self.next(deadline, "ready");
+            if line.text == "ready" {
+                ready[line.instance] = true;
+            } else {
+                panic!(
+                    "instance {} said {:?} before ready",
+                    line.instance, line.text
+                );
+            }
+        }
+        for stdin in &mut self.stdins {
+            writeln!(stdin, "go").expect("say go");
+            stdin.flush().expect("flush go");
+        }
+    }
+
+    fn next(&self, deadline: Instant, waiting_for: &str) -> Line {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => panic!("no {waiting_for} from the instances in time"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the instances closed their output"),
+        }
+    }
+
+    /// Reads every line until each instance said `done` (at most `limit`), calling `on_line`
+    /// with each line as it comes.
+    pub fn collect(&mut self, limit: Duration, mut on_line: impl FnMut(&Line)) -> Vec<Report> {
+        let deadline = Instant::now() + limit;
+        let mut reports = vec![Report::default(); self.children.len()];
+        let mut done = vec![false; self.children.len()];
+        while !done.iter().all(|d| *d) {
+            let line = self.next(deadline, "done");
+            on_line(&line);
+            let r = &mut reports[line.instance];
+            let mut words = line.text.split_whitespace();
+            match words.next() {
+                Some("state") => {
+                    let state = words.next().unwrap_or("").to_owned();
+                    let at = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                    r.states.push((at, state));
+                }
+                Some("tick") => {
+                    let ms = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                    let n = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                    r.ticks.push((ms, n, words.next().unwrap_or("").to_owned()));
+                }
+                Some("done") => {
+                    for word in words {
+                        if let Some((k, v)) = word.split_once('=') {
+                            r.fields.insert(k.to_owned(), v.parse().unwrap_or(0));
+                        }
+                    }
+                    done[line.instance] = true;
+                }
+                _ => panic!("instance {} said {:?}", line.instance, line.text),
+            }
+        }
+        for child in &mut self.children {
+            let _ = child.wait();
+        }
+        reports
+    }
+}
+
+impl Drop for Instances {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The arguments of one instance.
+pub fn instance_args(
+    urls: &[String],
+    cluster: bool,
+    namespace: &str,
+    rest: &[&str],
+) -> Vec<String> {
+    let mut args = Vec::new();
+    for url in urls {
+        args.push("--redis".to_owned());
+        args.push(url.clone());
+    }
+    if cluster {
+        args.push("--redis-cluster".to_owned());
+    }
+    args.push("--namespace".to_owned());
+    args.push(namespace.to_owned());
+    args.extend(rest.iter().map(|s| (*s).to_owned()));
+    args
+}
