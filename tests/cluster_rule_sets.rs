@@ -1,10 +1,11 @@
-//! Cluster flow rules of one resource and window would share one limit in the cluster's store:
-//! a set that has two is refused by name, whichever way it is loaded.
+//! Cluster flow rules of one resource and window (hotspot rules: and parameter) would share one
+//! limit in the cluster's store: a set that has two is refused by name, whichever way it is
+//! loaded.
 
 use std::time::Duration;
 
 use sentinel_runtime::cluster::ClusterThreshold;
-use sentinel_runtime::rules::{self, FlowRule, RuleSet};
+use sentinel_runtime::rules::{self, FlowRule, HotspotRule, RuleSet};
 
 #[test]
 fn two_cluster_rules_of_one_resource_and_window_are_refused_naming_cluster() {
@@ -44,4 +45,28 @@ fn cluster_rules_of_different_windows_or_beside_local_rules_load() {
     .expect("one cluster rule per resource and window");
     assert_eq!(rules::flow_rules().len(), 4);
     rules::load_flow_rules(vec![]).expect("cleared");
+}
+
+#[test]
+fn two_cluster_hotspot_rules_of_one_parameter_and_window_are_refused_naming_cluster() {
+    let error = rules::load_hotspot_rules(vec![
+        HotspotRule::qps("cl-sets-h", 0, 10.0).cluster(ClusterThreshold::Global),
+        HotspotRule::qps("cl-sets-h", 0, 5.0).cluster(ClusterThreshold::Global),
+    ])
+    .expect_err("two cluster rules share each value's limit");
+    assert_eq!(error.field(), "cluster");
+    assert!(error.to_string().contains("same parameter and window"), "{error}");
+
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("cl-sets-h", 0, 10.0).cluster(ClusterThreshold::Global),
+        HotspotRule::qps("cl-sets-h", 1, 10.0).cluster(ClusterThreshold::Global),
+        HotspotRule::qps_by_name("cl-sets-h", "user", 10.0).cluster(ClusterThreshold::Global),
+        HotspotRule::qps_by_name("cl-sets-h", "tenant", 10.0).cluster(ClusterThreshold::Global),
+        HotspotRule::qps("cl-sets-h", 0, 300.0)
+            .window(Duration::from_secs(60))
+            .cluster(ClusterThreshold::Global),
+        HotspotRule::qps("cl-sets-h", 0, 20.0),
+    ])
+    .expect("one cluster rule per parameter and window");
+    rules::load_hotspot_rules(vec![]).expect("cleared");
 }

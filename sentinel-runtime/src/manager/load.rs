@@ -182,7 +182,7 @@ pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), 
 }
 
 fn load_flow(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), RuleError> {
-    let rules = valid(FLOW, rules, FlowRule::validate, Some(CLUSTER_FLOW_CAP))?;
+    let rules = valid(FLOW, rules, FlowRule::validate, &[CLUSTER_FLOW_CAP])?;
     replace(|l| &mut l.flow, by_resource(rules, |r| &r.resource));
     Ok(())
 }
@@ -216,7 +216,7 @@ fn load_circuit_breaker(
         CIRCUIT_BREAKER,
         rules,
         CircuitBreakerRule::validate,
-        Some(BREAKER_CAP),
+        &[BREAKER_CAP],
     )?;
     replace(|l| &mut l.breakers, by_resource(rules, |r| &r.resource));
     Ok(())
@@ -284,29 +284,29 @@ pub(crate) fn problems(
     system: &[SystemRule],
     authority: &[AuthorityRule],
 ) -> Vec<(&'static str, usize, RuleError)> {
-    let mut problems = kind_problems(FLOW, flow, FlowRule::validate, Some(CLUSTER_FLOW_CAP));
+    let mut problems = kind_problems(FLOW, flow, FlowRule::validate, &[CLUSTER_FLOW_CAP]);
     problems.extend(kind_problems(
         CIRCUIT_BREAKER,
         breakers,
         CircuitBreakerRule::validate,
-        Some(BREAKER_CAP),
+        &[BREAKER_CAP],
     ));
     problems.extend(kind_problems(
         HOTSPOT,
         hotspot,
         validate_hotspot,
-        Some(HOTSPOT_CAP),
+        &[HOTSPOT_CAP, HOTSPOT_CLUSTER_CAP],
     ));
     problems.extend(
         budget::over_budget(hotspot, budget::max_hotspot_memory())
             .map(|(at, error)| (HOTSPOT, at, error)),
     );
-    problems.extend(kind_problems(SYSTEM, system, SystemRule::validate, None));
+    problems.extend(kind_problems(SYSTEM, system, SystemRule::validate, &[]));
     problems.extend(kind_problems(
         AUTHORITY,
         authority,
         AuthorityRule::validate,
-        None,
+        &[],
     ));
     problems
 }
@@ -337,6 +337,29 @@ const HOTSPOT_CAP: Cap<HotspotRule> = Cap {
     field: "resource",
 };
 
+/// Cluster hotspot rules of one resource, parameter and window would share each value's limit
+/// in the cluster's store.
+const HOTSPOT_CLUSTER_CAP: Cap<HotspotRule> = Cap {
+    max: 1,
+    what: "is set on a second QPS hotspot rule of this resource with the same parameter and \
+           window: cluster rules of one parameter and window share each value's limit across \
+           the instances; keep one, or give them different windows",
+    key: |r| {
+        r.cluster
+            .map(|_| (r.resource.as_str(), hotspot_cluster_part(r)))
+    },
+    field: "cluster",
+};
+
+/// What tells cluster hotspot rules of one resource apart in the store: the parameter (its
+/// index, or a hash of its name) and the window.
+fn hotspot_cluster_part(rule: &HotspotRule) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&rule.param, rule.param_index, rule.window).hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Cluster flow rules of one resource and window would share one limit in the cluster's store.
 const CLUSTER_FLOW_CAP: Cap<FlowRule> = Cap {
     max: 1,
@@ -347,32 +370,36 @@ const CLUSTER_FLOW_CAP: Cap<FlowRule> = Cap {
     field: "cluster",
 };
 
-/// The problems of one kind's rules, in order: each rule's first bad field, and with `cap`, the
-/// first valid rule beyond it on a resource.
+/// The problems of one kind's rules, in order: each rule's first bad field, and for each of
+/// `caps`, the first valid rule beyond it.
 fn kind_problems<R>(
     kind: &'static str,
     rules: &[R],
     validate: impl Fn(&R) -> Result<(), RuleError>,
-    cap: Option<Cap<R>>,
+    caps: &[Cap<R>],
 ) -> Vec<(&'static str, usize, RuleError)> {
     let mut problems = Vec::new();
-    let mut counted: HashMap<(&str, u64), usize> = HashMap::new();
+    let mut counted: HashMap<(usize, &str, u64), usize> = HashMap::new();
     for (i, rule) in rules.iter().enumerate() {
         if let Err(e) = validate(rule) {
             problems.push((kind, i, e));
             continue;
         }
-        let Some(cap) = &cap else { continue };
-        let Some(key) = (cap.key)(rule) else { continue };
-        let count = counted.entry(key).or_default();
-        *count += 1;
-        if *count == cap.max + 1 {
-            let (max, what) = (cap.max, cap.what);
-            let message = match cap.field {
-                "resource" => format!("has more than {max} {what}"),
-                _ => what.to_owned(),
+        for (c, cap) in caps.iter().enumerate() {
+            let Some((resource, part)) = (cap.key)(rule) else {
+                continue;
             };
-            problems.push((kind, i, RuleError::new(key.0, cap.field, message)));
+            let count = counted.entry((c, resource, part)).or_default();
+            *count += 1;
+            if *count == cap.max + 1 {
+                let (max, what) = (cap.max, cap.what);
+                let message = match cap.field {
+                    "resource" => format!("has more than {max} {what}"),
+                    _ => what.to_owned(),
+                };
+                problems.push((kind, i, RuleError::new(resource, cap.field, message)));
+                break;
+            }
         }
     }
     problems
@@ -383,10 +410,10 @@ fn valid<R>(
     kind: &'static str,
     rules: impl IntoIterator<Item = R>,
     validate: impl Fn(&R) -> Result<(), RuleError>,
-    cap: Option<Cap<R>>,
+    caps: &[Cap<R>],
 ) -> Result<Vec<R>, RuleError> {
     let rules: Vec<R> = rules.into_iter().collect();
-    match kind_problems(kind, &rules, validate, cap)
+    match kind_problems(kind, &rules, validate, caps)
         .into_iter()
         .next()
     {
@@ -458,7 +485,12 @@ pub fn load_hotspot_rules(rules: impl IntoIterator<Item = HotspotRule>) -> Resul
 }
 
 fn load_hotspot(rules: impl IntoIterator<Item = HotspotRule>) -> Result<(), RuleError> {
-    let rules = valid(HOTSPOT, rules, validate_hotspot, Some(HOTSPOT_CAP))?;
+    let rules = valid(
+        HOTSPOT,
+        rules,
+        validate_hotspot,
+        &[HOTSPOT_CAP, HOTSPOT_CLUSTER_CAP],
+    )?;
     if let Some((_, error)) = budget::over_budget(&rules, budget::max_hotspot_memory()) {
         return Err(error);
     }
@@ -490,7 +522,7 @@ pub fn load_authority_rules(
 }
 
 fn load_authority(rules: impl IntoIterator<Item = AuthorityRule>) -> Result<(), RuleError> {
-    let rules = valid(AUTHORITY, rules, AuthorityRule::validate, None)?;
+    let rules = valid(AUTHORITY, rules, AuthorityRule::validate, &[])?;
     replace(|l| &mut l.authority, by_resource(rules, |r| &r.resource));
     Ok(())
 }
@@ -516,7 +548,7 @@ pub fn load_system_rules(rules: impl IntoIterator<Item = SystemRule>) -> Result<
 }
 
 fn load_system(rules: impl IntoIterator<Item = SystemRule>) -> Result<(), RuleError> {
-    let rules = valid(SYSTEM, rules, SystemRule::validate, None)?;
+    let rules = valid(SYSTEM, rules, SystemRule::validate, &[])?;
     let mut loaded = loaded();
     put_system_in_force(&rules);
     loaded.system = rules;
