@@ -256,7 +256,9 @@ impl FlowRule {
     /// Makes the rule hold across every instance of the service (QPS rules): with a started
     /// `cluster::Cluster` (Cargo feature `redis`), the instances share one limit kept in Redis;
     /// without one, or while Redis cannot be reached, the rule limits locally as its
-    /// [`cluster_fallback`](Self::cluster_fallback) says.
+    /// [`cluster_fallback`](Self::cluster_fallback) says. A resource has at most one cluster
+    /// rule per window (a second would share the first's limit: loading it is refused). Not
+    /// with warm-up, throttling or `relate`.
     pub fn cluster(mut self, threshold: ClusterThreshold) -> FlowRule {
         self.cluster = Some(threshold);
         self

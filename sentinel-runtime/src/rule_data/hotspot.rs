@@ -364,7 +364,8 @@ impl HotspotRule {
     /// Makes each value's limit hold across every instance of the service (QPS rules): with a
     /// started `cluster::Cluster` (Cargo feature `redis`), the instances share one limit per
     /// value kept in Redis; without one, or while Redis cannot be reached, the rule limits
-    /// locally as its [`cluster_fallback`](Self::cluster_fallback) says.
+    /// locally as its [`cluster_fallback`](Self::cluster_fallback) says. A resource has at most
+    /// one cluster rule per parameter and window (loading a second is refused).
     pub fn cluster(mut self, threshold: ClusterThreshold) -> HotspotRule {
         self.cluster = Some(threshold);
         self
