@@ -55,7 +55,10 @@ fn two_cluster_hotspot_rules_of_one_parameter_and_window_are_refused_naming_clus
     ])
     .expect_err("two cluster rules share each value's limit");
     assert_eq!(error.field(), "cluster");
-    assert!(error.to_string().contains("same parameter and window"), "{error}");
+    assert!(
+        error.to_string().contains("same parameter and window"),
+        "{error}"
+    );
 
     rules::load_hotspot_rules(vec![
         HotspotRule::qps("cl-sets-h", 0, 10.0).cluster(ClusterThreshold::Global),
