@@ -13,7 +13,7 @@
 //! lost, and the minute window costs the hot path nothing. Shards and the minute window are
 //! allocated on first use, so a node touched once costs little memory.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use crossbeam_utils::CachePadded;
@@ -34,6 +34,24 @@ struct Shard {
     second: Ring<AtomicU64, [Bucket<AtomicU64>; SECOND_BUCKETS as usize]>,
     /// Entries begun minus entries ended through this shard; the node's concurrency is the sum.
     inflight: AtomicI64,
+    /// The single writer's current bucket, so that a call in the same 100 ms as the writer's
+    /// last one finds it without computing its position.
+    current: Current,
+}
+
+/// A shard's current bucket, as its single writer last found it: the bucket of `second` that
+/// holds the period starting at `start`. Only that writer reads or writes it (a thread's slot
+/// passes to a later thread only after the first is done with it), and only that writer
+/// restarts the shard's buckets, so the bucket holds that period for as long as the writer
+/// does not move it.
+struct Current {
+    /// The start of the bucket's period, on the runtime clock.
+    start: AtomicU64,
+    /// The period's length once the writer set the bucket; 0 (no time matches) until then, and
+    /// always in the shared overflow shard, whose many writers never set it.
+    span: AtomicU64,
+    /// One of the shard's own inline buckets (null until set).
+    bucket: AtomicPtr<Bucket<AtomicU64>>,
 }
 
 impl Shard {
@@ -41,7 +59,44 @@ impl Shard {
         Shard {
             second: Ring::inline(SECOND_BUCKET_NANOS),
             inflight: AtomicI64::new(0),
+            current: Current {
+                start: AtomicU64::new(0),
+                span: AtomicU64::new(0),
+                bucket: AtomicPtr::new(std::ptr::null_mut()),
+            },
         }
+    }
+
+    /// The writer's current bucket if `now` falls in its period (a subtraction and a compare:
+    /// no division, no index).
+    #[inline(always)]
+    fn current(&self, now: u64) -> Option<&Bucket<AtomicU64>> {
+        let c = &self.current;
+        if now.wrapping_sub(c.start.load(Ordering::Relaxed)) < c.span.load(Ordering::Relaxed) {
+            // SAFETY: a non-zero `span` was stored (by this shard's single writer, the caller,
+            // in program order after the pointer) only by `set_current`, with a pointer to one
+            // of this shard's own inline buckets. The shard is boxed and never moves or is
+            // freed while its node lives (nodes live for the program), so the pointer is valid
+            // for as long as `&self` is.
+            return Some(unsafe { &*c.bucket.load(Ordering::Relaxed) });
+        }
+        None
+    }
+
+    /// Makes the bucket at `pos` the writer's current one, if it holds `pos`'s period. Only the
+    /// shard's single writer calls this.
+    #[inline]
+    fn set_current(&self, pos: Position) {
+        let bucket = self.second.bucket_at(pos);
+        if bucket.period() != pos.period {
+            return; // a newer period (a reading delayed by a whole ring): not the current one
+        }
+        let c = &self.current;
+        c.bucket
+            .store(std::ptr::from_ref(bucket).cast_mut(), Ordering::Relaxed);
+        c.start
+            .store(pos.period * SECOND_BUCKET_NANOS, Ordering::Relaxed);
+        c.span.store(SECOND_BUCKET_NANOS, Ordering::Relaxed);
     }
 }
 
@@ -149,25 +204,24 @@ impl NodeStats {
             .get_or_init(|| Box::new(Ring::new(SECOND_NANOS, MINUTE_BUCKETS)))
     }
 
-    /// Adds to the counters of `events` at `pos`: plain loads and stores in the common case
-    /// (this thread is the shard's only writer and the bucket is already in this period), else
-    /// the general add, which restarts a stale bucket and folds what it held into the minute
-    /// window.
+    /// Adds to the counters of `events` at `now`: in the writer's current bucket if `now` is in
+    /// its period (plain loads and stores: this thread is the shard's only writer), else the
+    /// general add, which restarts a stale bucket and folds what it held into the minute window.
     #[inline(always)]
-    fn add(&self, w: &Writer<'_>, now: u64, pos: Position, events: &[(MetricEvent, u64)]) {
-        let bucket = w.shard.second.bucket_at(pos);
-        if w.exclusive && bucket.period() == pos.period {
+    fn add(&self, w: &Writer<'_>, now: u64, events: &[(MetricEvent, u64)]) {
+        if let Some(bucket) = w.shard.current(now) {
             for &(event, value) in events {
                 bucket.merge_exclusive(event, value);
             }
             return;
         }
-        self.add_slow(w, now, pos, events);
+        self.add_slow(w, now, events);
     }
 
     #[cold]
     #[inline(never)]
-    fn add_slow(&self, w: &Writer<'_>, now: u64, pos: Position, events: &[(MetricEvent, u64)]) {
+    fn add_slow(&self, w: &Writer<'_>, now: u64, events: &[(MetricEvent, u64)]) {
+        let pos = second_position(now);
         for &(event, value) in events {
             w.shard
                 .second
@@ -175,6 +229,30 @@ impl NodeStats {
                     self.fold(now, period, event, value)
                 });
         }
+        if w.exclusive {
+            w.shard.set_current(pos);
+        }
+    }
+
+    /// [`add_slow`](Self::add_slow) of a pass (the common add builds no list of events).
+    #[cold]
+    #[inline(never)]
+    fn pass_slow(&self, w: &Writer<'_>, now: u64, count: u32) {
+        self.add_slow(w, now, &[(MetricEvent::Pass, u64::from(count))]);
+    }
+
+    /// [`add_slow`](Self::add_slow) of an exit.
+    #[cold]
+    #[inline(never)]
+    fn exit_slow(&self, w: &Writer<'_>, now: u64, count: u32, rt_us: u64, error: bool) {
+        let count = u64::from(count);
+        let events = [
+            (MetricEvent::Complete, count),
+            (MetricEvent::RtSum, rt_us),
+            (MetricEvent::MinRt, rt_us),
+            (MetricEvent::Error, count),
+        ];
+        self.add_slow(w, now, &events[..if error { 4 } else { 3 }]);
     }
 
     /// Moves a count displaced from a 100 ms bucket of `period` into the running totals, and
@@ -208,12 +286,10 @@ impl NodeStats {
     #[inline(always)]
     pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
         let w = self.writer_in(slot);
-        self.add(
-            &w,
-            now,
-            second_position(now),
-            &[(MetricEvent::Pass, u64::from(count))],
-        );
+        match w.shard.current(now) {
+            Some(bucket) => bucket.merge_exclusive(MetricEvent::Pass, u64::from(count)),
+            None => self.pass_slow(&w, now, count),
+        }
         Self::inflight(&w, 1);
     }
 
@@ -225,43 +301,24 @@ impl NodeStats {
             blocked.fetch_add(u64::from(count), Ordering::Relaxed);
         }
         let w = self.writer();
-        self.add(
-            &w,
-            now,
-            second_position(now),
-            &[(MetricEvent::Block, u64::from(count))],
-        );
+        self.add(&w, now, &[(MetricEvent::Block, u64::from(count))]);
     }
 
     /// The exit of an admitted entry of `count`.
     #[inline(always)]
     pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u64, error: bool) {
         let w = self.writer();
-        let pos = second_position(now);
-        let count = u64::from(count);
-        if error {
-            self.add(
-                &w,
-                now,
-                pos,
-                &[
-                    (MetricEvent::Complete, count),
-                    (MetricEvent::RtSum, rt_us),
-                    (MetricEvent::MinRt, rt_us),
-                    (MetricEvent::Error, count),
-                ],
-            );
-        } else {
-            self.add(
-                &w,
-                now,
-                pos,
-                &[
-                    (MetricEvent::Complete, count),
-                    (MetricEvent::RtSum, rt_us),
-                    (MetricEvent::MinRt, rt_us),
-                ],
-            );
+        match w.shard.current(now) {
+            Some(bucket) => {
+                let count = u64::from(count);
+                bucket.merge_exclusive(MetricEvent::Complete, count);
+                bucket.merge_exclusive(MetricEvent::RtSum, rt_us);
+                bucket.merge_exclusive(MetricEvent::MinRt, rt_us);
+                if error {
+                    bucket.merge_exclusive(MetricEvent::Error, count);
+                }
+            }
+            None => self.exit_slow(&w, now, count, rt_us, error),
         }
         Self::inflight(&w, -1);
     }
@@ -689,5 +746,89 @@ mod totals_tests {
             WRITERS as u64 * CALLS,
             "after {reads} reads"
         );
+    }
+}
+
+#[cfg(test)]
+mod current_bucket_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What a shard's buckets hold: each bucket's period and counts, in ring order.
+    fn buckets(ring: &Ring<AtomicU64, [Bucket<AtomicU64>; SECOND_BUCKETS as usize]>) -> Vec<u64> {
+        let mut held = Vec::new();
+        for i in 0..SECOND_BUCKETS as usize {
+            let b = ring.bucket_at(Position {
+                period: 0,
+                index: i,
+            });
+            held.push(b.period());
+            held.extend(MetricEvent::ALL.map(|e| b.count(e)));
+        }
+        held
+    }
+
+    proptest! {
+        /// The writer's current bucket is only a shortcut: every shard's buckets end up exactly
+        /// as a ring fed through the general add (position computed for every call) leaves
+        /// them, for any times: within the current period, across periods, idle gaps, and
+        /// readings older than the writer's last (an admission counted at a later time).
+        #[test]
+        fn the_current_bucket_adds_exactly_where_the_general_add_would(
+            steps in proptest::collection::vec((0usize..3, -3i64..25, 0u8..3, 1u32..4, 0u64..900), 1..300)
+        ) {
+            let stats = NodeStats::new();
+            let reference: Vec<Ring<AtomicU64, [Bucket<AtomicU64>; SECOND_BUCKETS as usize]>> =
+                (0..2).map(|_| Ring::inline(SECOND_BUCKET_NANOS)).collect();
+            let slot = thread_slot();
+            prop_assume!(slot < MAX_SLOTS);
+            let mut now = 3_600 * SECOND_NANOS;
+            for (shard, step, kind, count, rt) in steps {
+                // Steps of 40 ms: several calls a bucket; sometimes back a little, back more than
+                // the ring (a bucket of that time already holds a newer period), or far on.
+                let delta = match step {
+                    -3 => -1_240_000_000,
+                    24 => 70 * SECOND_NANOS as i64,
+                    _ => step * 40_000_000,
+                };
+                let at = now.saturating_add_signed(delta);
+                now = now.max(at);
+                let add = |ring: &Ring<AtomicU64, _>, event, value| {
+                    ring.add_at(second_position(at), event, value, true, |_, _, _| {})
+                };
+                // Shard 0 is written as another thread's slot, shard 1 as this thread's own.
+                let (target, model) = match shard {
+                    0 => (if slot == 0 { 1 } else { 0 }, &reference[0]),
+                    _ => (slot, &reference[1]),
+                };
+                let count64 = u64::from(count);
+                match (kind, target == slot) {
+                    (0, _) | (_, false) => {
+                        stats.on_pass_in(target, at, count);
+                        add(model, MetricEvent::Pass, count64);
+                    }
+                    (1, true) => {
+                        stats.on_exit(at, count, rt, rt % 2 == 0);
+                        add(model, MetricEvent::Complete, count64);
+                        add(model, MetricEvent::RtSum, rt);
+                        add(model, MetricEvent::MinRt, rt);
+                        if rt % 2 == 0 {
+                            add(model, MetricEvent::Error, count64);
+                        }
+                    }
+                    _ => {
+                        stats.on_block(at, count, 0);
+                        add(model, MetricEvent::Block, count64);
+                    }
+                }
+                let (other, own) = (if slot == 0 { 1 } else { 0 }, slot);
+                for (i, s) in [other, own].into_iter().enumerate() {
+                    if let Some(shard) = stats.shards[s].get() {
+                        prop_assert_eq!(buckets(&shard.second), buckets(&reference[i]));
+                    }
+                }
+            }
+        }
     }
 }
