@@ -67,20 +67,22 @@ impl Shard {
         }
     }
 
-    /// The writer's current bucket if `now` falls in its period (a subtraction and a compare:
-    /// no division, no index).
+    /// Runs `add` on the writer's current bucket if `now` falls in its period (a subtraction and
+    /// a compare: no division, no index); returns whether it did. (A callback, not an
+    /// `Option<&Bucket>`: testing that option would test the pointer for null again.)
     #[inline(always)]
-    fn current(&self, now: u64) -> Option<&Bucket<AtomicU64>> {
+    fn add_current(&self, now: u64, add: impl FnOnce(&Bucket<AtomicU64>)) -> bool {
         let c = &self.current;
-        if now.wrapping_sub(c.start.load(Ordering::Relaxed)) < c.span.load(Ordering::Relaxed) {
-            // SAFETY: a non-zero `span` was stored (by this shard's single writer, the caller,
-            // in program order after the pointer) only by `set_current`, with a pointer to one
-            // of this shard's own inline buckets. The shard is boxed and never moves or is
-            // freed while its node lives (nodes live for the program), so the pointer is valid
-            // for as long as `&self` is.
-            return Some(unsafe { &*c.bucket.load(Ordering::Relaxed) });
+        if now.wrapping_sub(c.start.load(Ordering::Relaxed)) >= c.span.load(Ordering::Relaxed) {
+            return false;
         }
-        None
+        // SAFETY: a non-zero `span` was stored (by this shard's single writer, the caller, in
+        // program order after the pointer) only by `set_current`, with a pointer to one of this
+        // shard's own inline buckets. The shard is boxed and never moves or is freed while its
+        // node lives (nodes live for the program), so the pointer is valid for as long as
+        // `&self` is.
+        add(unsafe { &*c.bucket.load(Ordering::Relaxed) });
+        true
     }
 
     /// Makes the bucket at `pos` the writer's current one, if it holds `pos`'s period. Only the
@@ -209,13 +211,14 @@ impl NodeStats {
     /// general add, which restarts a stale bucket and folds what it held into the minute window.
     #[inline(always)]
     fn add(&self, w: &Writer<'_>, now: u64, events: &[(MetricEvent, u64)]) {
-        if let Some(bucket) = w.shard.current(now) {
+        let added = w.shard.add_current(now, |bucket| {
             for &(event, value) in events {
                 bucket.merge_exclusive(event, value);
             }
-            return;
+        });
+        if !added {
+            self.add_slow(w, now, events);
         }
-        self.add_slow(w, now, events);
     }
 
     #[cold]
@@ -286,9 +289,11 @@ impl NodeStats {
     #[inline(always)]
     pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
         let w = self.writer_in(slot);
-        match w.shard.current(now) {
-            Some(bucket) => bucket.merge_exclusive(MetricEvent::Pass, u64::from(count)),
-            None => self.pass_slow(&w, now, count),
+        let added = w.shard.add_current(now, |bucket| {
+            bucket.merge_exclusive(MetricEvent::Pass, u64::from(count));
+        });
+        if !added {
+            self.pass_slow(&w, now, count);
         }
         Self::inflight(&w, 1);
     }
@@ -308,17 +313,17 @@ impl NodeStats {
     #[inline(always)]
     pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u64, error: bool) {
         let w = self.writer();
-        match w.shard.current(now) {
-            Some(bucket) => {
-                let count = u64::from(count);
-                bucket.merge_exclusive(MetricEvent::Complete, count);
-                bucket.merge_exclusive(MetricEvent::RtSum, rt_us);
-                bucket.merge_exclusive(MetricEvent::MinRt, rt_us);
-                if error {
-                    bucket.merge_exclusive(MetricEvent::Error, count);
-                }
+        let added = w.shard.add_current(now, |bucket| {
+            let count = u64::from(count);
+            bucket.merge_exclusive(MetricEvent::Complete, count);
+            bucket.merge_exclusive(MetricEvent::RtSum, rt_us);
+            bucket.merge_exclusive(MetricEvent::MinRt, rt_us);
+            if error {
+                bucket.merge_exclusive(MetricEvent::Error, count);
             }
-            None => self.exit_slow(&w, now, count, rt_us, error),
+        });
+        if !added {
+            self.exit_slow(&w, now, count, rt_us, error);
         }
         Self::inflight(&w, -1);
     }
