@@ -12,7 +12,7 @@ use crate::param::Params;
 use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket};
 use crate::stat::BlockTotals;
-use crate::sync::thread_slot;
+use crate::sync::{thread_slot, Held};
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
 /// [`BlockError`] of the rule that blocked it.
@@ -235,42 +235,100 @@ fn enter_checked(
     count: u32,
     params: &Params,
 ) -> Result<Entry, BlockError> {
-    // The entry is built inside the read, as its result: no copy of a larger value on the way
-    // out (a copied struct read back whole after narrower writes stalls store forwarding,
-    // measured on this path).
-    node.with_chain_in(slot, |chain| {
-        // Before the clock is read: the hotspot tables' misses overlap the reading.
-        chain.prefetch_params(params);
-        let now = clock::now_nanos();
-        let mut admission = Admission::default();
-        match slot::check(
-            node.target(),
-            &chain,
-            node.counter(),
-            now,
-            count,
-            params,
-            &mut admission,
-        ) {
-            Ok(()) if admission.turn == 0 => {
-                count_pass(node, slot, admission.at, count, admission.inbound != 0);
-                Ok(Entry::new(node, count, &mut admission, false, || {
-                    Some(chain.to_arc())
-                }))
-            }
-            Ok(()) => Ok(wait_for_turn(Waiting::new(
-                node,
-                chain.to_arc(),
-                count,
-                admission,
-                false,
-            ))),
-            Err(block) => {
-                on_block(node, now, count, params, &block);
-                Err(block)
-            }
-        }
+    node.with_chain_in(slot, |chain| match lone_qps(&chain, params) {
+        Some(gate) => enter_lone(slot, node, gate, count, params, false),
+        None => enter_chain(slot, node, &chain, count, params),
     })
+}
+
+/// The chain's lone exact QPS gate, if that is all an entry with `params` must ask (see
+/// [`Chain::lone_qps`]): not for an inbound entry (the system rules check it) nor with custom
+/// slots registered.
+#[inline(always)]
+fn lone_qps<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::QpsGate> {
+    let gate = chain.lone_qps()?;
+    (!params.is_inbound() && !slot::has_custom()).then_some(gate)
+}
+
+/// The entry of a chain that is one exact QPS gate: the gate's reservation, then the pass
+/// counted at the time the gate counted it, as the stage runner would, without the runner.
+#[inline(always)]
+fn enter_lone(
+    slot: usize,
+    node: &'static ResourceNode,
+    gate: &slot::QpsGate,
+    count: u32,
+    params: &Params,
+    cancellable: bool,
+) -> Result<Entry, BlockError> {
+    let now = clock::now_nanos();
+    match gate.try_acquire(now, count) {
+        Some(at) => {
+            count_pass(node, slot, at, count, false);
+            Ok(Entry::unchecked(node, count, at, false, cancellable))
+        }
+        None => Err(lone_block(node, gate, now, count, params)),
+    }
+}
+
+/// The error of a call a lone QPS gate refused, counted as the runner counts a block.
+#[cold]
+#[inline(never)]
+fn lone_block(
+    node: &'static ResourceNode,
+    gate: &slot::QpsGate,
+    now: u64,
+    count: u32,
+    params: &Params,
+) -> BlockError {
+    let block = gate.block(node.name(), now, count);
+    on_block(node, now, count, params, &block);
+    block
+}
+
+/// The entry through the stage runner.
+#[inline(never)]
+fn enter_chain(
+    slot: usize,
+    node: &'static ResourceNode,
+    chain: &Held<'_, Chain>,
+    count: u32,
+    params: &Params,
+) -> Result<Entry, BlockError> {
+    // Before the clock is read: the hotspot tables' misses overlap the reading.
+    chain.prefetch_params(params);
+    let now = clock::now_nanos();
+    let mut admission = Admission::default();
+    // The entry is built here, as the result: no copy of a larger value on the way out (a
+    // copied struct read back whole after narrower writes stalls store forwarding, measured on
+    // this path).
+    match slot::check(
+        node.target(),
+        chain,
+        node.counter(),
+        now,
+        count,
+        params,
+        &mut admission,
+    ) {
+        Ok(()) if admission.turn == 0 => {
+            count_pass(node, slot, admission.at, count, admission.inbound != 0);
+            Ok(Entry::new(node, count, &mut admission, false, || {
+                Some(chain.to_arc())
+            }))
+        }
+        Ok(()) => Ok(wait_for_turn(Waiting::new(
+            node,
+            chain.to_arc(),
+            count,
+            admission,
+            false,
+        ))),
+        Err(block) => {
+            on_block(node, now, count, params, &block);
+            Err(block)
+        }
+    }
 }
 
 /// Counts an admitted call's pass on its node (and, if inbound, in the inbound statistics).
@@ -343,6 +401,10 @@ pub(crate) fn reserve_with(
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain(|chain| {
+        if let Some(gate) = lone_qps(&chain, params) {
+            let entry = enter_lone(thread_slot(), node, gate, count, params, cancellable)?;
+            return Ok(Reservation(Inner::Ready(entry)));
+        }
         chain.prefetch_params(params);
         let now = clock::now_nanos();
         let mut admission = Admission::default();

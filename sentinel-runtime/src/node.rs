@@ -305,7 +305,7 @@ impl ResourceNode {
     ) {
         let config = self.config();
         let old = self.chain_owned();
-        let chain = build(
+        let mut chain = build(
             &config.defaults,
             config.param_names.as_deref(),
             &old,
@@ -313,6 +313,9 @@ impl ResourceNode {
         );
         if chain.counts_inside() {
             self.counter.start(|| self.stats.inflight_total());
+        }
+        if self.counter.is_tracking() {
+            chain.counts_calls_inside();
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
         let mut reports = 0;

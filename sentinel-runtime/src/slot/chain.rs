@@ -6,7 +6,9 @@ use std::sync::Arc;
 use super::hotspot::{HotPass, HotPasses, HotspotGate};
 use super::param_table;
 use super::system::SystemPass;
-use super::{AdaptiveLimit, CircuitBreaker, ConcurrencyCounter, Gate, ProbeTicket, Resolve};
+use super::{
+    AdaptiveLimit, CircuitBreaker, ConcurrencyCounter, Gate, ProbeTicket, QpsGate, Resolve,
+};
 use crate::param::Params;
 use crate::rule_data::authority::AuthorityRule;
 use crate::rule_data::circuit_breaker::CircuitBreakerRule;
@@ -30,6 +32,10 @@ pub(crate) struct Chain {
     pub(crate) hotspots: Vec<HotspotGate>,
     /// The circuit breakers, checked after the hotspot checks.
     pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
+    /// The chain is one exact QPS gate and nothing else, and its resource does not count the
+    /// calls inside: an entry that is not inbound (no system check) with no custom slot
+    /// registered then only asks that gate (see [`Chain::lone_qps`]).
+    pub(crate) lone_qps: bool,
 }
 
 /// A resource's rules in force, by kind, as the manager hands them to [`Chain::build`] (all
@@ -61,6 +67,32 @@ impl Chain {
         for gate in &self.hotspots {
             gate.prefetch(params);
         }
+    }
+
+    /// The lone exact QPS gate, if the chain is that and nothing else (the entry's shortcut:
+    /// no stage runner, no admission record; the same checks and the same counts).
+    #[inline(always)]
+    pub(crate) fn lone_qps(&self) -> Option<&QpsGate> {
+        if !self.lone_qps {
+            return None;
+        }
+        self.gates.first()?.as_qps()
+    }
+
+    /// Sets [`lone_qps`](Self::lone_qps) from what the chain holds (called by the builder).
+    pub(crate) fn mark_lone_qps(&mut self) {
+        self.lone_qps = self.authority.is_empty()
+            && self.concurrency.is_none()
+            && self.adaptive.is_none()
+            && self.hotspots.is_empty()
+            && self.breakers.is_empty()
+            && matches!(self.gates.as_slice(), [gate] if gate.as_qps().is_some());
+    }
+
+    /// The resource counts its calls inside (a concurrency rule was in force on it at some
+    /// point): every entry must take the count, so the lone-gate shortcut is off.
+    pub(crate) fn counts_calls_inside(&mut self) {
+        self.lone_qps = false;
     }
 
     /// No checks at all.

@@ -114,6 +114,15 @@ impl Gate {
         }
     }
 
+    /// The exact QPS gate (reject or warm-up), if this is one.
+    #[inline(always)]
+    pub(crate) fn as_qps(&self) -> Option<&QpsGate> {
+        match &self.kind {
+            Kind::Qps(g) => Some(g),
+            _ => None,
+        }
+    }
+
     /// Whether this gate can serve `shape` (then only its threshold changes).
     pub(crate) fn fits(&self, shape: &GateShape) -> bool {
         self.shape == *shape

@@ -66,8 +66,8 @@ impl QpsGate {
 
     /// Tries to reserve `count` passes at `now`: the time the passes count at (`now`, or the
     /// start of a later bucket the gate has already reached), or `None`.
-    #[inline]
-    pub(super) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
+    #[inline(always)]
+    pub(crate) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
         let period = self.ring.reserve(now, u64::from(count), self.limit(now))?;
         if let Some(curve) = &self.warm {
             curve.record_pass(now, count);
@@ -80,7 +80,7 @@ impl QpsGate {
     /// for a warm-up curve) as its retry hint.
     #[cold]
     #[inline(never)]
-    pub(super) fn block(&self, resource: &'static str, now: u64, count: u32) -> BlockError {
+    pub(crate) fn block(&self, resource: &'static str, now: u64, count: u32) -> BlockError {
         let retry = self
             .ring
             .fits_again_in(now, u64::from(count), self.limit(now))

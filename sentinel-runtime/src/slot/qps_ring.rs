@@ -112,7 +112,7 @@ impl<A: AtomicWord> QpsRing<A> {
     /// Reserves `count` passes at `now` against `limit`: the period the passes were counted in
     /// (the period of `now`, or a later one if the ring has reached it), or `None` if they do
     /// not fit.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn reserve(&self, now: u64, count: u64, limit: u64) -> Option<u64> {
         let limit = limit.min(MAX_COUNT);
         if count > limit {

@@ -66,14 +66,17 @@ pub(crate) const STAGES: [Stage; 5] = [
 /// gate's counts, a hotspot table, a breaker's state).
 pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>) -> Chain {
     let flow = flow::build(rules.flow, old, ctx);
-    Chain {
+    let mut chain = Chain {
         authority: authority::build(rules.authority),
         concurrency: flow.concurrency,
         adaptive: flow.adaptive,
         gates: flow.gates,
         hotspots: hotspot::build(rules.hotspot, &old.hotspots),
         breakers: circuit_breaker::build(rules.breakers, &old.breakers, ctx.now),
-    }
+        lone_qps: false,
+    };
+    chain.mark_lone_qps();
+    chain
 }
 
 /// Runs the stages for one entry at `now`, writing what they decided into `out` (a default
