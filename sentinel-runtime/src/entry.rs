@@ -235,7 +235,9 @@ fn enter_checked(
     count: u32,
     params: &Params,
 ) -> Result<Entry, BlockError> {
-    node.with_chain_in(slot, |chain| match lone_qps(&chain, params) {
+    // A `move` closure: it captures values, not the addresses of locals that would have to
+    // stay in memory for the read's rare slow path (10 instructions a call).
+    node.with_chain_in(slot, move |chain| match lone_qps(&chain, params) {
         Some(gate) => enter_lone(slot, node, gate, count, params, false),
         None => enter_chain(slot, node, &chain, count, params),
     })
@@ -400,7 +402,7 @@ pub(crate) fn reserve_with(
         let entry = Entry::unchecked(node, count, now, inbound, cancellable);
         return Ok(Reservation(Inner::Ready(entry)));
     }
-    node.with_chain(|chain| {
+    node.with_chain(move |chain| {
         if let Some(gate) = lone_qps(&chain, params) {
             let entry = enter_lone(thread_slot(), node, gate, count, params, cancellable)?;
             return Ok(Reservation(Inner::Ready(entry)));
