@@ -10,7 +10,7 @@ use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
 use crate::param::Params;
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket};
+use crate::slot::{self, system, Admission, Chain, HotPass, Outcome, ProbeTicket};
 use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, Held};
 
@@ -237,9 +237,14 @@ fn enter_checked(
 ) -> Result<Entry, BlockError> {
     // A `move` closure: it captures values, not the addresses of locals that would have to
     // stay in memory for the read's rare slow path (10 instructions a call).
-    node.with_chain_in(slot, move |chain| match lone_qps(&chain, params) {
-        Some(gate) => enter_lone(slot, node, gate, count, params, false),
-        None => enter_chain(slot, node, &chain, count, params),
+    node.with_chain_in(slot, move |chain| {
+        if let Some(gate) = lone_qps(&chain, params) {
+            return enter_lone(slot, node, gate, count, params, false);
+        }
+        if let Some(gate) = lone_hotspot(&chain, params) {
+            return enter_lone_hot(slot, node, &chain, gate, count, params);
+        }
+        enter_chain(slot, node, &chain, count, params)
     })
 }
 
@@ -250,6 +255,85 @@ fn enter_checked(
 fn lone_qps<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::QpsGate> {
     let gate = chain.lone_qps()?;
     (!params.is_inbound() && !slot::has_custom()).then_some(gate)
+}
+
+/// The chain's lone hotspot gate, if that is all an entry with `params` must ask (as
+/// [`lone_qps`]).
+#[inline(always)]
+fn lone_hotspot<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::HotspotGate> {
+    let gate = chain.lone_hotspot()?;
+    (!params.is_inbound() && !slot::has_custom()).then_some(gate)
+}
+
+/// The entry of a chain that is one hotspot gate limiting a rate: the gate's admission of the
+/// entry's value, then the pass counted, as the stage runner would, without the runner.
+#[inline(always)]
+fn enter_lone_hot(
+    slot: usize,
+    node: &'static ResourceNode,
+    chain: &Held<'_, Chain>,
+    gate: &slot::HotspotGate,
+    count: u32,
+    params: &Params,
+) -> Result<Entry, BlockError> {
+    // Before the clock is read: the table's misses overlap the reading.
+    gate.prefetch(params);
+    let now = clock::now_nanos();
+    match gate.try_enter(node.name(), params, now, count) {
+        Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
+            count_pass(node, slot, now, count, false);
+            Ok(Entry::unchecked(node, count, now, false, false))
+        }
+        Ok(pass) => Ok(admit_hot_pass(slot, node, chain, count, now, pass)),
+        Err(block) => {
+            lone_hot_block(node, gate, params, now, count, &block);
+            Err(block)
+        }
+    }
+}
+
+/// A lone hotspot gate's pass that holds something (a wait, or a place): made into the entry as
+/// the stage runner's admission would be. The gate of a chain's shortcut gives no such pass
+/// (see [`HotspotGate::is_plain_rate`](slot::HotspotGate::is_plain_rate)); this keeps the
+/// shortcut exact whatever the gate answers.
+#[cold]
+#[inline(never)]
+fn admit_hot_pass(
+    slot: usize,
+    node: &'static ResourceNode,
+    chain: &Held<'_, Chain>,
+    count: u32,
+    now: u64,
+    pass: HotPass,
+) -> Entry {
+    let mut admission = Admission {
+        at: now,
+        ..Admission::default()
+    };
+    if let HotPass::Rate { turn, .. } = pass {
+        admission.turn = turn;
+    }
+    admission.hot.push(0, pass);
+    if admission.turn == 0 {
+        count_pass(node, slot, now, count, false);
+        return Entry::new(node, count, &mut admission, false, || Some(chain.to_arc()));
+    }
+    wait_for_turn(Waiting::new(node, chain.to_arc(), count, admission, false))
+}
+
+/// Counts a call a lone hotspot gate blocked, as the runner does.
+#[cold]
+#[inline(never)]
+fn lone_hot_block(
+    node: &'static ResourceNode,
+    gate: &slot::HotspotGate,
+    params: &Params,
+    now: u64,
+    count: u32,
+    block: &BlockError,
+) {
+    gate.note_block(params, now, count);
+    on_block(node, now, count, params, block);
 }
 
 /// The entry of a chain that is one exact QPS gate: the gate's reservation, then the pass

@@ -32,10 +32,23 @@ pub(crate) struct Chain {
     pub(crate) hotspots: Vec<HotspotGate>,
     /// The circuit breakers, checked after the hotspot checks.
     pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
-    /// The chain is one exact QPS gate and nothing else, and its resource does not count the
-    /// calls inside: an entry that is not inbound (no system check) with no custom slot
-    /// registered then only asks that gate (see [`Chain::lone_qps`]).
-    pub(crate) lone_qps: bool,
+    /// Whether the chain is a single check and nothing else (and its resource does not count
+    /// the calls inside): an entry that is not inbound (no system check) with no custom slot
+    /// registered then only asks that check, without the stage runner (see [`Chain::lone_qps`]
+    /// and [`Chain::lone_hotspot`]).
+    pub(crate) lone: Lone,
+}
+
+/// What [`Chain::lone`] says the chain is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Lone {
+    /// Anything else: the stage runner runs.
+    #[default]
+    No,
+    /// One exact QPS gate (`gates[0]`).
+    Qps,
+    /// One hotspot gate (`hotspots[0]`) limiting a rate, with no wait and no cluster part.
+    Hotspot,
 }
 
 /// A resource's rules in force, by kind, as the manager hands them to [`Chain::build`] (all
@@ -73,26 +86,40 @@ impl Chain {
     /// no stage runner, no admission record; the same checks and the same counts).
     #[inline(always)]
     pub(crate) fn lone_qps(&self) -> Option<&QpsGate> {
-        if !self.lone_qps {
+        if self.lone != Lone::Qps {
             return None;
         }
         self.gates.first()?.as_qps()
     }
 
-    /// Sets [`lone_qps`](Self::lone_qps) from what the chain holds (called by the builder).
-    pub(crate) fn mark_lone_qps(&mut self) {
-        self.lone_qps = self.authority.is_empty()
+    /// The lone hotspot gate, if the chain is that and nothing else (as [`lone_qps`]).
+    ///
+    /// [`lone_qps`]: Self::lone_qps
+    #[inline(always)]
+    pub(crate) fn lone_hotspot(&self) -> Option<&HotspotGate> {
+        if self.lone != Lone::Hotspot {
+            return None;
+        }
+        self.hotspots.first()
+    }
+
+    /// Sets [`lone`](Self::lone) from what the chain holds (called by the builder).
+    pub(crate) fn mark_lone(&mut self) {
+        let nothing_else = self.authority.is_empty()
             && self.concurrency.is_none()
             && self.adaptive.is_none()
-            && self.hotspots.is_empty()
-            && self.breakers.is_empty()
-            && matches!(self.gates.as_slice(), [gate] if gate.as_qps().is_some());
+            && self.breakers.is_empty();
+        self.lone = match (self.gates.as_slice(), self.hotspots.as_slice()) {
+            ([gate], []) if nothing_else && gate.as_qps().is_some() => Lone::Qps,
+            ([], [gate]) if nothing_else && gate.is_plain_rate() => Lone::Hotspot,
+            _ => Lone::No,
+        };
     }
 
     /// The resource counts its calls inside (a concurrency rule was in force on it at some
-    /// point): every entry must take the count, so the lone-gate shortcut is off.
+    /// point): every entry must take the count, so no shortcut applies.
     pub(crate) fn counts_calls_inside(&mut self) {
-        self.lone_qps = false;
+        self.lone = Lone::No;
     }
 
     /// No checks at all.

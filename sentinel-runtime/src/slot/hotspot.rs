@@ -309,6 +309,12 @@ impl HotspotGate {
         self.exceptions.iter().find(|e| e.key == key)
     }
 
+    /// Whether every admission of this gate is a rate pass with no wait (a QPS rule without
+    /// `max_wait` or a cluster part): what a chain's lone-gate shortcut takes.
+    pub(crate) fn is_plain_rate(&self) -> bool {
+        self.shape.metric == HotspotMetric::Qps && self.max_wait == 0 && self.cluster.is_none()
+    }
+
     /// Starts loading the table lines that [`try_enter`](Self::try_enter) will read for this
     /// call's parameter: a hint, to be given before the work that precedes the checks.
     #[inline]

@@ -56,7 +56,7 @@ pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use custom::has_custom;
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
 pub(crate) use gate::{successions as gate_successions, Gate};
-pub(crate) use hotspot::BlockedValues;
+pub(crate) use hotspot::{BlockedValues, HotPass, HotspotGate};
 pub(crate) use qps::QpsGate;
 pub(crate) use related::Resolve;
 pub(crate) use stage::{build, cancel, check};

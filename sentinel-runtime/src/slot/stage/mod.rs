@@ -8,7 +8,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::chain::{Admission, BuildContext, Call, Chain, ChainRules, Target};
+use super::chain::{Admission, BuildContext, Call, Chain, ChainRules, Lone, Target};
 use super::custom::{self, Registered, SlotContext};
 use super::ConcurrencyCounter;
 use super::{
@@ -73,9 +73,9 @@ pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>)
         gates: flow.gates,
         hotspots: hotspot::build(rules.hotspot, &old.hotspots),
         breakers: circuit_breaker::build(rules.breakers, &old.breakers, ctx.now),
-        lone_qps: false,
+        lone: Lone::No,
     };
-    chain.mark_lone_qps();
+    chain.mark_lone();
     chain
 }
 
