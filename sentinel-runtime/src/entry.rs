@@ -276,10 +276,18 @@ fn enter_lone_hot(
     count: u32,
     params: &Params,
 ) -> Result<Entry, BlockError> {
-    // Before the clock is read: the table's misses overlap the reading.
-    gate.prefetch(params);
+    // The value found once; its lines asked for before the clock is read, so that the table's
+    // misses overlap the reading.
+    let found = gate.locate(params);
+    if let Some((_, located)) = &found {
+        gate.prefetch_located(located);
+    }
     let now = clock::now_nanos();
-    match gate.try_enter(node.name(), params, now, count) {
+    let admitted = match &found {
+        Some((key, located)) => gate.try_enter_key(node.name(), *key, Some(located), now, count),
+        None => Ok(HotPass::Free),
+    };
+    match admitted {
         Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
             count_pass(node, slot, now, count, false);
             Ok(Entry::unchecked(node, count, now, false, false))

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::cluster::ClusterHot;
 use super::hot_top::{BlockedTop, Counted};
-use super::param_table::{Full, Kind, ParamTable, Place, RateDecision};
+use super::param_table::{Full, Kind, Located, ParamTable, Place, RateDecision};
 use crate::error::BlockError;
 use crate::param::Params;
 use crate::rule_data::hotspot::{
@@ -324,6 +324,20 @@ impl HotspotGate {
         }
     }
 
+    /// The entry's value of this gate's parameter (`None`: the entry has no such parameter)
+    /// and where it lives in the table: found once, for the prefetch and the admission.
+    #[inline(always)]
+    pub(crate) fn locate(&self, params: &Params) -> Option<(u64, Located)> {
+        let key = params.get(self.shape.param_index)?;
+        Some((key, self.table.locate(key)))
+    }
+
+    /// Starts loading the table lines of a value [`locate`](Self::locate) found.
+    #[inline(always)]
+    pub(crate) fn prefetch_located(&self, k: &Located) {
+        self.table.prefetch(k);
+    }
+
     /// Admits `count` calls of the entry's value at `now` (`now` is also the start of a wait),
     /// or blocks them.
     #[inline]
@@ -337,6 +351,20 @@ impl HotspotGate {
         let Some(key) = params.get(self.shape.param_index) else {
             return Ok(HotPass::Free);
         };
+        self.try_enter_key(resource, key, None, now, count)
+    }
+
+    /// [`try_enter`](Self::try_enter) of the value `key`, [located](Self::locate) as `located`
+    /// if the caller found it already.
+    #[inline]
+    pub(crate) fn try_enter_key(
+        &self,
+        resource: &'static str,
+        key: u64,
+        located: Option<&Located>,
+        now: u64,
+        count: u32,
+    ) -> Result<HotPass, BlockError> {
         let exception = self.exception(key);
         let given = exception.map_or(self.rule.threshold, |e| e.given);
         match self.shape.metric {
@@ -354,8 +382,12 @@ impl HotspotGate {
                         return decided.map(|()| HotPass::Free);
                     }
                 }
-                match self.table.acquire_rate(
-                    key,
+                let located = match located {
+                    Some(k) => *k,
+                    None => self.table.locate(key),
+                };
+                match self.table.acquire_rate_located(
+                    &located,
                     now,
                     count,
                     pace.interval,

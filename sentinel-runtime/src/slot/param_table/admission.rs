@@ -34,21 +34,36 @@ impl<A: AtomicWord> ParamTable<A> {
         tolerance: u64,
         max_wait: u64,
     ) -> RateDecision {
+        // No prefetch here: the caller asked for the lines already ([`prefetch_key`], which
+        // the entry does before it reads the clock), a second request only costs instructions.
+        //
+        // [`prefetch_key`]: ParamTable::prefetch_key
+        let k = self.locate(key);
+        self.acquire_rate_located(&k, now, count, interval, tolerance, max_wait)
+    }
+
+    /// [`acquire_rate`](Self::acquire_rate) of the key `k` was [located](Self::locate) as
+    /// (by a caller that located it once for its prefetch too).
+    #[inline]
+    pub(crate) fn acquire_rate_located(
+        &self,
+        k: &Located,
+        now: u64,
+        count: u32,
+        interval: u64,
+        tolerance: u64,
+        max_wait: u64,
+    ) -> RateDecision {
         let r = RateRequest {
             count,
             interval: interval.max(1),
             tolerance,
             max_wait,
         };
-        // No prefetch here: the caller asked for the lines already ([`prefetch_key`], which
-        // the entry does before it reads the clock), a second request only costs instructions.
-        //
-        // [`prefetch_key`]: ParamTable::prefetch_key
-        let k = self.locate(key);
         loop {
-            match self.find(&k, OCCUPIED) {
+            match self.find(k, OCCUPIED) {
                 Some(slot) => {
-                    if let Some(decision) = self.rate_at(slot, &k, now, &r) {
+                    if let Some(decision) = self.rate_at(slot, k, now, &r) {
                         return decision;
                     }
                     // The slot was given to another key meanwhile: look again.
@@ -59,7 +74,7 @@ impl<A: AtomicWord> ParamTable<A> {
                     if let RateDecision::Block { .. } = fresh {
                         return fresh;
                     }
-                    return self.insert_rate(&k, now, &r);
+                    return self.insert_rate(k, now, &r);
                 }
             }
         }

@@ -29,39 +29,38 @@ pub(super) struct RateRequest {
 /// The GCRA step from `tat` at `now`: the decision and the TAT it leaves (unchanged on a
 /// block). A TAT past `u64::MAX` cannot be kept, so such a request blocks, and an interval of
 /// `u64::MAX` (a threshold of 0) passes nothing.
+///
+/// In `u64` with checked steps (the reference in the tests below does it in `u128`): the cost
+/// `count x interval` or the new TAT past `u64::MAX` is a TAT that cannot be kept, and a
+/// tolerance plus interval past `u64::MAX` admits whatever is ahead (never more than
+/// `u64::MAX`).
+#[inline(always)]
 pub(super) fn gcra(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
+    const NEVER: RateDecision = RateDecision::Block {
+        retry_after: u64::MAX,
+    };
     if r.interval == u64::MAX {
         // A threshold of 0 (even at `now == 0`, where one such interval would still fit).
-        return (
-            RateDecision::Block {
-                retry_after: u64::MAX,
-            },
-            tat,
-        );
+        return (NEVER, tat);
     }
-    let now_wide = u128::from(now);
-    let start = u128::from(tat).max(now_wide);
-    let new_tat = start + u128::from(r.count) * u128::from(r.interval);
-    let Ok(kept) = u64::try_from(new_tat) else {
-        return (
-            RateDecision::Block {
-                retry_after: u64::MAX,
-            },
-            tat,
-        );
+    let Some(cost) = u64::from(r.count).checked_mul(r.interval) else {
+        return (NEVER, tat);
     };
-    let ahead = new_tat - now_wide;
-    let limit = u128::from(r.tolerance) + u128::from(r.interval);
+    let Some(kept) = tat.max(now).checked_add(cost) else {
+        return (NEVER, tat);
+    };
+    let ahead = kept - now;
+    let limit = r.tolerance.saturating_add(r.interval);
     if ahead <= limit {
         return (RateDecision::Pass, kept);
     }
-    let wait = u64::try_from(ahead - limit).unwrap_or(u64::MAX);
+    let wait = ahead - limit;
     if wait <= r.max_wait {
         (RateDecision::Wait(wait), kept)
     } else {
         (
             RateDecision::Block {
-                retry_after: retry_after(wait, r, limit),
+                retry_after: retry_after(wait, r, u128::from(limit)),
             },
             tat,
         )
@@ -76,5 +75,73 @@ fn retry_after(wait: u64, r: &RateRequest, limit: u128) -> u64 {
         u64::MAX
     } else {
         wait
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The step in `u128`, as first written: the reference for the `u64` one.
+    fn reference(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
+        if r.interval == u64::MAX {
+            return (
+                RateDecision::Block {
+                    retry_after: u64::MAX,
+                },
+                tat,
+            );
+        }
+        let now_wide = u128::from(now);
+        let start = u128::from(tat).max(now_wide);
+        let new_tat = start + u128::from(r.count) * u128::from(r.interval);
+        let Ok(kept) = u64::try_from(new_tat) else {
+            return (
+                RateDecision::Block {
+                    retry_after: u64::MAX,
+                },
+                tat,
+            );
+        };
+        let ahead = new_tat - now_wide;
+        let limit = u128::from(r.tolerance) + u128::from(r.interval);
+        if ahead <= limit {
+            return (RateDecision::Pass, kept);
+        }
+        let wait = u64::try_from(ahead - limit).unwrap_or(u64::MAX);
+        if wait <= r.max_wait {
+            (RateDecision::Wait(wait), kept)
+        } else {
+            (
+                RateDecision::Block {
+                    retry_after: retry_after(wait, r, limit),
+                },
+                tat,
+            )
+        }
+    }
+
+    /// Values near every edge: small, around a second, near `u64::MAX`, and anything.
+    fn edgy() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0u64..1_000,
+            999_000_000u64..1_001_000_000,
+            (u64::MAX - 1_000)..=u64::MAX,
+            (u64::MAX / 2 - 1_000)..(u64::MAX / 2 + 1_000),
+            any::<u64>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_u64_step_decides_as_the_u128_one(
+            tat in edgy(), now in edgy(), count in prop_oneof![1u32..4, any::<u32>()],
+            interval in edgy(), tolerance in edgy(), max_wait in edgy(),
+        ) {
+            let r = RateRequest { count, interval: interval.max(1), tolerance, max_wait };
+            prop_assert_eq!(gcra(tat, now, &r), reference(tat, now, &r));
+        }
     }
 }

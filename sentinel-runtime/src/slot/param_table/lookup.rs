@@ -21,9 +21,10 @@ fn prefetch_line<T>(value: &T) {
     let _ = value;
 }
 
-/// Where a key lives: its shard, its tag without flags, its buckets (one or two).
+/// Where a key lives: its shard, its tag without flags, its buckets (one or two). Found once
+/// per call ([`ParamTable::locate`]): the entry's prefetch and the admission share it.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Located {
+pub(crate) struct Located {
     pub(super) shard: usize,
     pub(super) id: u64,
     pub(super) buckets: [usize; 2],
@@ -65,7 +66,7 @@ pub(super) fn matches(word: u64, id: u64, flags: u64) -> bool {
 
 impl<A: AtomicWord> ParamTable<A> {
     #[inline]
-    pub(super) fn locate(&self, key: u64) -> Located {
+    pub(crate) fn locate(&self, key: u64) -> Located {
         let mixed = mix(key);
         let shard = (mixed >> (64 - self.shard_bits)) as usize;
         let first = shard * self.buckets_per_shard as usize;
@@ -99,7 +100,7 @@ impl<A: AtomicWord> ParamTable<A> {
     /// of its buckets and the two lines of their states) at once, so that their cache misses overlap instead of
     /// following one another (over a large table each is a miss to memory).
     #[inline(always)]
-    pub(super) fn prefetch(&self, k: &Located) {
+    pub(crate) fn prefetch(&self, k: &Located) {
         if !self.prefetch {
             return;
         }

@@ -102,6 +102,7 @@ use debt_sketch::DebtSketch;
 #[cfg(test)]
 pub(crate) use debt_sketch::DebtSketch;
 pub(crate) use gcra::RateDecision;
+pub(crate) use lookup::Located;
 
 /// Slots per bucket: 8 key words, one cache line.
 const BUCKET: usize = 8;
