@@ -356,7 +356,7 @@ impl HotspotGate {
 
     /// [`try_enter`](Self::try_enter) of the value `key`, [located](Self::locate) as `located`
     /// if the caller found it already.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_enter_key(
         &self,
         resource: &'static str,

@@ -69,6 +69,10 @@ pub(super) fn gcra(tat: u64, now: u64, r: &RateRequest) -> (RateDecision, u64) {
 
 /// When a blocked request may pass: after `wait`, unless it is blocked even from idle (a batch
 /// larger than the threshold and burst, beyond what `max_wait` covers), then never (`u64::MAX`).
+/// Out of line: inlined, its arithmetic was hoisted ahead of the admission's loop, on every
+/// call.
+#[cold]
+#[inline(never)]
 fn retry_after(wait: u64, r: &RateRequest, limit: u128) -> u64 {
     let from_idle = u128::from(r.count) * u128::from(r.interval);
     if from_idle > limit && from_idle - limit > u128::from(r.max_wait) {
