@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::clock;
 use crate::error::BlockError;
-use crate::node::{ResourceNode, REPORTS_ADAPTIVE};
+use crate::node::{ResourceNode, REPORTS_ADAPTIVE, REPORTS_BREAKERS};
 use crate::param::Params;
 use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, HotPass, Outcome, ProbeTicket};
@@ -837,20 +837,21 @@ impl Drop for Entry {
         let panicking = std::thread::panicking() && flags & ENTERED_UNWINDING == 0;
         let error = flags & ERROR != 0 || panicking;
         let reports = self.node.reports_exits();
-        if reports != 0 || flags & (INBOUND | HELD) != 0 {
+        if reports != 0 || flags & (INBOUND | HELD | COUNTED) != 0 {
             // Out of line: the common exit keeps its few values in registers.
             return self.exit_reporting(now, rt_us, flags, panicking, error, reports);
         }
-        // What was reserved and the statistics first: no user code runs before them.
-        self.node.counter().exit(flags & COUNTED != 0);
+        // Nothing reserved to give back (no count of calls inside: `REPORTS_COUNTED`), so the
+        // statistics are all.
         let count = (flags >> COUNT_SHIFT) as u32;
         self.node.stats().on_exit(now, count, rt_us, error);
     }
 }
 
 impl Entry {
-    /// The exit of an entry that holds hotspot places, is inbound, or reports to breakers or
-    /// an adaptive limit: everything [`Drop`] does for the common entry, and those.
+    /// The exit of an entry that holds hotspot places or a place in its resource's count of
+    /// calls inside, is inbound, or reports to breakers or an adaptive limit: everything
+    /// [`Drop`] does for the common entry, and those.
     #[cold]
     #[inline(never)]
     fn exit_reporting(
@@ -887,7 +888,7 @@ impl Entry {
             system::inside().exit(flags & SYSTEM_COUNTED != 0);
             crate::stat::inbound().on_exit(now, count, rt_us, error);
         }
-        if reports != 0 {
+        if reports & (REPORTS_BREAKERS | REPORTS_ADAPTIVE) != 0 {
             // Breaker transitions run listeners: a panicking one is contained there.
             self.node.with_chain(|chain| {
                 for breaker in chain.breakers.iter() {

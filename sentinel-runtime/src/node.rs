@@ -38,7 +38,8 @@ pub struct ResourceNode {
     /// Whether an entry has anything to check (rules in force, or calls to count): entries of a
     /// node without checks skip loading the chain.
     checked: AtomicBool,
-    /// What exits report to: [`REPORTS_BREAKERS`] and [`REPORTS_ADAPTIVE`] bits (0: nothing).
+    /// What exits report to: [`REPORTS_BREAKERS`], [`REPORTS_ADAPTIVE`] and [`REPORTS_COUNTED`]
+    /// bits (0: nothing).
     reports_exits: AtomicU8,
     /// Whether the parameter names are known (read by entries that supply names, so that they
     /// supply them once).
@@ -66,6 +67,11 @@ struct BlockEvents {
 pub(crate) const REPORTS_BREAKERS: u8 = 1;
 /// [`ResourceNode::reports_exits`]: the chain has an adaptive concurrency limit.
 pub(crate) const REPORTS_ADAPTIVE: u8 = 2;
+/// [`ResourceNode::reports_exits`]: the resource counts its calls inside (a concurrency rule
+/// has been in force on it): an exit gives back its place, or leaves the count of calls that
+/// were inside when counting started. Set before counting starts and never cleared, so an
+/// exit that sees no bit has nothing to give back (but for the race the counter documents).
+pub(crate) const REPORTS_COUNTED: u8 = 4;
 
 impl crate::sync::Named for ResourceNode {
     fn name(&self) -> &str {
@@ -123,7 +129,8 @@ impl ResourceNode {
         self.checked.load(Ordering::Acquire)
     }
 
-    /// What an exit reports to ([`REPORTS_BREAKERS`], [`REPORTS_ADAPTIVE`]; 0: nothing).
+    /// What an exit reports to ([`REPORTS_BREAKERS`], [`REPORTS_ADAPTIVE`],
+    /// [`REPORTS_COUNTED`]; 0: nothing).
     #[inline(always)]
     pub(crate) fn reports_exits(&self) -> u8 {
         self.reports_exits.load(Ordering::Acquire)
@@ -312,6 +319,8 @@ impl ResourceNode {
             &self.stats,
         );
         if chain.counts_inside() {
+            self.reports_exits
+                .fetch_or(REPORTS_COUNTED, Ordering::SeqCst);
             self.counter.start(|| self.stats.inflight_total());
         }
         if self.counter.is_tracking() {
@@ -324,6 +333,9 @@ impl ResourceNode {
         }
         if chain.adaptive.is_some() {
             reports |= REPORTS_ADAPTIVE;
+        }
+        if self.counter.is_tracking() {
+            reports |= REPORTS_COUNTED;
         }
         self.chain.replace(Arc::new(chain));
         self.reports_exits.store(reports, Ordering::Release);
