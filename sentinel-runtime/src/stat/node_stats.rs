@@ -85,6 +85,13 @@ impl Shard {
         true
     }
 
+    /// Adds `delta` to the calls inside through this shard, as its single writer.
+    #[inline(always)]
+    fn inflight_exclusive(&self, delta: i64) {
+        let v = self.inflight.load(Ordering::Relaxed);
+        self.inflight.store(v + delta, Ordering::Release);
+    }
+
     /// Makes the bucket at `pos` the writer's current one, if it holds `pos`'s period. Only the
     /// shard's single writer calls this.
     #[inline]
@@ -143,7 +150,8 @@ pub(crate) struct RunningTotals {
     pub(crate) blocks_by_rule: [u64; RULE_KINDS],
 }
 
-/// A shard and whether this thread is its only writer.
+/// A shard and whether this thread is its only writer (two words, passed by value).
+#[derive(Clone, Copy)]
 struct Writer<'a> {
     shard: &'a Shard,
     exclusive: bool,
@@ -210,7 +218,7 @@ impl NodeStats {
     /// its period (plain loads and stores: this thread is the shard's only writer), else the
     /// general add, which restarts a stale bucket and folds what it held into the minute window.
     #[inline(always)]
-    fn add(&self, w: &Writer<'_>, now: u64, events: &[(MetricEvent, u64)]) {
+    fn add(&self, w: Writer<'_>, now: u64, events: &[(MetricEvent, u64)]) {
         let added = w.shard.add_current(now, |bucket| {
             for &(event, value) in events {
                 bucket.merge_exclusive(event, value);
@@ -223,7 +231,7 @@ impl NodeStats {
 
     #[cold]
     #[inline(never)]
-    fn add_slow(&self, w: &Writer<'_>, now: u64, events: &[(MetricEvent, u64)]) {
+    fn add_slow(&self, w: Writer<'_>, now: u64, events: &[(MetricEvent, u64)]) {
         let pos = second_position(now);
         for &(event, value) in events {
             w.shard
@@ -237,17 +245,19 @@ impl NodeStats {
         }
     }
 
-    /// [`add_slow`](Self::add_slow) of a pass (the common add builds no list of events).
+    /// [`add_slow`](Self::add_slow) of a pass, with its concurrency (the common add builds no
+    /// list of events).
     #[cold]
     #[inline(never)]
-    fn pass_slow(&self, w: &Writer<'_>, now: u64, count: u32) {
+    fn pass_slow(&self, w: Writer<'_>, now: u64, count: u32) {
         self.add_slow(w, now, &[(MetricEvent::Pass, u64::from(count))]);
+        Self::inflight(w, 1);
     }
 
-    /// [`add_slow`](Self::add_slow) of an exit.
+    /// [`add_slow`](Self::add_slow) of an exit, with its concurrency.
     #[cold]
     #[inline(never)]
-    fn exit_slow(&self, w: &Writer<'_>, now: u64, count: u32, rt_us: u64, error: bool) {
+    fn exit_slow(&self, w: Writer<'_>, now: u64, count: u32, rt_us: u64, error: bool) {
         let count = u64::from(count);
         let events = [
             (MetricEvent::Complete, count),
@@ -256,6 +266,7 @@ impl NodeStats {
             (MetricEvent::Error, count),
         ];
         self.add_slow(w, now, &events[..if error { 4 } else { 3 }]);
+        Self::inflight(w, -1);
     }
 
     /// Moves a count displaced from a 100 ms bucket of `period` into the running totals, and
@@ -276,7 +287,7 @@ impl NodeStats {
     }
 
     #[inline]
-    fn inflight(w: &Writer<'_>, delta: i64) {
+    fn inflight(w: Writer<'_>, delta: i64) {
         if w.exclusive {
             let v = w.shard.inflight.load(Ordering::Relaxed);
             w.shard.inflight.store(v + delta, Ordering::Release);
@@ -289,13 +300,15 @@ impl NodeStats {
     #[inline(always)]
     pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
         let w = self.writer_in(slot);
+        // The current bucket is set only in a shard with a single writer: the concurrency is
+        // then a plain load and store too.
         let added = w.shard.add_current(now, |bucket| {
             bucket.merge_exclusive(MetricEvent::Pass, u64::from(count));
+            w.shard.inflight_exclusive(1);
         });
         if !added {
-            self.pass_slow(&w, now, count);
+            self.pass_slow(w, now, count);
         }
-        Self::inflight(&w, 1);
     }
 
     /// A rejected entry of `count` at `now`, blocked by a rule of the kind `rule` (an index of
@@ -306,7 +319,7 @@ impl NodeStats {
             blocked.fetch_add(u64::from(count), Ordering::Relaxed);
         }
         let w = self.writer();
-        self.add(&w, now, &[(MetricEvent::Block, u64::from(count))]);
+        self.add(w, now, &[(MetricEvent::Block, u64::from(count))]);
     }
 
     /// The exit of an admitted entry of `count`.
@@ -321,11 +334,11 @@ impl NodeStats {
             if error {
                 bucket.merge_exclusive(MetricEvent::Error, count);
             }
+            w.shard.inflight_exclusive(-1);
         });
         if !added {
-            self.exit_slow(&w, now, count, rt_us, error);
+            self.exit_slow(w, now, count, rt_us, error);
         }
-        Self::inflight(&w, -1);
     }
 
     fn each_shard<'a>(&'a self, mut f: impl FnMut(&'a Shard)) {
