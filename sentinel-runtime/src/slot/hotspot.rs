@@ -382,12 +382,17 @@ impl HotspotGate {
                         return decided.map(|()| HotPass::Free);
                     }
                 }
+                // Borrowed, not copied, when the caller located the value.
+                let fresh;
                 let located = match located {
-                    Some(k) => *k,
-                    None => self.table.locate(key),
+                    Some(k) => k,
+                    None => {
+                        fresh = self.table.locate(key);
+                        &fresh
+                    }
                 };
                 match self.table.acquire_rate_located(
-                    &located,
+                    located,
                     now,
                     count,
                     pace.interval,
