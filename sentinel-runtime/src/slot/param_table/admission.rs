@@ -43,8 +43,9 @@ impl<A: AtomicWord> ParamTable<A> {
     }
 
     /// [`acquire_rate`](Self::acquire_rate) of the key `k` was [located](Self::locate) as
-    /// (by a caller that located it once for its prefetch too).
-    #[inline]
+    /// (by a caller that located it once for its prefetch too). A key in the table is admitted
+    /// inline; an absent one, or one whose slot changed hands meanwhile, out of line.
+    #[inline(always)]
     pub(crate) fn acquire_rate_located(
         &self,
         k: &Located,
@@ -60,21 +61,34 @@ impl<A: AtomicWord> ParamTable<A> {
             tolerance,
             max_wait,
         };
+        if let Some(slot) = self.find(k, OCCUPIED) {
+            if let Some(decision) = self.rate_at(slot, k, now, &r) {
+                return decision;
+            }
+        }
+        self.acquire_rate_again(k, now, &r)
+    }
+
+    /// The rest of [`acquire_rate_located`](Self::acquire_rate_located): the key absent (its
+    /// insertion), or its slot given to another key since it was found (look again).
+    #[cold]
+    #[inline(never)]
+    fn acquire_rate_again(&self, k: &Located, now: u64, r: &RateRequest) -> RateDecision {
         loop {
             match self.find(k, OCCUPIED) {
                 Some(slot) => {
-                    if let Some(decision) = self.rate_at(slot, k, now, &r) {
+                    if let Some(decision) = self.rate_at(slot, k, now, r) {
                         return decision;
                     }
                     // The slot was given to another key meanwhile: look again.
                 }
                 None => {
                     // Absent: the key's state is fresh (a TAT at or before now).
-                    let (fresh, _) = gcra(0, now, &r);
+                    let (fresh, _) = gcra(0, now, r);
                     if let RateDecision::Block { .. } = fresh {
                         return fresh;
                     }
-                    return self.insert_rate(k, now, &r);
+                    return self.insert_rate(k, now, r);
                 }
             }
         }
