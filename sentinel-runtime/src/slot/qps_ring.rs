@@ -118,6 +118,40 @@ impl<A: AtomicWord> QpsRing<A> {
         if count > limit {
             return None;
         }
+        // The common call, inline: the head stable and holding `now`, the bucket tagged with
+        // it, one CAS. Anything else (a move of the head to make or to wait for, a bucket
+        // retagged, a lost CAS, a move meanwhile) goes round the full loop below, out of line.
+        let seq = self.head.seq.load(SeqCst);
+        if seq & 1 == 0 {
+            let head = self.head.head.load(SeqCst);
+            if now < self.head.head_end.load(SeqCst) {
+                let prev = self.head.prev.load(SeqCst);
+                let slot = self.slot(head);
+                let word = slot.load(SeqCst);
+                if tag(word) == tag_of(head) {
+                    let fits = prev + value(word) + count <= limit;
+                    if fits
+                        && slot
+                            .compare_exchange(word, word + count, SeqCst, SeqCst)
+                            .is_ok()
+                    {
+                        if self.head.seq.load(SeqCst) == seq {
+                            return Some(head);
+                        }
+                        self.rollback(head, count);
+                    } else if !fits && self.head.seq.load(SeqCst) == seq {
+                        return None;
+                    }
+                }
+            }
+        }
+        self.reserve_again(now, count, limit)
+    }
+
+    /// [`reserve`](Self::reserve)'s full loop (`limit` already clamped, `count` within it).
+    #[cold]
+    #[inline(never)]
+    fn reserve_again(&self, now: u64, count: u64, limit: u64) -> Option<u64> {
         loop {
             let seq = self.head.seq.load(SeqCst);
             if seq & 1 == 1 {
