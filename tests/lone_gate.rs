@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use sentinel_runtime::clock::MockClock;
-use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
+use sentinel_runtime::rules::{self, FlowRule, HotspotRule, SystemRule};
 use sentinel_runtime::{entry, metrics, BlockKind, EntryBuilder};
 
 #[test]
@@ -141,4 +141,29 @@ fn a_lone_hotspot_rule_with_a_wait_still_waits() {
     drop(call().unwrap());
     assert!(clock.now_nanos() > start, "the 11th call waited");
     rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+#[test]
+fn an_inbound_entry_counts_in_the_inbound_statistics_and_meets_system_rules() {
+    let _clock = MockClock::install();
+    rules::load_flow_rules(vec![FlowRule::qps("lone-inbound", 2.0)]).unwrap();
+    let inbound = || EntryBuilder::new("lone-inbound").inbound().enter();
+    let before = metrics::inbound();
+    // No system rule: the lone gate alone decides, and the inbound statistics count.
+    let admitted = [inbound().unwrap(), inbound().unwrap()];
+    assert_eq!(inbound().unwrap_err().kind(), BlockKind::Flow);
+    let during = metrics::inbound();
+    assert_eq!(during.pass_total - before.pass_total, 2);
+    assert_eq!(during.block_total - before.block_total, 1);
+    assert_eq!(during.concurrency, before.concurrency + 2);
+    drop(admitted);
+    let after = metrics::inbound();
+    assert_eq!(after.complete_total - before.complete_total, 2);
+    assert_eq!(after.concurrency, before.concurrency);
+    // With a system rule in force, inbound entries meet it first.
+    rules::load_system_rules(vec![SystemRule::new().concurrency(0)]).unwrap();
+    assert_eq!(inbound().unwrap_err().kind(), BlockKind::System);
+    drop(entry("lone-inbound").unwrap_err()); // not inbound: the window is still full
+    rules::load_system_rules(vec![]).unwrap();
+    rules::load_flow_rules(vec![]).unwrap();
 }

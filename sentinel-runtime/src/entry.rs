@@ -10,7 +10,7 @@ use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE, REPORTS_BREAKERS};
 use crate::param::Params;
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, HotPass, Outcome, ProbeTicket};
+use crate::slot::{self, system, Admission, Chain, HotPass, Outcome, ProbeTicket, INBOUND_CALL};
 use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, Held};
 
@@ -238,23 +238,31 @@ fn enter_checked(
     // A `move` closure: it captures values, not the addresses of locals that would have to
     // stay in memory for the read's rare slow path (10 instructions a call).
     node.with_chain_in(slot, move |chain| {
+        // Each shortcut in two copies, inbound or not, so that the common one (not inbound)
+        // tests nothing more for it.
         if let Some(gate) = lone_qps(&chain, params) {
-            return enter_lone(slot, node, gate, count, params, false);
+            return match params.is_inbound() {
+                false => enter_lone::<false>(slot, node, gate, count, params, false),
+                true => enter_lone::<true>(slot, node, gate, count, params, false),
+            };
         }
         if let Some(gate) = lone_hotspot(&chain, params) {
-            return enter_lone_hot(slot, node, &chain, gate, count, params);
+            return match params.is_inbound() {
+                false => enter_lone_hot::<false>(slot, node, &chain, gate, count, params),
+                true => enter_lone_hot::<true>(slot, node, &chain, gate, count, params),
+            };
         }
         enter_chain(slot, node, &chain, count, params)
     })
 }
 
 /// The chain's lone exact QPS gate, if that is all an entry with `params` must ask (see
-/// [`Chain::lone_qps`]): not for an inbound entry (the system rules check it) nor with custom
-/// slots registered.
+/// [`Chain::lone_qps`]): not for an inbound entry while system rules are in force (they check
+/// it), nor with custom slots registered.
 #[inline(always)]
 fn lone_qps<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::QpsGate> {
     let gate = chain.lone_qps()?;
-    (!params.is_inbound() && !slot::has_custom()).then_some(gate)
+    shortcut_allowed(params).then_some(gate)
 }
 
 /// The chain's lone hotspot gate, if that is all an entry with `params` must ask (as
@@ -262,13 +270,23 @@ fn lone_qps<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::QpsGate> 
 #[inline(always)]
 fn lone_hotspot<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::HotspotGate> {
     let gate = chain.lone_hotspot()?;
-    (!params.is_inbound() && !slot::has_custom()).then_some(gate)
+    shortcut_allowed(params).then_some(gate)
+}
+
+/// Whether the stages other than a lone gate's have nothing to do for an entry with `params`:
+/// the system stage only marks an inbound entry as such while no system rule is in force (the
+/// shortcut marks it the same way), and no custom slot is registered.
+#[inline(always)]
+fn shortcut_allowed(params: &Params) -> bool {
+    (!params.is_inbound() || !system::is_active()) && !slot::has_custom()
 }
 
 /// The entry of a chain that is one hotspot gate limiting a rate: the gate's admission of the
 /// entry's value, then the pass counted, as the stage runner would, without the runner.
+/// `INBOUND`: the entry is inbound (no system rule in force), counted in the inbound statistics
+/// too.
 #[inline(always)]
-fn enter_lone_hot(
+fn enter_lone_hot<const INBOUND: bool>(
     slot: usize,
     node: &'static ResourceNode,
     chain: &Held<'_, Chain>,
@@ -289,10 +307,10 @@ fn enter_lone_hot(
     };
     match admitted {
         Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
-            count_pass(node, slot, now, count, false);
-            Ok(Entry::unchecked(node, count, now, false, false))
+            count_pass(node, slot, now, count, INBOUND);
+            Ok(Entry::unchecked(node, count, now, INBOUND, false))
         }
-        Ok(pass) => Ok(admit_hot_pass(slot, node, chain, count, now, pass)),
+        Ok(pass) => Ok(admit_hot_pass(slot, node, chain, count, now, pass, params)),
         Err(block) => {
             lone_hot_block(node, gate, params, now, count, &block);
             Err(block)
@@ -313,9 +331,11 @@ fn admit_hot_pass(
     count: u32,
     now: u64,
     pass: HotPass,
+    params: &Params,
 ) -> Entry {
     let mut admission = Admission {
         at: now,
+        inbound: if params.is_inbound() { INBOUND_CALL } else { 0 },
         ..Admission::default()
     };
     if let HotPass::Rate { turn, .. } = pass {
@@ -323,7 +343,7 @@ fn admit_hot_pass(
     }
     admission.hot.push(0, pass);
     if admission.turn == 0 {
-        count_pass(node, slot, now, count, false);
+        count_pass(node, slot, now, count, admission.inbound != 0);
         return Entry::new(node, count, &mut admission, false, || Some(chain.to_arc()));
     }
     wait_for_turn(Waiting::new(node, chain.to_arc(), count, admission, false))
@@ -346,8 +366,9 @@ fn lone_hot_block(
 
 /// The entry of a chain that is one exact QPS gate: the gate's reservation, then the pass
 /// counted at the time the gate counted it, as the stage runner would, without the runner.
+/// `INBOUND` as for [`enter_lone_hot`].
 #[inline(always)]
-fn enter_lone(
+fn enter_lone<const INBOUND: bool>(
     slot: usize,
     node: &'static ResourceNode,
     gate: &slot::QpsGate,
@@ -358,8 +379,8 @@ fn enter_lone(
     let now = clock::now_nanos();
     match gate.try_acquire(now, count) {
         Some(at) => {
-            count_pass(node, slot, at, count, false);
-            Ok(Entry::unchecked(node, count, at, false, cancellable))
+            count_pass(node, slot, at, count, INBOUND);
+            Ok(Entry::unchecked(node, count, at, INBOUND, cancellable))
         }
         None => Err(lone_block(node, gate, now, count, params)),
     }
@@ -496,7 +517,11 @@ pub(crate) fn reserve_with(
     }
     node.with_chain(move |chain| {
         if let Some(gate) = lone_qps(&chain, params) {
-            let entry = enter_lone(thread_slot(), node, gate, count, params, cancellable)?;
+            let slot = thread_slot();
+            let entry = match params.is_inbound() {
+                false => enter_lone::<false>(slot, node, gate, count, params, cancellable),
+                true => enter_lone::<true>(slot, node, gate, count, params, cancellable),
+            }?;
             return Ok(Reservation(Inner::Ready(entry)));
         }
         chain.prefetch_params(params);

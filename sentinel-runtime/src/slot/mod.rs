@@ -50,7 +50,7 @@ mod throttle;
 mod warm_up;
 
 pub(crate) use adaptive::{AdaptiveLimit, Outcome};
-pub(crate) use chain::{Admission, BuildContext, Chain, ChainRules, Target};
+pub(crate) use chain::{Admission, BuildContext, Chain, ChainRules, Target, INBOUND_CALL};
 pub(crate) use circuit_breaker::{CircuitBreaker, ProbeTicket};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use custom::has_custom;
