@@ -10,9 +10,12 @@ use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE, REPORTS_BREAKERS};
 use crate::param::Params;
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, HotPass, Outcome, ProbeTicket, INBOUND_CALL};
+use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket};
 use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, Held};
+use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps};
+
+mod lone;
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
 /// [`BlockError`] of the rule that blocked it.
@@ -254,151 +257,6 @@ fn enter_checked(
         }
         enter_chain(slot, node, &chain, count, params)
     })
-}
-
-/// The chain's lone exact QPS gate, if that is all an entry with `params` must ask (see
-/// [`Chain::lone_qps`]): not for an inbound entry while system rules are in force (they check
-/// it), nor with custom slots registered.
-#[inline(always)]
-fn lone_qps<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::QpsGate> {
-    let gate = chain.lone_qps()?;
-    shortcut_allowed(params).then_some(gate)
-}
-
-/// The chain's lone hotspot gate, if that is all an entry with `params` must ask (as
-/// [`lone_qps`]).
-#[inline(always)]
-fn lone_hotspot<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::HotspotGate> {
-    let gate = chain.lone_hotspot()?;
-    shortcut_allowed(params).then_some(gate)
-}
-
-/// Whether the stages other than a lone gate's have nothing to do for an entry with `params`:
-/// the system stage only marks an inbound entry as such while no system rule is in force (the
-/// shortcut marks it the same way), and no custom slot is registered.
-#[inline(always)]
-fn shortcut_allowed(params: &Params) -> bool {
-    (!params.is_inbound() || !system::is_active()) && !slot::has_custom()
-}
-
-/// The entry of a chain that is one hotspot gate limiting a rate: the gate's admission of the
-/// entry's value, then the pass counted, as the stage runner would, without the runner.
-/// `INBOUND`: the entry is inbound (no system rule in force), counted in the inbound statistics
-/// too.
-#[inline(always)]
-fn enter_lone_hot<const INBOUND: bool>(
-    slot: usize,
-    node: &'static ResourceNode,
-    chain: &Held<'_, Chain>,
-    gate: &slot::HotspotGate,
-    count: u32,
-    params: &Params,
-) -> Result<Entry, BlockError> {
-    // The value found once; its lines asked for before the clock is read, so that the table's
-    // misses overlap the reading.
-    let found = gate.locate(params);
-    if let Some((_, located)) = &found {
-        gate.prefetch_located(located);
-    }
-    let now = clock::now_nanos();
-    let admitted = match &found {
-        Some((key, located)) => gate.try_enter_key(node.name(), *key, Some(located), now, count),
-        None => Ok(HotPass::Free),
-    };
-    match admitted {
-        Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
-            count_pass(node, slot, now, count, INBOUND);
-            Ok(Entry::unchecked(node, count, now, INBOUND, false))
-        }
-        Ok(pass) => Ok(admit_hot_pass(slot, node, chain, count, now, pass, params)),
-        Err(block) => {
-            lone_hot_block(node, gate, params, now, count, &block);
-            Err(block)
-        }
-    }
-}
-
-/// A lone hotspot gate's pass that holds something (a wait, or a place): made into the entry as
-/// the stage runner's admission would be. The gate of a chain's shortcut gives no such pass
-/// (see [`HotspotGate::is_plain_rate`](slot::HotspotGate::is_plain_rate)); this keeps the
-/// shortcut exact whatever the gate answers.
-#[cold]
-#[inline(never)]
-fn admit_hot_pass(
-    slot: usize,
-    node: &'static ResourceNode,
-    chain: &Held<'_, Chain>,
-    count: u32,
-    now: u64,
-    pass: HotPass,
-    params: &Params,
-) -> Entry {
-    let mut admission = Admission {
-        at: now,
-        inbound: if params.is_inbound() { INBOUND_CALL } else { 0 },
-        ..Admission::default()
-    };
-    if let HotPass::Rate { turn, .. } = pass {
-        admission.turn = turn;
-    }
-    admission.hot.push(0, pass);
-    if admission.turn == 0 {
-        count_pass(node, slot, now, count, admission.inbound != 0);
-        return Entry::new(node, count, &mut admission, false, || Some(chain.to_arc()));
-    }
-    wait_for_turn(Waiting::new(node, chain.to_arc(), count, admission, false))
-}
-
-/// Counts a call a lone hotspot gate blocked, as the runner does.
-#[cold]
-#[inline(never)]
-fn lone_hot_block(
-    node: &'static ResourceNode,
-    gate: &slot::HotspotGate,
-    params: &Params,
-    now: u64,
-    count: u32,
-    block: &BlockError,
-) {
-    gate.note_block(params, now, count);
-    on_block(node, now, count, params, block);
-}
-
-/// The entry of a chain that is one exact QPS gate: the gate's reservation, then the pass
-/// counted at the time the gate counted it, as the stage runner would, without the runner.
-/// `INBOUND` as for [`enter_lone_hot`].
-#[inline(always)]
-fn enter_lone<const INBOUND: bool>(
-    slot: usize,
-    node: &'static ResourceNode,
-    gate: &slot::QpsGate,
-    count: u32,
-    params: &Params,
-    cancellable: bool,
-) -> Result<Entry, BlockError> {
-    let now = clock::now_nanos();
-    match gate.try_acquire(now, count) {
-        Some(at) => {
-            count_pass(node, slot, at, count, INBOUND);
-            Ok(Entry::unchecked(node, count, at, INBOUND, cancellable))
-        }
-        None => Err(lone_block(node, gate, now, count, params)),
-    }
-}
-
-/// The error of a call a lone QPS gate refused, counted as the runner counts a block.
-#[cold]
-#[inline(never)]
-fn lone_block(
-    node: &'static ResourceNode,
-    gate: &slot::QpsGate,
-    now: u64,
-    count: u32,
-    params: &Params,
-) -> BlockError {
-    let block = gate.block(node.name(), now, count);
-    on_block(node, now, count, params, &block);
-    block
 }
 
 /// The entry through the stage runner.
