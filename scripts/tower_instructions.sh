@@ -9,6 +9,9 @@ shift || true
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(passthrough sentinel governor)
 cd "$(dirname "$0")/.."
+# A plain `cargo bench` build (not incremental: its code generation units, hence its inlining,
+# would move with every edit and the count with them by tens of instructions).
+export CARGO_INCREMENTAL=0
 bin=$(cargo bench --bench tower_instructions --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys
 for l in sys.stdin:

@@ -130,6 +130,7 @@ where
 /// trailers. Dropped before that, the call counts as abandoned: a half-open probe's place is
 /// given back rather than decided (unless the call was already slow: see the module docs).
 /// `post`: the request was a `POST`, so the response may be gRPC.
+#[inline]
 pub(super) fn finish<B, E>(
     result: Result<Response<B>, E>,
     mut entry: Entry,
