@@ -194,7 +194,9 @@ where
         // The request is split into parts only for the user's functions, which take `&Parts`
         // (splitting and joining moves the whole request twice); otherwise it stays in place.
         let mut learn = None;
-        let admitted = if config.needs_parts() {
+        let admitted = if config.is_plain() {
+            admit_plain(View::of_request(&req), &mut learn)
+        } else if config.needs_parts() {
             let (parts, body) = req.into_parts();
             let admitted = admit(config, View::of_parts(&parts), Some(&parts), &mut learn);
             req = Request::from_parts(parts, body);
@@ -300,6 +302,20 @@ pub(super) fn admit(
         note_blocked_value(config, view, parts, block);
     }
     reserved
+}
+
+/// [`admit`] for a [plain](Config::is_plain) configuration: the default name, no parameters
+/// or origin, every request inbound.
+#[inline]
+fn admit_plain(
+    view: View<'_>,
+    learn: &mut Option<Box<str>>,
+) -> Result<crate::entry::Reservation, BlockError> {
+    let mut params = Params::NONE;
+    params.set_inbound();
+    let node = default_node(view, learn);
+    // Cancellable, as in `admit`. No parameter, so no blocked value to note.
+    crate::entry::reserve_with(node, 1, true, &params)
 }
 
 /// For a request a hotspot rule blocked: remembers the text of the blocked parameter's value
