@@ -5,6 +5,8 @@
 //! - `none`: the plain router;
 //! - `passthrough`: a layer that only wraps the response body (the floor of any layer that
 //!   holds something until the body ends);
+//! - `sized`: the same, with a wrapper that keeps the body's size hint (so the response keeps
+//!   its `content-length`, as `SentinelLayer`'s body does; `passthrough`'s loses it);
 //! - `sentinel`: `SentinelLayer` with one flow rule, every request admitted;
 //! - `governor`: tower-governor's `GovernorLayer` with a global key, every request admitted.
 //!
@@ -52,6 +54,11 @@ fn app(case: &str) -> Router {
         "passthrough" => served(router().layer(MapResponseLayer::new(
             |response: Response<Body>| response.map(|body| body.map_frame(|frame| frame)),
         ))),
+        "sized" => served(
+            router().layer(MapResponseLayer::new(|response: Response<Body>| {
+                response.map(|body| body.map_err(|e| e))
+            })),
+        ),
         "sentinel" => {
             // High enough that every request passes: the layer's cost, not rejections.
             rules::load_flow_rules(vec![FlowRule::qps("GET:/users/{id}", 2e9)])
@@ -67,7 +74,7 @@ fn app(case: &str) -> Router {
                 .expect("a valid governor config");
             served(router().layer(GovernorLayer::new(config)))
         }
-        other => panic!("unknown case {other:?}: none, passthrough, sentinel or governor"),
+        other => panic!("unknown case {other:?}: none, passthrough, sized, sentinel or governor"),
     }
 }
 

@@ -2,12 +2,12 @@
 # Instructions the tower layer adds per request (exact, one thread): callgrind over N and 3N
 # requests of each case of benches/tower_instructions.rs (after 200 unmeasured ones), the
 # difference / 2N, each layer's figure minus the plain router's. Usage:
-# scripts/tower_instructions.sh [N] [case...]   (default 1000; none passthrough sentinel governor)
+# scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor)
 set -euo pipefail
 n=${1:-1000}
 shift || true
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(passthrough sentinel governor)
+[ ${#cases[@]} -gt 0 ] || cases=(passthrough sized sentinel governor)
 cd "$(dirname "$0")/.."
 # A plain `cargo bench` build (not incremental: its code generation units, hence its inlining,
 # would move with every edit and the count with them by tens of instructions).
