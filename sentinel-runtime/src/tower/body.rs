@@ -41,6 +41,16 @@ impl<B> SentinelBody<B> {
         }
     }
 
+    /// [`inner`](Self::inner), holding `guard` if there is one.
+    #[inline]
+    pub(super) fn inner_or_unheld(body: B, guard: Option<Guard>) -> SentinelBody<B> {
+        SentinelBody {
+            body: Some(body),
+            guard,
+            text: None,
+        }
+    }
+
     pub(super) fn rejected(text: String) -> SentinelBody<B> {
         SentinelBody {
             body: None,

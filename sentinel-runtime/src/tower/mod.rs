@@ -477,6 +477,15 @@ impl Config {
         self.ipv6_prefix.unwrap_or(params::DEFAULT_IPV6_PREFIX)
     }
 
+    /// Whether requests are named by default and have no parameters, no origin and no
+    /// exemption from system rules (the layer as `SentinelLayer::new()` makes it).
+    fn is_plain(&self) -> bool {
+        self.resource.is_none()
+            && self.params.is_empty()
+            && self.origin.is_none()
+            && self.system_exempt.is_empty()
+    }
+
     /// Whether a user's function reads the request's parts.
     fn needs_parts(&self) -> bool {
         self.resource.is_some()

@@ -1,0 +1,118 @@
+//! Instructions the tower layer adds per request, counted exactly with callgrind on one thread.
+//! The services are those of `benches/tower_layer.rs` (a trivial axum handler, each router
+//! prepared as a server prepares it), by the first argument:
+//!
+//! - `none`: the plain router;
+//! - `passthrough`: a layer that only wraps the response body (the floor of any layer that
+//!   holds something until the body ends);
+//! - `sized`: the same, with a wrapper that keeps the body's size hint (so the response keeps
+//!   its `content-length`, as `SentinelLayer`'s body does; `passthrough`'s loses it);
+//! - `sentinel`: `SentinelLayer` with one flow rule, every request admitted;
+//! - `governor`: tower-governor's `GovernorLayer` with a global key, every request admitted.
+//!
+//! Each run sends 200 unmeasured requests, then N requests through `measured`, one
+//! `block_on(oneshot)` each. Build with `cargo bench --bench tower_instructions --no-run`, then
+//! run the binary it names under
+//! `valgrind --tool=callgrind --toggle-collect='tower_instructions::measured'` with the case and
+//! N, then 3N requests: the difference of the two totals over 2N is one request.
+//! `scripts/tower_instructions.sh` does all of it and prints each layer's figure minus `none`.
+
+use std::hint::black_box;
+
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use sentinel_runtime::rules::{self, FlowRule};
+use sentinel_runtime::tower::SentinelLayer;
+use tower::util::MapResponseLayer;
+use tower::ServiceExt;
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::key_extractor::GlobalKeyExtractor;
+use tower_governor::GovernorLayer;
+
+/// Requests sent before the measured ones (first-call set-up, caches).
+const WARM_UP: u64 = 200;
+
+async fn user() -> &'static str {
+    "ok"
+}
+
+fn router() -> Router {
+    Router::new().route("/users/{id}", get(user))
+}
+
+/// As `axum::serve` prepares a router (see `benches/tower_layer.rs`).
+fn served(app: Router) -> Router {
+    app.with_state(())
+}
+
+fn app(case: &str) -> Router {
+    match case {
+        "none" => served(router()),
+        "passthrough" => served(router().layer(MapResponseLayer::new(
+            |response: Response<Body>| response.map(|body| body.map_frame(|frame| frame)),
+        ))),
+        "sized" => served(
+            router().layer(MapResponseLayer::new(|response: Response<Body>| {
+                response.map(|body| body.map_err(|e| e))
+            })),
+        ),
+        "sentinel" => {
+            // High enough that every request passes: the layer's cost, not rejections.
+            rules::load_flow_rules(vec![FlowRule::qps("GET:/users/{id}", 2e9)])
+                .expect("valid rule");
+            served(router().layer(SentinelLayer::new()))
+        }
+        "governor" => {
+            let config = GovernorConfigBuilder::default()
+                .key_extractor(GlobalKeyExtractor)
+                .per_nanosecond(1)
+                .burst_size(u32::MAX)
+                .finish()
+                .expect("a valid governor config");
+            served(router().layer(GovernorLayer::new(config)))
+        }
+        other => panic!("unknown case {other:?}: none, passthrough, sized, sentinel or governor"),
+    }
+}
+
+fn send(runtime: &tokio::runtime::Runtime, app: &Router) {
+    let app = app.clone();
+    runtime.block_on(async move {
+        let request = Request::get("/users/7")
+            .body(Body::empty())
+            .expect("a request");
+        let response = app.oneshot(request).await.expect("infallible");
+        assert!(response.status().is_success());
+        black_box(response);
+    })
+}
+
+/// The measured requests (callgrind counts only inside this function).
+#[inline(never)]
+fn measured(runtime: &tokio::runtime::Runtime, app: &Router, requests: u64) {
+    for _ in 0..requests {
+        send(runtime, black_box(app));
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; the case and the number are ours.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let case = args.first().map_or("sentinel", String::as_str);
+    let requests: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_000);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let app = app(case);
+    for _ in 0..WARM_UP {
+        send(&runtime, &app);
+    }
+    measured(&runtime, &app, requests);
+    println!("{case}: {requests} requests after {WARM_UP} unmeasured");
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions the tower layer adds per request (exact, one thread): callgrind over N and 3N
+# requests of each case of benches/tower_instructions.rs (after 200 unmeasured ones), the
+# difference / 2N, each layer's figure minus the plain router's. Usage:
+# scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor)
+set -euo pipefail
+n=${1:-1000}
+shift || true
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(passthrough sized sentinel governor)
+cd "$(dirname "$0")/.."
+# A plain `cargo bench` build (not incremental: its code generation units, hence its inlining,
+# would move with every edit and the count with them by tens of instructions).
+export CARGO_INCREMENTAL=0
+bin=$(cargo bench --bench tower_instructions --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "tower_instructions" and m.get("executable"):
+        print(m["executable"])')
+total() {
+    local out
+    out=$(mktemp)
+    valgrind --tool=callgrind --callgrind-out-file="$out" \
+        --toggle-collect="tower_instructions::measured" "$bin" "$1" "$2" >/dev/null 2>&1
+    callgrind_annotate "$out" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+    rm -f "$out"
+}
+per_request() {
+    local a b
+    a=$(total "$1" "$n")
+    b=$(total "$1" $((3 * n)))
+    python3 -c "print(($b - $a) / (2 * $n))"
+}
+base=$(per_request none)
+printf 'none: %.1f instructions per request\n' "$base"
+for case in "${cases[@]}"; do
+    [ "$case" = none ] && continue
+    x=$(per_request "$case")
+    python3 -c "print(f'$case: {$x:.1f} per request, +{$x - $base:.1f} over none')"
+done
