@@ -503,28 +503,34 @@ impl Reservation {
     }
 
     /// The call passes now: counted as a pass, and guarded by the returned [`Entry`].
-    #[inline]
+    #[inline(always)]
     pub fn into_entry(self) -> Entry {
         match self.0 {
             Inner::Ready(entry) => entry,
-            Inner::Waiting(mut w) => {
-                w.entered = true;
-                let now = clock::now_nanos().max(w.admission.at);
-                count_pass(
-                    w.node,
-                    thread_slot(),
-                    now,
-                    w.count,
-                    w.admission.inbound != 0,
-                );
-                let mut admission = std::mem::take(&mut w.admission);
-                admission.at = now;
-                Entry::new(w.node, w.count, &mut admission, w.cancellable, || {
-                    Some(Arc::clone(&w.chain))
-                })
-            }
+            // Out of line: the common reservation (no wait) is only its entry.
+            Inner::Waiting(w) => enter_after_wait(w),
         }
     }
+}
+
+/// The entry of a reservation that waited for its throttling turn: its pass counted now.
+#[cold]
+#[inline(never)]
+fn enter_after_wait(mut w: Box<Waiting>) -> Entry {
+    w.entered = true;
+    let now = clock::now_nanos().max(w.admission.at);
+    count_pass(
+        w.node,
+        thread_slot(),
+        now,
+        w.count,
+        w.admission.inbound != 0,
+    );
+    let mut admission = std::mem::take(&mut w.admission);
+    admission.at = now;
+    Entry::new(w.node, w.count, &mut admission, w.cancellable, || {
+        Some(Arc::clone(&w.chain))
+    })
 }
 
 /// [`Entry::set_error`] was called.
