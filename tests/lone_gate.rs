@@ -167,3 +167,31 @@ fn an_inbound_entry_counts_in_the_inbound_statistics_and_meets_system_rules() {
     rules::load_system_rules(vec![]).unwrap();
     rules::load_flow_rules(vec![]).unwrap();
 }
+
+#[test]
+fn an_async_entry_through_a_lone_hotspot_rule_reserves_as_the_chain_does() {
+    let _clock = MockClock::install();
+    rules::load_hotspot_rules(vec![HotspotRule::qps("lone-hot-async", 0, 2.0)]).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let call = |user: &'static str| {
+        EntryBuilder::new("lone-hot-async")
+            .param(user)
+            .enter_async()
+    };
+    runtime.block_on(async {
+        let admitted = [call("alice").await.unwrap(), call("alice").await.unwrap()];
+        assert_eq!(call("alice").await.unwrap_err().kind(), BlockKind::HotParam);
+        let bob = call("bob").await.unwrap();
+        let stats = metrics::snapshot("lone-hot-async").unwrap();
+        assert_eq!((stats.pass_total, stats.block_total), (3, 1));
+        assert_eq!(stats.concurrency, 3);
+        drop((admitted, bob));
+    });
+    let stats = metrics::snapshot("lone-hot-async").unwrap();
+    assert_eq!((stats.complete_total, stats.concurrency), (3, 0));
+    rules::load_hotspot_rules(vec![]).unwrap();
+}

@@ -2,7 +2,7 @@
 //! the entry asks that gate directly, without the stage runner and its admission record, and
 //! counts and reports exactly as the runner would.
 
-use super::{count_pass, on_block, wait_for_turn, Entry, Waiting};
+use super::{count_pass, on_block, wait_for_turn, Entry, Inner, Reservation, Waiting};
 use crate::clock;
 use crate::error::BlockError;
 use crate::node::ResourceNode;
@@ -35,19 +35,131 @@ fn shortcut_allowed(params: &Params) -> bool {
     (!params.is_inbound() || !system::is_active()) && !slot::has_custom()
 }
 
-/// The entry of a chain that is one hotspot gate limiting a rate: the gate's admission of the
-/// entry's value, then the pass counted, as the stage runner would, without the runner.
-/// `INBOUND`: the entry is inbound (no system rule in force), counted in the inbound statistics
-/// too.
+/// What a lone gate's admission makes: an [`Entry`] for a sync caller (which sleeps through a
+/// wait), a [`Reservation`] for an async one (which awaits it).
+pub(super) trait Admitted: Sized {
+    /// A pass that holds nothing, counted at `at`.
+    fn passed(
+        node: &'static ResourceNode,
+        count: u32,
+        at: u64,
+        inbound: bool,
+        cancellable: bool,
+    ) -> Self;
+
+    /// A hotspot pass that holds something (a wait, or a place), as the stage runner would make
+    /// it. The gate of a chain's shortcut gives no such pass (see
+    /// [`HotspotGate::is_plain_rate`](slot::HotspotGate::is_plain_rate)); this keeps the
+    /// shortcut exact whatever the gate answers.
+    fn holding(hold: Holding<'_, '_>) -> Self;
+}
+
+/// A hotspot pass that holds something, and what its entry or reservation is made of.
+pub(super) struct Holding<'c, 'h> {
+    slot: usize,
+    node: &'static ResourceNode,
+    chain: &'c Held<'h, Chain>,
+    count: u32,
+    cancellable: bool,
+    now: u64,
+    pass: HotPass,
+    params: &'c Params,
+}
+
+impl Holding<'_, '_> {
+    /// The admission record the stage runner would have made.
+    fn admission(&self) -> Admission {
+        let mut admission = Admission {
+            at: self.now,
+            inbound: if self.params.is_inbound() {
+                INBOUND_CALL
+            } else {
+                0
+            },
+            ..Admission::default()
+        };
+        if let HotPass::Rate { turn, .. } = self.pass {
+            admission.turn = turn;
+        }
+        admission.hot.push(0, self.pass);
+        admission
+    }
+
+    /// The entry now (no wait), its pass counted.
+    fn entry_now(&self, admission: &mut Admission) -> Entry {
+        let inbound = admission.inbound != 0;
+        count_pass(self.node, self.slot, self.now, self.count, inbound);
+        Entry::new(self.node, self.count, admission, self.cancellable, || {
+            Some(self.chain.to_arc())
+        })
+    }
+
+    /// The reservation's wait.
+    fn waiting(&self, admission: Admission) -> Waiting {
+        let chain = self.chain.to_arc();
+        Waiting::new(self.node, chain, self.count, admission, self.cancellable)
+    }
+}
+
+impl Admitted for Entry {
+    #[inline(always)]
+    fn passed(node: &'static ResourceNode, count: u32, at: u64, inbound: bool, _: bool) -> Entry {
+        Entry::unchecked(node, count, at, inbound, false)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn holding(hold: Holding<'_, '_>) -> Entry {
+        let mut admission = hold.admission();
+        if admission.turn == 0 {
+            return hold.entry_now(&mut admission);
+        }
+        wait_for_turn(hold.waiting(admission))
+    }
+}
+
+impl Admitted for Reservation {
+    #[inline(always)]
+    fn passed(
+        node: &'static ResourceNode,
+        count: u32,
+        at: u64,
+        inbound: bool,
+        cancellable: bool,
+    ) -> Reservation {
+        Reservation(Inner::Ready(Entry::unchecked(
+            node,
+            count,
+            at,
+            inbound,
+            cancellable,
+        )))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn holding(hold: Holding<'_, '_>) -> Reservation {
+        let mut admission = hold.admission();
+        if admission.turn == 0 {
+            return Reservation(Inner::Ready(hold.entry_now(&mut admission)));
+        }
+        Reservation(Inner::Waiting(Box::new(hold.waiting(admission))))
+    }
+}
+
+/// The entry (or reservation) of a chain that is one hotspot gate limiting a rate: the gate's
+/// admission of the entry's value, then the pass counted, as the stage runner would, without
+/// the runner. `INBOUND`: the entry is inbound (no system rule in force), counted in the
+/// inbound statistics too.
 #[inline(always)]
-pub(super) fn enter_lone_hot<const INBOUND: bool>(
+pub(super) fn enter_lone_hot<O: Admitted, const INBOUND: bool>(
     slot: usize,
     node: &'static ResourceNode,
     chain: &Held<'_, Chain>,
     gate: &slot::HotspotGate,
-    count: u32,
+    (count, cancellable): (u32, bool),
     params: &Params,
-) -> Result<Entry, BlockError> {
+) -> Result<O, BlockError> {
     // The value found once; its lines asked for before the clock is read, so that the table's
     // misses overlap the reading.
     let found = gate.locate(params);
@@ -62,45 +174,23 @@ pub(super) fn enter_lone_hot<const INBOUND: bool>(
     match admitted {
         Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
             count_pass(node, slot, now, count, INBOUND);
-            Ok(Entry::unchecked(node, count, now, INBOUND, false))
+            Ok(O::passed(node, count, now, INBOUND, cancellable))
         }
-        Ok(pass) => Ok(admit_hot_pass(slot, node, chain, count, now, pass, params)),
+        Ok(pass) => Ok(O::holding(Holding {
+            slot,
+            node,
+            chain,
+            count,
+            cancellable,
+            now,
+            pass,
+            params,
+        })),
         Err(block) => {
             lone_hot_block(node, gate, params, now, count, &block);
             Err(block)
         }
     }
-}
-
-/// A lone hotspot gate's pass that holds something (a wait, or a place): made into the entry as
-/// the stage runner's admission would be. The gate of a chain's shortcut gives no such pass
-/// (see [`HotspotGate::is_plain_rate`](slot::HotspotGate::is_plain_rate)); this keeps the
-/// shortcut exact whatever the gate answers.
-#[cold]
-#[inline(never)]
-fn admit_hot_pass(
-    slot: usize,
-    node: &'static ResourceNode,
-    chain: &Held<'_, Chain>,
-    count: u32,
-    now: u64,
-    pass: HotPass,
-    params: &Params,
-) -> Entry {
-    let mut admission = Admission {
-        at: now,
-        inbound: if params.is_inbound() { INBOUND_CALL } else { 0 },
-        ..Admission::default()
-    };
-    if let HotPass::Rate { turn, .. } = pass {
-        admission.turn = turn;
-    }
-    admission.hot.push(0, pass);
-    if admission.turn == 0 {
-        count_pass(node, slot, now, count, admission.inbound != 0);
-        return Entry::new(node, count, &mut admission, false, || Some(chain.to_arc()));
-    }
-    wait_for_turn(Waiting::new(node, chain.to_arc(), count, admission, false))
 }
 
 /// Counts a call a lone hotspot gate blocked, as the runner does.

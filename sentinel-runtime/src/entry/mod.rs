@@ -250,9 +250,10 @@ fn enter_checked(
             };
         }
         if let Some(gate) = lone_hotspot(&chain, params) {
+            let ask = (count, false);
             return match params.is_inbound() {
-                false => enter_lone_hot::<false>(slot, node, &chain, gate, count, params),
-                true => enter_lone_hot::<true>(slot, node, &chain, gate, count, params),
+                false => enter_lone_hot::<Entry, false>(slot, node, &chain, gate, ask, params),
+                true => enter_lone_hot::<Entry, true>(slot, node, &chain, gate, ask, params),
             };
         }
         enter_chain(slot, node, &chain, count, params)
@@ -367,20 +368,29 @@ pub(crate) fn reserve_with(
     params: &Params,
 ) -> Result<Reservation, BlockError> {
     let inbound = params.is_inbound();
+    let slot = thread_slot();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
-        count_pass(node, thread_slot(), now, count, inbound);
+        count_pass(node, slot, now, count, inbound);
         let entry = Entry::unchecked(node, count, now, inbound, cancellable);
         return Ok(Reservation(Inner::Ready(entry)));
     }
-    node.with_chain(move |chain| {
+    node.with_chain_in(slot, move |chain| {
         if let Some(gate) = lone_qps(&chain, params) {
-            let slot = thread_slot();
-            let entry = match params.is_inbound() {
+            let entry = match inbound {
                 false => enter_lone::<false>(slot, node, gate, count, params, cancellable),
                 true => enter_lone::<true>(slot, node, gate, count, params, cancellable),
             }?;
             return Ok(Reservation(Inner::Ready(entry)));
+        }
+        if let Some(gate) = lone_hotspot(&chain, params) {
+            let ask = (count, cancellable);
+            return match inbound {
+                false => {
+                    enter_lone_hot::<Reservation, false>(slot, node, &chain, gate, ask, params)
+                }
+                true => enter_lone_hot::<Reservation, true>(slot, node, &chain, gate, ask, params),
+            };
         }
         chain.prefetch_params(params);
         let now = clock::now_nanos();
@@ -396,13 +406,7 @@ pub(crate) fn reserve_with(
         );
         match checked {
             Ok(()) if admission.turn == 0 => {
-                count_pass(
-                    node,
-                    thread_slot(),
-                    admission.at,
-                    count,
-                    admission.inbound != 0,
-                );
+                count_pass(node, slot, admission.at, count, admission.inbound != 0);
                 let entry = Entry::new(node, count, &mut admission, cancellable, || {
                     Some(chain.to_arc())
                 });
@@ -508,15 +512,16 @@ impl Reservation {
         match self.0 {
             Inner::Ready(entry) => entry,
             // Out of line: the common reservation (no wait) is only its entry.
-            Inner::Waiting(w) => enter_after_wait(w),
+            Inner::Waiting(mut w) => enter_after_wait(&mut w),
         }
     }
 }
 
-/// The entry of a reservation that waited for its throttling turn: its pass counted now.
+/// The entry of a reservation that waited for its throttling turn: its pass counted now (the
+/// wait, dropped after, then gives nothing back).
 #[cold]
 #[inline(never)]
-fn enter_after_wait(mut w: Box<Waiting>) -> Entry {
+fn enter_after_wait(w: &mut Waiting) -> Entry {
     w.entered = true;
     let now = clock::now_nanos().max(w.admission.at);
     count_pass(
