@@ -70,7 +70,11 @@ pub(crate) const REPORTS_ADAPTIVE: u8 = 2;
 /// [`ResourceNode::reports_exits`]: the resource counts its calls inside (a concurrency rule
 /// has been in force on it): an exit gives back its place, or leaves the count of calls that
 /// were inside when counting started. Set before counting starts and never cleared, so an
-/// exit that sees no bit has nothing to give back (but for the race the counter documents).
+/// exit that sees no bit has nothing to give back, but for one race, as before the bit (the
+/// exit then read the counter's own flag at the same point): an exit that reads the byte just
+/// before the bit is set, and lowers its shard's count of calls inside only after the count
+/// started read it, is counted among the calls inside without ever leaving that count (the
+/// limit then holds one place fewer, on the side of blocking).
 pub(crate) const REPORTS_COUNTED: u8 = 4;
 
 impl crate::sync::Named for ResourceNode {

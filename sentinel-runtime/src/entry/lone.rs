@@ -10,29 +10,42 @@ use crate::param::Params;
 use crate::slot::{self, system, Admission, Chain, HotPass, INBOUND_CALL};
 use crate::sync::Held;
 
-/// The chain's lone exact QPS gate, if that is all an entry with `params` must ask (see
-/// [`Chain::lone_qps`]): not for an inbound entry while system rules are in force (they check
-/// it), nor with custom slots registered.
+/// The chain's lone exact QPS gate, if that is all an entry of `node` with `params` must ask
+/// (see [`Chain::lone_qps`] and [`shortcut_allowed`]).
 #[inline(always)]
-pub(super) fn lone_qps<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::QpsGate> {
+pub(super) fn lone_qps<'c>(
+    node: &ResourceNode,
+    chain: &'c Chain,
+    params: &Params,
+) -> Option<&'c slot::QpsGate> {
     let gate = chain.lone_qps()?;
-    shortcut_allowed(params).then_some(gate)
+    shortcut_allowed(node, params).then_some(gate)
 }
 
-/// The chain's lone hotspot gate, if that is all an entry with `params` must ask (as
+/// The chain's lone hotspot gate, if that is all an entry of `node` with `params` must ask (as
 /// [`lone_qps`]).
 #[inline(always)]
-pub(super) fn lone_hotspot<'c>(chain: &'c Chain, params: &Params) -> Option<&'c slot::HotspotGate> {
+pub(super) fn lone_hotspot<'c>(
+    node: &ResourceNode,
+    chain: &'c Chain,
+    params: &Params,
+) -> Option<&'c slot::HotspotGate> {
     let gate = chain.lone_hotspot()?;
-    shortcut_allowed(params).then_some(gate)
+    shortcut_allowed(node, params).then_some(gate)
 }
 
-/// Whether the stages other than a lone gate's have nothing to do for an entry with `params`:
-/// the system stage only marks an inbound entry as such while no system rule is in force (the
-/// shortcut marks it the same way), and no custom slot is registered.
+/// Whether the stages other than a lone gate's have nothing to do for an entry of `node` with
+/// `params`, read when the entry runs, as the stages read them: the system stage only marks an
+/// inbound entry as such while no system rule is in force (the shortcut marks it the same
+/// way); no custom slot is registered; and the resource does not count its calls inside (the
+/// flow stage would take the count). The last is also off in the chain of a resource that
+/// counted when the chain was built; read here too, a chain read just before a concurrency
+/// rule's load started the count is not taken as lone after it.
 #[inline(always)]
-fn shortcut_allowed(params: &Params) -> bool {
-    (!params.is_inbound() || !system::is_active()) && !slot::has_custom()
+fn shortcut_allowed(node: &ResourceNode, params: &Params) -> bool {
+    (!params.is_inbound() || !system::is_active())
+        && !slot::has_custom()
+        && !node.counter().is_tracking()
 }
 
 /// What a lone gate's admission makes: an [`Entry`] for a sync caller (which sleeps through a
@@ -243,4 +256,45 @@ fn lone_block(
     let block = gate.block(node.name(), now, count);
     on_block(node, now, count, params, &block);
     block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{self, FlowRule};
+
+    /// An entry that read a lone chain before a concurrency rule's load started the resource's
+    /// count of calls inside, and decides after it, goes through the stage runner, which takes
+    /// the count (without the check of the count, the shortcut left the call uncounted).
+    #[test]
+    fn a_lone_chain_read_before_counting_started_is_not_taken_after_it() {
+        let _clock = crate::clock::MockClock::install();
+        rules::load_flow_rules(vec![FlowRule::qps("lone-read-race", 100.0)]).unwrap();
+        let node = crate::registry::node_by_name("lone-read-race");
+        let slot = crate::sync::thread_slot();
+        let first = node.with_chain_in(slot, |chain| {
+            assert!(
+                lone_qps(node, &chain, &Params::NONE).is_some(),
+                "a lone chain"
+            );
+            rules::load_flow_rules(vec![
+                FlowRule::qps("lone-read-race", 100.0),
+                FlowRule::concurrency("lone-read-race", 1),
+            ])
+            .unwrap();
+            match lone_qps(node, &chain, &Params::NONE) {
+                Some(gate) => enter_lone::<false>(slot, node, gate, 1, &Params::NONE, false),
+                None => super::super::enter_chain(slot, node, &chain, 1, &Params::NONE),
+            }
+        });
+        let inside = node.counter().current();
+        let second = crate::entry("lone-read-race").map(drop);
+        drop(first);
+        rules::load_flow_rules(vec![]).unwrap();
+        assert_eq!(inside, 1, "the call is counted inside");
+        assert!(
+            second.is_err(),
+            "a second call inside a limit of one is blocked"
+        );
+    }
 }

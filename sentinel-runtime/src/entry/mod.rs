@@ -243,13 +243,13 @@ fn enter_checked(
     node.with_chain_in(slot, move |chain| {
         // Each shortcut in two copies, inbound or not, so that the common one (not inbound)
         // tests nothing more for it.
-        if let Some(gate) = lone_qps(&chain, params) {
+        if let Some(gate) = lone_qps(node, &chain, params) {
             return match params.is_inbound() {
                 false => enter_lone::<false>(slot, node, gate, count, params, false),
                 true => enter_lone::<true>(slot, node, gate, count, params, false),
             };
         }
-        if let Some(gate) = lone_hotspot(&chain, params) {
+        if let Some(gate) = lone_hotspot(node, &chain, params) {
             let ask = (count, false);
             return match params.is_inbound() {
                 false => enter_lone_hot::<Entry, false>(slot, node, &chain, gate, ask, params),
@@ -376,14 +376,14 @@ pub(crate) fn reserve_with(
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain_in(slot, move |chain| {
-        if let Some(gate) = lone_qps(&chain, params) {
+        if let Some(gate) = lone_qps(node, &chain, params) {
             let entry = match inbound {
                 false => enter_lone::<false>(slot, node, gate, count, params, cancellable),
                 true => enter_lone::<true>(slot, node, gate, count, params, cancellable),
             }?;
             return Ok(Reservation(Inner::Ready(entry)));
         }
-        if let Some(gate) = lone_hotspot(&chain, params) {
+        if let Some(gate) = lone_hotspot(node, &chain, params) {
             let ask = (count, cancellable);
             return match inbound {
                 false => {
@@ -590,7 +590,8 @@ struct HotHeld {
 }
 
 impl Entry {
-    /// The entry of a call no check saw (no chain on its node), admitted at `at`.
+    /// The entry of a call that holds nothing for any check: no chain on its node, or a lone
+    /// gate's pass (see `lone`), admitted at `at`.
     #[inline(always)]
     fn unchecked(
         node: &'static ResourceNode,

@@ -32,10 +32,11 @@ pub(crate) struct Chain {
     pub(crate) hotspots: Vec<HotspotGate>,
     /// The circuit breakers, checked after the hotspot checks.
     pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
-    /// Whether the chain is a single check and nothing else (and its resource does not count
-    /// the calls inside): an entry that is not inbound (no system check) with no custom slot
-    /// registered then only asks that check, without the stage runner (see [`Chain::lone_qps`]
-    /// and [`Chain::lone_hotspot`]).
+    /// Whether the chain is a single check and nothing else (and its resource did not count
+    /// the calls inside when the chain was built): an entry then only asks that check, without
+    /// the stage runner, when it is not inbound or no system rule is in force, no custom slot
+    /// is registered and the resource still does not count its calls inside (read at the
+    /// entry; see [`Chain::lone_qps`] and [`Chain::lone_hotspot`]).
     pub(crate) lone: Lone,
 }
 
