@@ -78,9 +78,8 @@ impl Shard {
         }
         // SAFETY: a non-zero `span` was stored (by this shard's single writer, the caller, in
         // program order after the pointer) only by `set_current`, with a pointer to one of this
-        // shard's own inline buckets. The shard is boxed and never moves or is freed while its
-        // node lives (nodes live for the program), so the pointer is valid for as long as
-        // `&self` is.
+        // shard's own inline buckets, taken after the shard was boxed. The box never moves the
+        // shard, so the pointer is valid for as long as `&self` is.
         add(unsafe { &*c.bucket.load(Ordering::Relaxed) });
         true
     }
