@@ -4,6 +4,9 @@
 set -euo pipefail
 n=${1:-20000}
 cd "$(dirname "$0")/.."
+# A plain `cargo bench` build, whatever the environment asks: an incremental build's many code
+# generation units move the inlining, and the counts with it, with unrelated edits.
+export CARGO_INCREMENTAL=0
 bin=$(cargo bench --bench call_instructions --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys
 for l in sys.stdin:
