@@ -316,7 +316,7 @@ impl ResourceNode {
     ) {
         let config = self.config();
         let old = self.chain_owned();
-        let mut chain = build(
+        let chain = build(
             &config.defaults,
             config.param_names.as_deref(),
             &old,
@@ -326,9 +326,6 @@ impl ResourceNode {
             self.reports_exits
                 .fetch_or(REPORTS_COUNTED, Ordering::SeqCst);
             self.counter.start(|| self.stats.inflight_total());
-        }
-        if self.counter.is_tracking() {
-            chain.counts_calls_inside();
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
         let mut reports = 0;

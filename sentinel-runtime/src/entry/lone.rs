@@ -38,9 +38,9 @@ pub(super) fn lone_hotspot<'c>(
 /// `params`, read when the entry runs, as the stages read them: the system stage only marks an
 /// inbound entry as such while no system rule is in force (the shortcut marks it the same
 /// way); no custom slot is registered; and the resource does not count its calls inside (the
-/// flow stage would take the count). The last is also off in the chain of a resource that
-/// counted when the chain was built; read here too, a chain read just before a concurrency
-/// rule's load started the count is not taken as lone after it.
+/// flow stage would take the count: read here, not when the chain was built, so that a chain
+/// read just before a concurrency rule's load started the count is not taken as lone after
+/// it).
 #[inline(always)]
 fn shortcut_allowed(node: &ResourceNode, params: &Params) -> bool {
     (!params.is_inbound() || !system::is_active())

@@ -32,11 +32,10 @@ pub(crate) struct Chain {
     pub(crate) hotspots: Vec<HotspotGate>,
     /// The circuit breakers, checked after the hotspot checks.
     pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
-    /// Whether the chain is a single check and nothing else (and its resource did not count
-    /// the calls inside when the chain was built): an entry then only asks that check, without
-    /// the stage runner, when it is not inbound or no system rule is in force, no custom slot
-    /// is registered and the resource still does not count its calls inside (read at the
-    /// entry; see [`Chain::lone_qps`] and [`Chain::lone_hotspot`]).
+    /// Whether the chain is a single check and nothing else: an entry then only asks that
+    /// check, without the stage runner, when it is not inbound or no system rule is in force,
+    /// no custom slot is registered and the resource does not count its calls inside (all read
+    /// at the entry; see [`Chain::lone_qps`] and [`Chain::lone_hotspot`]).
     pub(crate) lone: Lone,
 }
 
@@ -115,12 +114,6 @@ impl Chain {
             ([], [gate]) if nothing_else && gate.is_plain_rate() => Lone::Hotspot,
             _ => Lone::No,
         };
-    }
-
-    /// The resource counts its calls inside (a concurrency rule was in force on it at some
-    /// point): every entry must take the count, so no shortcut applies.
-    pub(crate) fn counts_calls_inside(&mut self) {
-        self.lone = Lone::No;
     }
 
     /// No checks at all.
