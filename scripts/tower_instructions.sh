@@ -9,22 +9,10 @@ shift || true
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(passthrough sized sentinel governor)
 cd "$(dirname "$0")/.."
-# A plain `cargo bench` build (not incremental: its code generation units, hence its inlining,
-# would move with every edit and the count with them by tens of instructions).
-export CARGO_INCREMENTAL=0
-bin=$(cargo bench --bench tower_instructions --no-run --message-format=json 2>/dev/null \
-    | python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "tower_instructions" and m.get("executable"):
-        print(m["executable"])')
+. scripts/callgrind.sh
+bin=$(bench_binary tower_instructions)
 total() {
-    local out
-    out=$(mktemp)
-    valgrind --tool=callgrind --callgrind-out-file="$out" \
-        --toggle-collect="tower_instructions::measured" "$bin" "$1" "$2" >/dev/null 2>&1
-    callgrind_annotate "$out" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-    rm -f "$out"
+    callgrind_total "$bin" "tower_instructions::measured" "$1" "$2"
 }
 per_request() {
     local a b
