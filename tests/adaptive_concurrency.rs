@@ -391,6 +391,7 @@ fn probes_under_eight_threads_leak_nothing_and_always_end() {
     let probe_limit = u64::from(settings.probe_limit);
     let limit = || metrics::snapshot(resource).and_then(|s| s.concurrency_limit);
     drop(EntryBuilder::new(resource).enter().unwrap()); // the node is made on first use
+    let start = clock.now_nanos();
     let finished = AtomicUsize::new(0);
     let blocked = AtomicU64::new(0);
     let barrier = Barrier::new(THREADS + 1);
@@ -407,9 +408,19 @@ fn probes_under_eight_threads_leak_nothing_and_always_end() {
                     assert!(attempts < 10_000_000, "stuck: {done} calls done");
                     match EntryBuilder::new(resource).enter() {
                         Ok(entry) => {
-                            // Held for 1 to 4 ms of the clock the main thread advances.
-                            let until =
-                                sentinel_runtime::clock::now_nanos() + (1 + (t + done) % 4) * MS;
+                            // Held for 1 ms of the clock the main thread advances during the
+                            // first 100 ms (the first window's RTT, the minimum until a probe,
+                            // is then 1-2 ms), then for 3 to 6 ms: the windows after show
+                            // queueing, so periodic probes are due (with calls of 1 to 4 ms
+                            // throughout, a first window that happened to be slow left no
+                            // later one over it, and no probe ran).
+                            let now = sentinel_runtime::clock::now_nanos();
+                            let hold = if now < start + 100 * MS {
+                                1
+                            } else {
+                                3 + (t + done) % 4
+                            };
+                            let until = now + hold * MS;
                             while sentinel_runtime::clock::now_nanos() < until {
                                 std::thread::yield_now();
                             }
