@@ -19,6 +19,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+/// Set for good once a [`MockClock`] is installed: from then on a reading checks for the mock and
+/// adds [`OFFSET`]. A process that never installs one reads the clock and nothing else.
+static ADJUSTED: AtomicBool = AtomicBool::new(false);
 static MOCK_ACTIVE: AtomicBool = AtomicBool::new(false);
 static MOCK_NOW: AtomicU64 = AtomicU64::new(0);
 /// Added to the real clock so that time stays monotonic after a mock clock is dropped.
@@ -45,9 +48,20 @@ pub fn precise_nanos() -> u64 {
     mock_or(precise_real_nanos)
 }
 
-/// The installed mock's reading, else `real()` shifted by the monotonic offset.
+/// `real()`, or once a mock clock has been installed, [`adjusted`].
 #[inline(always)]
 fn mock_or(real: fn() -> u64) -> u64 {
+    if ADJUSTED.load(Ordering::Acquire) {
+        adjusted(real)
+    } else {
+        real()
+    }
+}
+
+/// The installed mock's reading, else `real()` shifted by the monotonic offset.
+#[cold]
+#[inline(never)]
+fn adjusted(real: fn() -> u64) -> u64 {
     if MOCK_ACTIVE.load(Ordering::Acquire) {
         MOCK_NOW.load(Ordering::Acquire)
     } else {
@@ -164,6 +178,7 @@ impl MockClock {
             .unwrap_or(now);
         MOCK_NOW.store(start, Ordering::Release);
         MOCK_ACTIVE.store(true, Ordering::Release);
+        ADJUSTED.store(true, Ordering::Release);
         MockClock {
             start,
             _exclusive: guard,
