@@ -104,13 +104,21 @@ impl<A: AtomicWord> ParamTable<A> {
         if !self.prefetch {
             return;
         }
-        for &bucket in k.buckets() {
-            prefetch_line(&self.buckets[bucket]);
-            let states = &self.buckets[bucket].states;
-            // 8 states of 16 bytes: the two lines after the keys'.
-            prefetch_line(&states[0]);
-            prefetch_line(&states[BUCKET / 2]);
+        // Unrolled (a loop over `k.buckets()` costs 10 instructions more a call).
+        self.prefetch_bucket(k.buckets[0]);
+        if k.distinct == 2 {
+            self.prefetch_bucket(k.buckets[1]);
         }
+    }
+
+    /// Asks the CPU to start loading bucket `bucket`'s three lines.
+    #[inline(always)]
+    fn prefetch_bucket(&self, bucket: usize) {
+        let bucket = &self.buckets[bucket];
+        prefetch_line(bucket);
+        // 8 states of 16 bytes: the two lines after the keys'.
+        prefetch_line(&bucket.states[0]);
+        prefetch_line(&bucket.states[BUCKET / 2]);
     }
 
     /// Starts loading the lines a lookup of `key` will read (see [`prefetch`](Self::prefetch)),
