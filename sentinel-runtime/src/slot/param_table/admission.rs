@@ -66,14 +66,16 @@ impl<A: AtomicWord> ParamTable<A> {
                 return decision;
             }
         }
-        self.acquire_rate_again(k, now, &r)
+        self.acquire_rate_again(*k, now, r)
     }
 
     /// The rest of [`acquire_rate_located`](Self::acquire_rate_located): the key absent (its
-    /// insertion), or its slot given to another key since it was found (look again).
+    /// insertion), or its slot given to another key since it was found (look again). Given
+    /// copies: the common path's values then need no place in memory.
     #[cold]
     #[inline(never)]
-    fn acquire_rate_again(&self, k: &Located, now: u64, r: &RateRequest) -> RateDecision {
+    fn acquire_rate_again(&self, k: Located, now: u64, r: RateRequest) -> RateDecision {
+        let (k, r) = (&k, &r);
         loop {
             match self.find(k, OCCUPIED) {
                 Some(slot) => {
