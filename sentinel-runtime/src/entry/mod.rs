@@ -734,6 +734,9 @@ impl Drop for Entry {
         let reports = self.node.reports_exits();
         if reports != 0 || flags & (INBOUND | HELD | COUNTED) != 0 {
             // Out of line: the common exit keeps its few values in registers.
+            if reports == 0 && flags & (HELD | COUNTED | SYSTEM_COUNTED) == 0 {
+                return self.exit_inbound(now, rt_us, flags, error);
+            }
             return self.exit_reporting(now, rt_us, flags, panicking, error, reports);
         }
         // Nothing reserved to give back (no count of calls inside: `REPORTS_COUNTED`), so the
@@ -744,6 +747,19 @@ impl Drop for Entry {
 }
 
 impl Entry {
+    /// The exit of an inbound entry that holds nothing and reports to nothing (every entry a
+    /// tower layer makes while no system rule counts the calls inside): [`exit_reporting`]'s
+    /// steps for it, without testing for the others.
+    ///
+    /// [`exit_reporting`]: Self::exit_reporting
+    #[inline(never)]
+    fn exit_inbound(&mut self, now: u64, rt_us: u64, flags: u64, error: bool) {
+        let count = (flags >> COUNT_SHIFT) as u32;
+        self.node.stats().on_exit(now, count, rt_us, error);
+        system::inside().exit(false);
+        crate::stat::inbound().on_exit(now, count, rt_us, error);
+    }
+
     /// The exit of an entry that holds hotspot places or a place in its resource's count of
     /// calls inside, is inbound, or reports to breakers or an adaptive limit: everything
     /// [`Drop`] does for the common entry, and those.
