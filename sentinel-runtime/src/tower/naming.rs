@@ -135,13 +135,52 @@ pub(super) fn serves_method(status: http::StatusCode, headers: &http::HeaderMap)
 
 /// Routes recently seen by this thread, by the address of axum's matched-path string (one per
 /// route, shared by its requests) and the method: a hit costs no formatting, hashing or
-/// registry probe. Every hit is verified against the node's name, so a stale slot (a route
-/// string freed and its address reused) is only a miss.
+/// registry probe. The string of each cached address is held ([`HELD_ROUTES`]), so no other
+/// route's string can be given that address while it is cached: a hit is that route.
 pub(super) const ROUTE_SLOTS: usize = 16;
 
+/// A cached route: the address of its string, its method's tag, its node.
+type RouteSlot = (usize, usize, Option<&'static crate::ResourceNode>);
+
 thread_local! {
-    static ROUTES: std::cell::Cell<[(usize, Option<&'static crate::ResourceNode>); ROUTE_SLOTS]> =
-        const { std::cell::Cell::new([(0, None); ROUTE_SLOTS]) };
+    static ROUTES: std::cell::Cell<[RouteSlot; ROUTE_SLOTS]> =
+        const { std::cell::Cell::new([(0, 0, None); ROUTE_SLOTS]) };
+    /// The matched paths whose addresses key [`ROUTES`], slot for slot.
+    static HELD_ROUTES: std::cell::RefCell<HeldRoutes> =
+        const { std::cell::RefCell::new(HeldRoutes([const { None }; ROUTE_SLOTS])) };
+}
+
+/// The route strings [`ROUTES`] is keyed by. When the thread's locals are torn down, the keys
+/// go first: a request served by a later destructor finds no slot whose string is gone.
+struct HeldRoutes([Option<MatchedPath>; ROUTE_SLOTS]);
+
+impl Drop for HeldRoutes {
+    fn drop(&mut self) {
+        let _ = ROUTES.try_with(|routes| routes.set([(0, 0, None); ROUTE_SLOTS]));
+    }
+}
+
+/// Caches `node` in `slot` under `key`, holding `route` (the string `key` has the address of).
+#[cold]
+fn cache_route(
+    slot: usize,
+    key: (usize, usize),
+    route: &MatchedPath,
+    node: &'static crate::ResourceNode,
+) {
+    let _ = HELD_ROUTES.try_with(|held| {
+        let Ok(mut held) = held.try_borrow_mut() else {
+            return;
+        };
+        // The old string is let go only after its key is replaced (no hit can come between:
+        // this thread is here).
+        let old = held.0[slot].replace(route.clone());
+        let _ = ROUTES.try_with(|routes| {
+            let routes: &std::cell::Cell<[_]> = routes;
+            routes.as_slice_of_cells()[slot].set((key.0, key.1, Some(node)));
+        });
+        drop(old);
+    });
 }
 
 /// The node of a request's default resource name (see the module docs). For a gRPC method not
@@ -151,23 +190,23 @@ pub(super) fn default_node(
     view: View<'_>,
     learn: &mut Option<Box<str>>,
 ) -> &'static crate::ResourceNode {
-    let Some(route) = view.extensions.get::<MatchedPath>() else {
+    let Some(matched) = view.extensions.get::<MatchedPath>() else {
         return with_default_resource(view, |name, unknown, known| {
             named_node(name, unknown, known, learn)
         });
     };
-    let route = route.as_str();
+    let route = matched.as_str();
     let method = method_name(view.method);
     // The route's address and the method's length and first letter (GET and PUT differ).
     let tag = method.len() << 8 | usize::from(method.as_bytes().first().copied().unwrap_or(0));
-    let key = (route.as_ptr() as usize) << 16 | tag;
+    let key = (route.as_ptr() as usize, tag);
     let slot = ((route.as_ptr() as usize >> 4) ^ tag) % ROUTE_SLOTS;
     let cached = ROUTES.try_with(|routes| {
         let routes: &std::cell::Cell<[_]> = routes;
         routes.as_slice_of_cells()[slot].get()
     });
-    if let Ok((k, Some(node))) = cached {
-        if k == key && names_route(node.name(), method, route) {
+    if let Ok((k, t, Some(node))) = cached {
+        if k == key.0 && t == key.1 {
             return node;
         }
     }
@@ -178,10 +217,7 @@ pub(super) fn default_node(
     // is verified against the route's name, so such a route never hits), and the overflow
     // node (beyond the cap on resources: a later lookup may differ).
     if grpc_service_route(route).is_none() && names_route(node.name(), method, route) {
-        let _ = ROUTES.try_with(|routes| {
-            let routes: &std::cell::Cell<[_]> = routes;
-            routes.as_slice_of_cells()[slot].set((key, Some(node)));
-        });
+        cache_route(slot, key, matched, node);
     }
     node
 }

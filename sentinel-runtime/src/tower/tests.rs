@@ -409,3 +409,30 @@ fn client_ip_without_a_peer_address_is_reported_once() {
     assert_eq!(seen.len(), 1, "reported once: {seen:?}");
     assert!(seen[0].contains("no peer address"), "{seen:?}");
 }
+
+/// Routers built and dropped one after another, their route strings all of one length (the
+/// allocator hands a freed string's address to the next): each request still counts under its
+/// own route, though the route cache is keyed by those addresses.
+#[test]
+fn each_route_counts_its_own_requests_when_route_strings_are_freed_and_reallocated() {
+    use tower_service::Service;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for i in 0..40 {
+        let route = format!("/route-cache-{i:02}/{{id}}");
+        let mut app = axum::Router::new()
+            .route(&route, axum::routing::get(|| async { "ok" }))
+            .layer(super::SentinelLayer::new());
+        let request = Request::get(format!("/route-cache-{i:02}/7"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        // A router is always ready.
+        let response = runtime.block_on(app.call(request)).unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        drop(response);
+        let name = format!("GET:{route}");
+        let passed = crate::metrics::snapshot(&name).map(|s| s.pass_total);
+        assert_eq!(passed, Some(1), "{name}: its request counted elsewhere");
+    }
+}
