@@ -149,6 +149,19 @@ pub(crate) struct RunningTotals {
     pub(crate) blocks_by_rule: [u64; RULE_KINDS],
 }
 
+/// An exit's counts, in the current bucket of `shard` (its single writer).
+#[inline(always)]
+fn exit_into(shard: &Shard, bucket: &Bucket<AtomicU64>, count: u32, rt_us: u64, error: bool) {
+    let count = u64::from(count);
+    bucket.merge_exclusive(MetricEvent::Complete, count);
+    bucket.merge_exclusive(MetricEvent::RtSum, rt_us);
+    bucket.merge_exclusive(MetricEvent::MinRt, rt_us);
+    if error {
+        bucket.merge_exclusive(MetricEvent::Error, count);
+    }
+    shard.inflight_exclusive(-1);
+}
+
 /// A shard and whether this thread is its only writer (two words, passed by value).
 #[derive(Clone, Copy)]
 struct Writer<'a> {
@@ -324,20 +337,33 @@ impl NodeStats {
     /// The exit of an admitted entry of `count`.
     #[inline(always)]
     pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u64, error: bool) {
-        let w = self.writer();
-        let added = w.shard.add_current(now, |bucket| {
-            let count = u64::from(count);
-            bucket.merge_exclusive(MetricEvent::Complete, count);
-            bucket.merge_exclusive(MetricEvent::RtSum, rt_us);
-            bucket.merge_exclusive(MetricEvent::MinRt, rt_us);
-            if error {
-                bucket.merge_exclusive(MetricEvent::Error, count);
+        // The common exit makes no call but the last (a tail call): its caller then needs no
+        // registers saved either.
+        if let Some(shard) = self.ready_shard() {
+            if shard.add_current(now, |bucket| exit_into(shard, bucket, count, rt_us, error)) {
+                return;
             }
-            w.shard.inflight_exclusive(-1);
-        });
-        if !added {
+        }
+        self.on_exit_again(now, count, rt_us, error);
+    }
+
+    /// [`on_exit`](Self::on_exit) of a thread without its shard yet, or at a new bucket.
+    #[cold]
+    #[inline(never)]
+    fn on_exit_again(&self, now: u64, count: u32, rt_us: u64, error: bool) {
+        let w = self.writer();
+        let shard = w.shard;
+        if !shard.add_current(now, |bucket| exit_into(shard, bucket, count, rt_us, error)) {
             self.exit_slow(w, now, count, rt_us, error);
         }
+    }
+
+    /// This thread's own shard, if it has one already (no call: see [`writer`](Self::writer)
+    /// for the rest).
+    #[inline(always)]
+    fn ready_shard(&self) -> Option<&Shard> {
+        let cell = self.shards.get(crate::sync::thread_slot_if_assigned())?;
+        cell.get().map(|shard| &***shard)
     }
 
     fn each_shard<'a>(&'a self, mut f: impl FnMut(&'a Shard)) {

@@ -71,6 +71,13 @@ pub(crate) fn thread_slot() -> usize {
     }
 }
 
+/// This thread's slot if it has one already, else a number of [`MAX_SLOTS`] or more: one load,
+/// no call (for a path whose only call is its last).
+#[inline(always)]
+pub(crate) fn thread_slot_if_assigned() -> usize {
+    SLOT.get()
+}
+
 /// The slot of a thread without one yet: its lease taken (once: a thread that got none, or
 /// whose lease was given back, keeps [`NO_SLOT`]).
 #[cold]
