@@ -8,6 +8,8 @@
 //! - `sized`: the same, with a wrapper that keeps the body's size hint (so the response keeps
 //!   its `content-length`, as `SentinelLayer`'s body does; `passthrough`'s loses it);
 //! - `sentinel`: `SentinelLayer` with one flow rule, every request admitted;
+//! - `nested`: the same router mounted with `nest_service` (axum then builds each request's
+//!   matched path anew);
 //! - `governor`: tower-governor's `GovernorLayer` with a global key, every request admitted.
 //!
 //! Each run sends 200 unmeasured requests, then N requests through `measured`, one
@@ -65,6 +67,12 @@ fn app(case: &str) -> Router {
                 .expect("valid rule");
             served(router().layer(SentinelLayer::new()))
         }
+        "nested" => {
+            // Mounted with `nest_service`: axum builds the matched path for each request.
+            rules::load_flow_rules(vec![FlowRule::qps("GET:/api/users/{id}", 2e9)])
+                .expect("valid rule");
+            served(Router::new().nest_service("/api", router().layer(SentinelLayer::new())))
+        }
         "governor" => {
             let config = GovernorConfigBuilder::default()
                 .key_extractor(GlobalKeyExtractor)
@@ -74,16 +82,16 @@ fn app(case: &str) -> Router {
                 .expect("a valid governor config");
             served(router().layer(GovernorLayer::new(config)))
         }
-        other => panic!("unknown case {other:?}: none, passthrough, sized, sentinel or governor"),
+        other => {
+            panic!("unknown case {other:?}: none, passthrough, sized, sentinel, nested or governor")
+        }
     }
 }
 
-fn send(runtime: &tokio::runtime::Runtime, app: &Router) {
+fn send(runtime: &tokio::runtime::Runtime, app: &Router, path: &'static str) {
     let app = app.clone();
     runtime.block_on(async move {
-        let request = Request::get("/users/7")
-            .body(Body::empty())
-            .expect("a request");
+        let request = Request::get(path).body(Body::empty()).expect("a request");
         let response = app.oneshot(request).await.expect("infallible");
         assert!(response.status().is_success());
         black_box(response);
@@ -92,9 +100,9 @@ fn send(runtime: &tokio::runtime::Runtime, app: &Router) {
 
 /// The measured requests (callgrind counts only inside this function).
 #[inline(never)]
-fn measured(runtime: &tokio::runtime::Runtime, app: &Router, requests: u64) {
+fn measured(runtime: &tokio::runtime::Runtime, app: &Router, path: &'static str, requests: u64) {
     for _ in 0..requests {
-        send(runtime, black_box(app));
+        send(runtime, black_box(app), path);
     }
 }
 
@@ -110,9 +118,14 @@ fn main() {
         .build()
         .expect("a runtime");
     let app = app(case);
+    let path = if case == "nested" {
+        "/api/users/7"
+    } else {
+        "/users/7"
+    };
     for _ in 0..WARM_UP {
-        send(&runtime, &app);
+        send(&runtime, &app, path);
     }
-    measured(&runtime, &app, requests);
+    measured(&runtime, &app, path, requests);
     println!("{case}: {requests} requests after {WARM_UP} unmeasured");
 }

@@ -160,6 +160,18 @@ impl Drop for HeldRoutes {
     }
 }
 
+/// Whether the route string held for `slot` reads `route` (a hit by text, for a route whose
+/// string is built again for each request; see [`default_node`]).
+#[cold]
+fn holds_route(slot: usize, route: &str) -> bool {
+    HELD_ROUTES
+        .try_with(|held| {
+            held.try_borrow()
+                .is_ok_and(|held| held.0[slot].as_ref().is_some_and(|m| m.as_str() == route))
+        })
+        .unwrap_or(false)
+}
+
 /// Caches `node` in `slot` under `key`, holding `route` (the string `key` has the address of).
 #[cold]
 fn cache_route(
@@ -200,22 +212,28 @@ pub(super) fn default_node(
     // The route's address and the method's length and first letter (GET and PUT differ).
     let tag = method.len() << 8 | usize::from(method.as_bytes().first().copied().unwrap_or(0));
     let key = (route.as_ptr() as usize, tag);
-    let slot = ((route.as_ptr() as usize >> 4) ^ tag) % ROUTE_SLOTS;
+    // The slot by the route's text (its length and middle letter) and the method, not by its
+    // address: a route whose string axum builds again for each request (under a service
+    // mounted with `nest_service`) keeps its slot, and is found there by its text.
+    let bytes = route.as_bytes();
+    let middle = usize::from(bytes.get(bytes.len() / 2).copied().unwrap_or(0));
+    let slot = (bytes.len().wrapping_mul(7) ^ middle ^ tag ^ (tag >> 8)) % ROUTE_SLOTS;
     let cached = ROUTES.try_with(|routes| {
         let routes: &std::cell::Cell<[_]> = routes;
         routes.as_slice_of_cells()[slot].get()
     });
     if let Ok((k, t, Some(node))) = cached {
-        if k == key.0 && t == key.1 {
+        if t == tag && (k == key.0 || holds_route(slot, route)) {
             return node;
         }
     }
     let node = with_default_resource(view, |name, unknown, known| {
         named_node(name, unknown, known, learn)
     });
-    // Not cached: a gRPC service's route (its methods are each named by their own path: a hit
-    // is verified against the route's name, so such a route never hits), and the overflow
-    // node (beyond the cap on resources: a later lookup may differ).
+    // Not cached: a gRPC service's route (its methods are each named by their own path, while
+    // a cached node is its route's: such a route must never hit), and the overflow node
+    // (beyond the cap on resources: a later lookup may differ). A cached node is always
+    // `"{method}:{route}"`, so the same route and method (by address or by text) are that node.
     if grpc_service_route(route).is_none() && names_route(node.name(), method, route) {
         cache_route(slot, key, matched, node);
     }

@@ -436,3 +436,30 @@ fn each_route_counts_its_own_requests_when_route_strings_are_freed_and_reallocat
         assert_eq!(passed, Some(1), "{name}: its request counted elsewhere");
     }
 }
+
+/// Under a service mounted with `nest_service`, axum builds the matched path again for each
+/// request (a new string each time): the requests still count under their route's resource.
+#[test]
+fn a_nested_service_counts_its_requests_under_the_full_route() {
+    use tower_service::Service;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let inner = axum::Router::new()
+        .route("/users/{id}", axum::routing::get(|| async { "ok" }))
+        .route("/items/{id}", axum::routing::get(|| async { "ok" }))
+        .layer(super::SentinelLayer::new());
+    let mut app = axum::Router::new().nest_service("/nested-cache", inner);
+    for i in 0..12 {
+        let path = if i % 3 == 2 { "items" } else { "users" };
+        let request = Request::get(format!("/nested-cache/{path}/{i}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        // A router is always ready.
+        let response = runtime.block_on(app.call(request)).unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let passed = |name: &str| crate::metrics::snapshot(name).map(|s| s.pass_total);
+    assert_eq!(passed("GET:/nested-cache/users/{id}"), Some(8));
+    assert_eq!(passed("GET:/nested-cache/items/{id}"), Some(4));
+}
