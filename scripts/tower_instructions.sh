@@ -2,7 +2,8 @@
 # Instructions the tower layer adds per request (exact, one thread): callgrind over N and 3N
 # requests of each case of benches/tower_instructions.rs (after 200 unmeasured ones), the
 # difference / 2N, each layer's figure minus the plain router's. Usage:
-# scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor)
+# scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor;
+# also nested)
 set -euo pipefail
 n=${1:-1000}
 shift || true
