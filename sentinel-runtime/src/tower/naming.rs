@@ -133,10 +133,12 @@ pub(super) fn serves_method(status: http::StatusCode, headers: &http::HeaderMap)
             .is_none_or(|v| v.as_bytes() != b"12")
 }
 
-/// Routes recently seen by this thread, by the address of axum's matched-path string (one per
-/// route, shared by its requests) and the method: a hit costs no formatting, hashing or
-/// registry probe. The string of each cached address is held ([`HELD_ROUTES`]), so no other
-/// route's string can be given that address while it is cached: a hit is that route.
+/// Routes recently seen by this thread, keyed by the address of axum's matched-path string (one
+/// per route, shared by its requests) and the method, in a slot chosen by the route's text: a
+/// hit costs no formatting, hashing or registry probe. The string of each cached address is
+/// held ([`HELD_ROUTES`]), so no other route's string can be given that address while it is
+/// cached: a hit is that route. A string of the same text at another address (built for each
+/// request) is found by comparing the text.
 pub(super) const ROUTE_SLOTS: usize = 16;
 
 /// A cached route: the address of its string, its method's tag, its node.
