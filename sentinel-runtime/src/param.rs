@@ -68,6 +68,10 @@ pub(crate) struct Params {
     origin: Option<std::sync::Arc<str>>,
     /// The entry is inbound traffic (for system rules).
     inbound: bool,
+    /// The entry is a guarded function's sync call, whose generated code marks the body's
+    /// return ([`Entry::returned`](crate::Entry)): the exit then knows an unwinding body by
+    /// that mark, without asking whether the thread is panicking.
+    guarded: bool,
 }
 
 impl Params {
@@ -77,6 +81,13 @@ impl Params {
         len: 0,
         origin: None,
         inbound: false,
+        guarded: false,
+    };
+
+    /// No parameters, for a guarded function's sync call ([`set_guarded`](Self::set_guarded)).
+    pub(crate) const GUARDED: Params = Params {
+        guarded: true,
+        ..Params::NONE
     };
 
     /// Marks the entry as inbound traffic.
@@ -88,6 +99,17 @@ impl Params {
     #[inline(always)]
     pub(crate) fn is_inbound(&self) -> bool {
         self.inbound
+    }
+
+    /// Marks the entry as a guarded function's sync call (see the field).
+    pub(crate) fn set_guarded(&mut self) {
+        self.guarded = true;
+    }
+
+    /// Whether the entry is a guarded function's sync call.
+    #[inline(always)]
+    pub(crate) fn is_guarded(&self) -> bool {
+        self.guarded
     }
 
     /// Names the caller's origin.

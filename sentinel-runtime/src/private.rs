@@ -279,22 +279,30 @@ impl StaticNode {
         crate::entry::reserve(self.node(), 1, true)
     }
 
-    /// [`enter`](Self::enter) with the entry's parameters, as [`param_hash`]es in index order.
-    #[inline]
-    pub fn enter_with(&self, params: &[u64]) -> Result<Entry, BlockError> {
-        crate::entry::enter_in(
-            crate::sync::thread_slot(),
-            self.node(),
-            1,
-            &Params::from_hashes(params),
-        )
+    /// [`enter`](Self::enter) for a guarded function's sync call, whose code calls
+    /// [`returned`] on the entry when the body returns: dropped without that, the entry counts
+    /// as the body's panic (the exit does not ask whether the thread is unwinding).
+    #[inline(always)]
+    pub fn enter_guarded(&self) -> Result<Entry, BlockError> {
+        crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &Params::GUARDED)
     }
 
-    /// [`enter_with`](Self::enter_with) for an inbound entry (the attribute's `inbound = true`).
+    /// [`enter_guarded`](Self::enter_guarded) with the entry's parameters, as [`param_hash`]es
+    /// in index order.
     #[inline]
-    pub fn enter_inbound(&self, params: &[u64]) -> Result<Entry, BlockError> {
+    pub fn enter_guarded_with(&self, params: &[u64]) -> Result<Entry, BlockError> {
+        let mut params = Params::from_hashes(params);
+        params.set_guarded();
+        crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &params)
+    }
+
+    /// [`enter_guarded_with`](Self::enter_guarded_with) for an inbound entry (the attribute's
+    /// `inbound = true`).
+    #[inline]
+    pub fn enter_guarded_inbound(&self, params: &[u64]) -> Result<Entry, BlockError> {
         let mut params = Params::from_hashes(params);
         params.set_inbound();
+        params.set_guarded();
         crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &params)
     }
 
@@ -319,6 +327,13 @@ impl StaticNode {
 #[inline]
 pub async fn wait_for_turn(reservation: &Reservation) {
     crate::entry::wait_turn(reservation).await;
+}
+
+/// The guarded sync function's body returned (it did not unwind): see
+/// [`StaticNode::enter_guarded`].
+#[inline(always)]
+pub fn returned(entry: &mut Entry) {
+    entry.returned();
 }
 
 /// The guarded `async fn`'s body ran to completion.

@@ -71,8 +71,9 @@ pub(super) fn admitted(cx: &Cx<'_>, destructure: &[TokenStream]) -> (TokenStream
         // A sync caller sleeps through a throttling wait inside `enter`. The entry is borrowed
         // where `enter` wrote it, not moved out of the `Result` (a copy of five words on every
         // call); it is dropped with the `Result`, at the end of the `match`, after the body.
+        // Mutably: the body's return is marked on it with a plain write.
         quote! {
-            ::core::result::Result::Ok(ref #entry) => {
+            ::core::result::Result::Ok(ref mut #entry) => {
                 #(#destructure)*
                 #body
             }
@@ -112,7 +113,8 @@ fn body(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
     let body = match (cx.shape.never, cx.shape.is_async) {
         (true, false) => quote!(#private::call_once(move || -> ! #block)),
         (true, true) => quote!(async move #block .await),
-        (false, false) => quote!(#run #mark_error #result),
+        // The body returned: an exit after this is not its unwinding.
+        (false, false) => quote!(#run #mark_error #private::returned(#entry); #result),
         // The guard lives inside the future; finishing marks it not abandoned.
         (false, true) => quote!(#run #mark_error #private::finished(&#entry); #result),
     };

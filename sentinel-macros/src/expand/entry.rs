@@ -30,14 +30,16 @@ pub(super) fn admission(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
     let inbound = cx.args.inbound.is_some_and(|i| i.value);
     match (params.is_empty() && !inbound, is_async) {
         (true, true) => (quote!(), quote!(#node_ref.reserve_async())),
-        (true, false) => (quote!(), quote!(#node_ref.enter())),
+        (true, false) => (quote!(), quote!(#node_ref.enter_guarded())),
         (false, true) if params.is_empty() => {
             (quote!(), quote!(#node_ref.reserve_async_inbound(&[])))
         }
-        (false, false) if params.is_empty() => (quote!(), quote!(#node_ref.enter_inbound(&[]))),
+        (false, false) if params.is_empty() => {
+            (quote!(), quote!(#node_ref.enter_guarded_inbound(&[])))
+        }
         (false, true) if inbound => (hash_let, quote!(#node_ref.reserve_async_inbound(&#hashes))),
-        (false, false) if inbound => (hash_let, quote!(#node_ref.enter_inbound(&#hashes))),
+        (false, false) if inbound => (hash_let, quote!(#node_ref.enter_guarded_inbound(&#hashes))),
         (false, true) => (hash_let, quote!(#node_ref.reserve_async_with(&#hashes))),
-        (false, false) => (hash_let, quote!(#node_ref.enter_with(&#hashes))),
+        (false, false) => (hash_let, quote!(#node_ref.enter_guarded_with(&#hashes))),
     }
 }

@@ -2,7 +2,7 @@
 //! the entry asks that gate directly, without the stage runner and its admission record, and
 //! counts and reports exactly as the runner would.
 
-use super::{count_pass, on_block, wait_for_turn, Entry, Inner, Reservation, Waiting};
+use super::{count_pass, on_block, wait_for_turn, Ending, Entry, Inner, Reservation, Waiting};
 use crate::clock;
 use crate::error::BlockError;
 use crate::node::ResourceNode;
@@ -57,7 +57,7 @@ pub(super) trait Admitted: Sized {
         count: u32,
         at: u64,
         inbound: bool,
-        cancellable: bool,
+        ending: Ending,
     ) -> Self;
 
     /// A hotspot pass that holds something (a wait, or a place), as the stage runner would make
@@ -102,7 +102,8 @@ impl Holding<'_, '_> {
     fn entry_now(&self, admission: &mut Admission) -> Entry {
         let inbound = admission.inbound != 0;
         count_pass(self.node, self.slot, self.now, self.count, inbound);
-        Entry::new(self.node, self.count, admission, self.cancellable, || {
+        let ending = Ending::new(self.params, self.cancellable);
+        Entry::new(self.node, self.count, admission, ending, || {
             Some(self.chain.to_arc())
         })
     }
@@ -116,8 +117,14 @@ impl Holding<'_, '_> {
 
 impl Admitted for Entry {
     #[inline(always)]
-    fn passed(node: &'static ResourceNode, count: u32, at: u64, inbound: bool, _: bool) -> Entry {
-        Entry::unchecked(node, count, at, inbound, false)
+    fn passed(
+        node: &'static ResourceNode,
+        count: u32,
+        at: u64,
+        inbound: bool,
+        ending: Ending,
+    ) -> Entry {
+        Entry::unchecked(node, count, at, inbound, ending)
     }
 
     #[cold]
@@ -138,14 +145,10 @@ impl Admitted for Reservation {
         count: u32,
         at: u64,
         inbound: bool,
-        cancellable: bool,
+        ending: Ending,
     ) -> Reservation {
         Reservation(Inner::Ready(Entry::unchecked(
-            node,
-            count,
-            at,
-            inbound,
-            cancellable,
+            node, count, at, inbound, ending,
         )))
     }
 
@@ -187,7 +190,8 @@ pub(super) fn enter_lone_hot<O: Admitted, const INBOUND: bool>(
     match admitted {
         Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
             count_pass(node, slot, now, count, INBOUND);
-            Ok(O::passed(node, count, now, INBOUND, cancellable))
+            let ending = Ending::new(params, cancellable);
+            Ok(O::passed(node, count, now, INBOUND, ending))
         }
         Ok(pass) => Ok(O::holding(Holding {
             slot,
@@ -237,7 +241,8 @@ pub(super) fn enter_lone<const INBOUND: bool>(
     match gate.try_acquire(now, count) {
         Some(at) => {
             count_pass(node, slot, at, count, INBOUND);
-            Ok(Entry::unchecked(node, count, at, INBOUND, cancellable))
+            let ending = Ending::new(params, cancellable);
+            Ok(Entry::unchecked(node, count, at, INBOUND, ending))
         }
         None => Err(lone_block(node, gate, now, count, params)),
     }

@@ -224,7 +224,8 @@ pub(crate) fn enter_in(
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
         count_pass(node, slot, now, count, inbound);
-        return Ok(Entry::unchecked(node, count, now, inbound, false));
+        let ending = Ending::new(params, false);
+        return Ok(Entry::unchecked(node, count, now, inbound, ending));
     }
     enter_checked(slot, node, count, params)
 }
@@ -287,7 +288,8 @@ fn enter_chain(
     ) {
         Ok(()) if admission.turn == 0 => {
             count_pass(node, slot, admission.at, count, admission.inbound != 0);
-            Ok(Entry::new(node, count, &mut admission, false, || {
+            let ending = Ending::new(params, false);
+            Ok(Entry::new(node, count, &mut admission, ending, || {
                 Some(chain.to_arc())
             }))
         }
@@ -372,7 +374,8 @@ pub(crate) fn reserve_with(
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
         count_pass(node, slot, now, count, inbound);
-        let entry = Entry::unchecked(node, count, now, inbound, cancellable);
+        let ending = Ending::new(params, cancellable);
+        let entry = Entry::unchecked(node, count, now, inbound, ending);
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain_in(slot, move |chain| {
@@ -407,9 +410,9 @@ pub(crate) fn reserve_with(
         match checked {
             Ok(()) if admission.turn == 0 => {
                 count_pass(node, slot, admission.at, count, admission.inbound != 0);
-                let entry = Entry::new(node, count, &mut admission, cancellable, || {
-                    Some(chain.to_arc())
-                });
+                let ending = Ending::new(params, cancellable);
+                let entry =
+                    Entry::new(node, count, &mut admission, ending, || Some(chain.to_arc()));
                 Ok(Reservation(Inner::Ready(entry)))
             }
             Ok(()) => {
@@ -533,7 +536,8 @@ fn enter_after_wait(w: &mut Waiting) -> Entry {
     );
     let mut admission = std::mem::take(&mut w.admission);
     admission.at = now;
-    Entry::new(w.node, w.count, &mut admission, w.cancellable, || {
+    let ending = Ending::new(&Params::NONE, w.cancellable);
+    Entry::new(w.node, w.count, &mut admission, ending, || {
         Some(Arc::clone(&w.chain))
     })
 }
@@ -548,13 +552,55 @@ const COUNTED: u64 = 4;
 const INBOUND: u64 = 8;
 /// The call took a place in the system rules' count of inbound calls inside.
 const SYSTEM_COUNTED: u64 = 16;
-/// The entry was made while the thread was already unwinding from a panic (a guarded call in a
-/// `Drop`): that panic is not the call's own (a panic of its own would abort the process).
-const ENTERED_UNWINDING: u64 = 32;
+/// The exit asks whether the thread is unwinding: a panic then is the call's own. Not set for
+/// an entry made while the thread was already unwinding from a panic (a guarded call in a
+/// `Drop`: that panic is not the call's own, and one of its own would abort the process), nor
+/// for a guarded function's sync call, which has [`RUNNING`] instead.
+const WATCH_PANIC: u64 = 32;
 /// The entry holds places in hotspot concurrency counters.
 const HELD: u64 = 64;
+/// A guarded function's sync call whose body has not returned: its generated code clears this
+/// when the body returns ([`Entry::returned`]), so an exit that finds it set is the body's
+/// unwinding (a panic of the call's own).
+const RUNNING: u64 = 128;
 /// The entry's count of passes is the flags word's upper half.
 const COUNT_SHIFT: u32 = 32;
+
+/// How the exit of an entry learns that the call ended by a panic of its own (see the flags).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ending {
+    /// Held by a future, which marks it finished ([`PENDING`]).
+    cancellable: bool,
+    /// A guarded function's sync call, which marks its body's return ([`RUNNING`]).
+    guarded: bool,
+}
+
+impl Ending {
+    /// The ending of an entry with `params` (a guarded function's sync call or not), held by a
+    /// future or not.
+    #[inline(always)]
+    pub(crate) fn new(params: &Params, cancellable: bool) -> Ending {
+        Ending {
+            cancellable,
+            guarded: params.is_guarded() && !cancellable,
+        }
+    }
+
+    /// The flags that tell it, read now.
+    #[inline(always)]
+    fn flags(self) -> u64 {
+        let mut flags = 0;
+        if self.cancellable {
+            flags |= PENDING;
+        }
+        if self.guarded {
+            flags |= RUNNING;
+        } else if !std::thread::panicking() {
+            flags |= WATCH_PANIC;
+        }
+        flags
+    }
+}
 
 /// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
 /// code: the call's concurrency is released, it is counted as complete with its response time,
@@ -598,17 +644,11 @@ impl Entry {
         count: u32,
         at: u64,
         inbound: bool,
-        cancellable: bool,
+        ending: Ending,
     ) -> Entry {
-        let mut flags = 0;
-        if cancellable {
-            flags |= PENDING;
-        }
+        let mut flags = ending.flags();
         if inbound {
             flags |= INBOUND;
-        }
-        if std::thread::panicking() {
-            flags |= ENTERED_UNWINDING;
         }
         flags |= u64::from(count) << COUNT_SHIFT;
         Entry {
@@ -625,13 +665,10 @@ impl Entry {
         node: &'static ResourceNode,
         count: u32,
         admission: &mut Admission,
-        cancellable: bool,
+        ending: Ending,
         chain: impl FnOnce() -> Option<Arc<Chain>>,
     ) -> Entry {
-        let mut flags = 0;
-        if cancellable {
-            flags |= PENDING;
-        }
+        let mut flags = ending.flags();
         if admission.counted != 0 {
             flags |= COUNTED;
         }
@@ -640,9 +677,6 @@ impl Entry {
         }
         if admission.system.counted {
             flags |= SYSTEM_COUNTED;
-        }
-        if std::thread::panicking() {
-            flags |= ENTERED_UNWINDING;
         }
         // Rate passes hold nothing once admitted; only concurrency places are given back.
         let held = if admission.hot.holds_places() {
@@ -667,6 +701,13 @@ impl Entry {
     /// circuit breakers).
     pub fn set_error(&self) {
         self.flags.fetch_or(ERROR, Ordering::Relaxed);
+    }
+
+    /// A guarded function's sync body returned (it did not unwind): see [`RUNNING`]. Through
+    /// `&mut`, a plain write (no locked instruction).
+    #[inline(always)]
+    pub(crate) fn returned(&mut self) {
+        *self.flags.get_mut() &= !RUNNING;
     }
 
     /// The future holding this entry ran to completion (it was not abandoned).
@@ -728,8 +769,10 @@ impl Drop for Entry {
         let now = clock::now_nanos();
         let rt_us = now.saturating_sub(self.start) / 1_000;
         let flags = self.flags.load(Ordering::Relaxed);
-        // A panic in the guarded code, not one that was already unwinding when it was entered.
-        let panicking = std::thread::panicking() && flags & ENTERED_UNWINDING == 0;
+        // A panic in the guarded code, not one that was already unwinding when it was entered:
+        // a guarded body that did not return, or the thread unwinding if the exit is to ask.
+        let panicking = flags & (RUNNING | WATCH_PANIC) != 0
+            && (flags & RUNNING != 0 || std::thread::panicking());
         let error = flags & ERROR != 0 || panicking;
         let reports = self.node.reports_exits();
         if reports != 0 || flags & (INBOUND | HELD | COUNTED) != 0 {

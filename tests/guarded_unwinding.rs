@@ -1,0 +1,126 @@
+//! A guarded sync function's exit knows a panic of its body from the mark its generated code
+//! leaves when the body returns, on every way in: statistics only, a lone QPS gate, a lone
+//! hotspot gate, parameters with no rule, inbound, the stage runner, and a throttling wait.
+//! For each, a panicking body counts as one error and leaves nothing inside; a call made while
+//! another panic unwinds (in a `Drop`) and returning normally is no error. Time from the
+//! MockClock (installing it also serialises these tests).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::{metrics, sentinel, BlockError};
+
+fn stats(resource: &str) -> metrics::ResourceStats {
+    metrics::snapshot(resource).expect("the guarded function has been called")
+}
+
+/// Running totals of passes, exits and errors (zeros before the first call).
+fn totals(resource: &str) -> [u64; 3] {
+    metrics::snapshot(resource).map_or([0; 3], |s| [s.pass_total, s.complete_total, s.error_total])
+}
+
+#[sentinel(resource = "unwind-stats")]
+fn stats_only(boom: bool) -> Result<u8, BlockError> {
+    assert!(!boom, "boom");
+    Ok(1)
+}
+
+#[sentinel(resource = "unwind-qps", qps = 1000)]
+fn lone_qps(boom: bool) -> Result<u8, BlockError> {
+    assert!(!boom, "boom");
+    Ok(1)
+}
+
+#[sentinel(resource = "unwind-hot", hotspot(param = key, qps = 1000))]
+fn lone_hot(key: u64, boom: bool) -> Result<u8, BlockError> {
+    assert!(!boom, "boom {key}");
+    Ok(1)
+}
+
+#[sentinel(resource = "unwind-params", params = [key])]
+fn with_params(key: u64, boom: bool) -> Result<u8, BlockError> {
+    assert!(!boom, "boom {key}");
+    Ok(1)
+}
+
+#[sentinel(resource = "unwind-inbound", inbound = true)]
+fn inbound(boom: bool) -> Result<u8, BlockError> {
+    assert!(!boom, "boom");
+    Ok(1)
+}
+
+#[sentinel(resource = "unwind-runner", concurrency = 10)]
+fn runner(boom: bool) -> Result<u8, BlockError> {
+    assert!(!boom, "boom");
+    Ok(1)
+}
+
+#[sentinel(resource = "unwind-paced", qps = 10, max_wait = "1s")]
+fn paced(boom: bool) -> Result<u8, BlockError> {
+    assert!(!boom, "boom");
+    Ok(1)
+}
+
+/// A guarded function, told whether its body panics.
+type Guarded = fn(bool) -> Result<u8, BlockError>;
+
+/// Each guarded function, by resource name.
+fn cases() -> Vec<(&'static str, Guarded)> {
+    vec![
+        ("unwind-stats", stats_only),
+        ("unwind-qps", lone_qps),
+        ("unwind-hot", |boom| lone_hot(7, boom)),
+        ("unwind-params", |boom| with_params(7, boom)),
+        ("unwind-inbound", inbound),
+        ("unwind-runner", runner),
+        ("unwind-paced", paced),
+    ]
+}
+
+#[test]
+fn a_panicking_body_counts_one_error_and_leaves_nothing_inside() {
+    let _clock = MockClock::install();
+    for (name, call) in cases() {
+        let before = totals(name);
+        assert_eq!(call(false), Ok(1));
+        assert!(catch_unwind(AssertUnwindSafe(|| call(true))).is_err());
+        // Twice in one instant: the paced resource's second call waits for its turn.
+        assert!(catch_unwind(AssertUnwindSafe(|| call(true))).is_err());
+        let after = totals(name);
+        let [pass, complete, error] = [0, 1, 2].map(|i| after[i] - before[i]);
+        assert_eq!(
+            (pass, complete, error),
+            (3, 3, 2),
+            "{name}: three passes and exits, two of them the panics"
+        );
+        assert_eq!(stats(name).concurrency, 0, "{name}: nothing inside");
+    }
+}
+
+/// Calls every guarded function when dropped, while a panic unwinds past it.
+struct CallsInDrop;
+
+impl Drop for CallsInDrop {
+    fn drop(&mut self) {
+        for (_, call) in cases() {
+            assert_eq!(call(false), Ok(1));
+        }
+    }
+}
+
+#[test]
+fn a_call_that_returns_while_another_panic_unwinds_is_no_error() {
+    let _clock = MockClock::install();
+    let before: Vec<_> = cases().into_iter().map(|(name, _)| totals(name)).collect();
+    let caught = catch_unwind(|| {
+        let _calls = CallsInDrop;
+        panic!("the request failed");
+    });
+    assert!(caught.is_err());
+    for ((name, _), before) in cases().into_iter().zip(before) {
+        let after = totals(name);
+        assert_eq!(after[1] - before[1], 1, "{name}: one exit");
+        assert_eq!(after[2], before[2], "{name}: the panic was not its own");
+        assert_eq!(stats(name).concurrency, 0, "{name}: nothing inside");
+    }
+}
