@@ -767,25 +767,43 @@ impl Drop for Entry {
     #[inline]
     fn drop(&mut self) {
         let now = clock::now_nanos();
-        let rt_us = now.saturating_sub(self.start) / 1_000;
         let flags = self.flags.load(Ordering::Relaxed);
+        let reports = self.node.reports_exits();
+        if reports != 0 || flags & (WATCH_PANIC | INBOUND | HELD | COUNTED) != 0 {
+            // Out of line, a tail call: the common exit keeps its few values in registers and
+            // has no call after the clock's that would need registers saved.
+            return self.exit_other(now, flags, reports);
+        }
+        // A guarded function's sync call (it does not ask whether the thread is unwinding:
+        // its body that did not return is the panic) with nothing reserved to give back (no
+        // count of calls inside: `REPORTS_COUNTED`): the statistics are all.
+        let rt_us = now.saturating_sub(self.start) / 1_000;
+        let error = flags & (ERROR | RUNNING) != 0;
+        let count = (flags >> COUNT_SHIFT) as u32;
+        self.node.stats().on_exit(now, count, rt_us, error);
+    }
+}
+
+impl Entry {
+    /// Every exit but the common one of [`Drop`]: an entry whose exit asks whether the thread
+    /// is unwinding, or that is inbound, holds something or reports to something.
+    #[inline(never)]
+    fn exit_other(&mut self, now: u64, flags: u64, reports: u8) {
+        let rt_us = now.saturating_sub(self.start) / 1_000;
         // A panic in the guarded code, not one that was already unwinding when it was entered:
         // a guarded body that did not return, or the thread unwinding if the exit is to ask.
         let panicking = flags & (RUNNING | WATCH_PANIC) != 0
             && (flags & RUNNING != 0 || std::thread::panicking());
         let error = flags & ERROR != 0 || panicking;
-        let reports = self.node.reports_exits();
-        if reports != 0 || flags & (INBOUND | HELD | COUNTED) != 0 {
-            // Out of line: the common exit keeps its few values in registers.
-            if reports == 0 && flags & (HELD | COUNTED | SYSTEM_COUNTED) == 0 {
+        if reports == 0 && flags & (HELD | COUNTED | SYSTEM_COUNTED) == 0 {
+            if flags & INBOUND != 0 {
                 return self.exit_inbound(now, rt_us, flags, error);
             }
-            return self.exit_reporting(now, rt_us, flags, panicking, error, reports);
+            // Statistics only, as the common exit (an entry not made by a guarded function).
+            let count = (flags >> COUNT_SHIFT) as u32;
+            return self.node.stats().on_exit(now, count, rt_us, error);
         }
-        // Nothing reserved to give back (no count of calls inside: `REPORTS_COUNTED`), so the
-        // statistics are all.
-        let count = (flags >> COUNT_SHIFT) as u32;
-        self.node.stats().on_exit(now, count, rt_us, error);
+        self.exit_reporting(now, rt_us, flags, panicking, error, reports);
     }
 }
 
@@ -795,7 +813,7 @@ impl Entry {
     /// steps for it, without testing for the others.
     ///
     /// [`exit_reporting`]: Self::exit_reporting
-    #[inline(never)]
+    #[inline(always)]
     fn exit_inbound(&mut self, now: u64, rt_us: u64, flags: u64, error: bool) {
         let count = (flags >> COUNT_SHIFT) as u32;
         self.node.stats().on_exit(now, count, rt_us, error);
