@@ -68,10 +68,17 @@ impl QpsGate {
     /// start of a later bucket the gate has already reached), or `None`.
     #[inline(always)]
     pub(crate) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
-        let period = self.ring.reserve(now, u64::from(count), self.limit(now))?;
-        if let Some(curve) = &self.warm {
-            curve.record_pass(now, count);
-        }
+        let period = match &self.warm {
+            // The threshold is at most the ring's largest count (validated rules' limit).
+            None => self
+                .ring
+                .reserve_within(now, u64::from(count), self.threshold.limit())?,
+            Some(curve) => {
+                let period = self.ring.reserve(now, u64::from(count), self.limit(now))?;
+                curve.record_pass(now, count);
+                period
+            }
+        };
         Some(now.max(period.saturating_mul(self.ring.bucket_nanos())))
     }
 

@@ -114,7 +114,13 @@ impl<A: AtomicWord> QpsRing<A> {
     /// not fit.
     #[inline(always)]
     pub(crate) fn reserve(&self, now: u64, count: u64, limit: u64) -> Option<u64> {
-        let limit = limit.min(MAX_COUNT);
+        self.reserve_within(now, count, limit.min(MAX_COUNT))
+    }
+
+    /// [`reserve`](Self::reserve) for a `limit` at most [`MAX_COUNT`] (the caller's to ensure).
+    #[inline(always)]
+    pub(crate) fn reserve_within(&self, now: u64, count: u64, limit: u64) -> Option<u64> {
+        debug_assert!(limit <= MAX_COUNT, "a limit over the ring's largest count");
         if count > limit {
             return None;
         }
