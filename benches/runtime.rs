@@ -62,6 +62,18 @@ fn guarded_hot(key: u64) -> Result<u64, sentinel_runtime::BlockError> {
     Ok(key)
 }
 
+/// The attribute's QPS call (the "guarded call"), every call admitted.
+#[sentinel_runtime::sentinel(resource = "bench-qps-attr", qps = 2000000000)]
+fn guarded_qps() -> Result<(), sentinel_runtime::BlockError> {
+    Ok(())
+}
+
+/// The attribute with no rule: statistics only.
+#[sentinel_runtime::sentinel(resource = "bench-stats-attr")]
+fn guarded_stats() -> Result<(), sentinel_runtime::BlockError> {
+    Ok(())
+}
+
 struct NaiveWindow {
     inner: Mutex<NaiveState>,
     limit: u64,
@@ -199,6 +211,8 @@ fn bench(c: &mut Criterion) {
                 .unwrap(),
         ));
     };
+    let sentinel_qps_attr = || black_box(guarded_qps()).unwrap();
+    let sentinel_stats_attr = || black_box(guarded_stats()).unwrap();
     let sentinel_hot_attr = || {
         black_box(guarded_hot(black_box(next_key()))).unwrap();
     };
@@ -223,6 +237,12 @@ fn bench(c: &mut Criterion) {
     });
     one.bench_function("sentinel static node, no rule: entry+exit", |b| {
         b.iter(sentinel_stats)
+    });
+    one.bench_function("sentinel #[sentinel(qps)] guarded call", |b| {
+        b.iter(sentinel_qps_attr)
+    });
+    one.bench_function("sentinel #[sentinel] guarded call, no rule", |b| {
+        b.iter(sentinel_stats_attr)
     });
     one.bench_function("sentinel entry(&str), no rule: entry+exit", |b| {
         b.iter(sentinel_by_name)
@@ -260,6 +280,12 @@ fn bench(c: &mut Criterion) {
     });
     two.bench_function("sentinel static node, no rule: entry+exit", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &sentinel_stats))
+    });
+    two.bench_function("sentinel #[sentinel(qps)] guarded call", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_qps_attr))
+    });
+    two.bench_function("sentinel #[sentinel] guarded call, no rule", |b| {
+        b.iter_custom(|iters| on_threads(2, iters, &sentinel_stats_attr))
     });
     two.bench_function("sentinel entry(&str), no rule: entry+exit", |b| {
         b.iter_custom(|iters| on_threads(2, iters, &sentinel_by_name))
