@@ -73,12 +73,17 @@ impl QpsGate {
             None => self
                 .ring
                 .reserve_within(now, u64::from(count), self.threshold.limit())?,
-            Some(curve) => {
-                let period = self.ring.reserve(now, u64::from(count), self.limit(now))?;
-                curve.record_pass(now, count);
-                period
-            }
+            Some(curve) => return self.try_acquire_warm(now, count, curve),
         };
+        Some(now.max(period.saturating_mul(self.ring.bucket_nanos())))
+    }
+
+    /// [`try_acquire`](Self::try_acquire) under a warm-up curve (out of line: the common gate
+    /// has none).
+    #[inline(never)]
+    fn try_acquire_warm(&self, now: u64, count: u32, curve: &WarmUpCurve) -> Option<u64> {
+        let period = self.ring.reserve(now, u64::from(count), self.limit(now))?;
+        curve.record_pass(now, count);
         Some(now.max(period.saturating_mul(self.ring.bucket_nanos())))
     }
 
