@@ -59,13 +59,17 @@ pub(crate) fn key_check() -> u32 {
     (hash("sentinel hotspot hash key check") >> 32) as u32
 }
 
-/// The parameters of one entry, in call order: index 0 first.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Params {
-    hashes: [u64; MAX_PARAMS],
-    len: usize,
+/// The parameters of one entry, in call order: index 0 first, as the checks read them. Borrowed
+/// (a guarded function's hashes where it computed them, an [`EntryBuilder`]'s
+/// [`ParamBuf`]): made without copying or clearing anything, and dropped without a test.
+///
+/// [`EntryBuilder`]: crate::EntryBuilder
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Params<'a> {
+    /// At most [`MAX_PARAMS`].
+    hashes: &'a [u64],
     /// The caller's origin, if the entry names one (for authority rules).
-    origin: Option<std::sync::Arc<str>>,
+    origin: Option<&'a str>,
     /// The entry is inbound traffic (for system rules).
     inbound: bool,
     /// The entry is a guarded function's sync call, whose generated code marks the body's
@@ -74,25 +78,64 @@ pub(crate) struct Params {
     guarded: bool,
 }
 
-impl Params {
+impl<'a> Params<'a> {
     /// No parameters.
-    pub(crate) const NONE: Params = Params {
-        hashes: [0; MAX_PARAMS],
-        len: 0,
+    pub(crate) const NONE: Params<'static> = Params {
+        hashes: &[],
         origin: None,
         inbound: false,
         guarded: false,
     };
 
-    /// No parameters, for a guarded function's sync call ([`set_guarded`](Self::set_guarded)).
-    pub(crate) const GUARDED: Params = Params {
+    /// No parameters, for a guarded function's sync call (see the field `guarded`).
+    pub(crate) const GUARDED: Params<'static> = Params {
         guarded: true,
         ..Params::NONE
     };
 
-    /// Marks the entry as inbound traffic.
-    pub(crate) fn set_inbound(&mut self) {
-        self.inbound = true;
+    /// No parameters, inbound (the tower layer's plain request).
+    #[cfg(feature = "tower")]
+    pub(crate) const INBOUND: Params<'static> = Params {
+        inbound: true,
+        ..Params::NONE
+    };
+
+    /// Parameters from hashes already computed (beyond [`MAX_PARAMS`] ignored).
+    #[inline]
+    pub(crate) fn of(hashes: &'a [u64]) -> Params<'a> {
+        Params {
+            hashes: hashes.get(..MAX_PARAMS).unwrap_or(hashes),
+            ..Params::NONE
+        }
+    }
+
+    /// These parameters, of inbound traffic.
+    #[inline]
+    pub(crate) fn inbound(self) -> Params<'a> {
+        Params {
+            inbound: true,
+            ..self
+        }
+    }
+
+    /// These parameters, of a guarded function's sync call (see the field `guarded`).
+    #[inline]
+    pub(crate) fn guarded(self) -> Params<'a> {
+        Params {
+            guarded: true,
+            ..self
+        }
+    }
+
+    /// These parameters, from the caller `origin` (the tower layer's; an
+    /// [`EntryBuilder`](crate::EntryBuilder)'s is in its [`ParamBuf`]).
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn with_origin(self, origin: &'a str) -> Params<'a> {
+        Params {
+            origin: Some(origin),
+            ..self
+        }
     }
 
     /// Whether the entry is inbound traffic.
@@ -101,26 +144,58 @@ impl Params {
         self.inbound
     }
 
-    /// Marks the entry as a guarded function's sync call (see the field).
-    pub(crate) fn set_guarded(&mut self) {
-        self.guarded = true;
-    }
-
     /// Whether the entry is a guarded function's sync call.
     #[inline(always)]
     pub(crate) fn is_guarded(&self) -> bool {
         self.guarded
     }
 
+    /// The caller's origin, if the entry names one.
+    #[inline]
+    pub(crate) fn origin(&self) -> Option<&'a str> {
+        self.origin
+    }
+
+    /// The parameter at `index`, if the entry has one.
+    #[inline]
+    pub(crate) fn get(&self, index: usize) -> Option<u64> {
+        self.hashes.get(index).copied()
+    }
+
+    /// The parameters as hashes, in order.
+    #[cfg(test)]
+    pub(crate) fn as_slice(&self) -> &'a [u64] {
+        self.hashes
+    }
+}
+
+/// An entry's parameters given one by one ([`EntryBuilder`](crate::EntryBuilder)), owned;
+/// [`view`](Self::view) is what the checks read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ParamBuf {
+    hashes: [u64; MAX_PARAMS],
+    len: usize,
+    origin: Option<std::sync::Arc<str>>,
+    inbound: bool,
+}
+
+impl ParamBuf {
+    /// No parameters.
+    pub(crate) const NONE: ParamBuf = ParamBuf {
+        hashes: [0; MAX_PARAMS],
+        len: 0,
+        origin: None,
+        inbound: false,
+    };
+
+    /// Marks the entry as inbound traffic.
+    pub(crate) fn set_inbound(&mut self) {
+        self.inbound = true;
+    }
+
     /// Names the caller's origin.
     pub(crate) fn set_origin(&mut self, origin: &str) {
         self.origin = Some(origin.into());
-    }
-
-    /// The caller's origin, if the entry names one.
-    #[inline]
-    pub(crate) fn origin(&self) -> Option<&str> {
-        self.origin.as_deref()
     }
 
     /// Adds the next parameter (ignored beyond [`MAX_PARAMS`]).
@@ -132,25 +207,15 @@ impl Params {
         }
     }
 
-    /// The parameter at `index`, if the entry has one.
+    /// The parameters as the checks read them.
     #[inline]
-    pub(crate) fn get(&self, index: usize) -> Option<u64> {
-        self.hashes[..self.len].get(index).copied()
-    }
-
-    /// The parameters as hashes, in order.
-    #[cfg(test)]
-    pub(crate) fn as_slice(&self) -> &[u64] {
-        &self.hashes[..self.len]
-    }
-
-    /// Parameters from hashes already computed (beyond [`MAX_PARAMS`] ignored).
-    pub(crate) fn from_hashes(hashes: &[u64]) -> Params {
-        let mut params = Params::NONE;
-        for &h in hashes {
-            params.push(h);
+    pub(crate) fn view(&self) -> Params<'_> {
+        Params {
+            hashes: &self.hashes[..self.len],
+            origin: self.origin.as_deref(),
+            inbound: self.inbound,
+            guarded: false,
         }
-        params
     }
 }
 
@@ -162,13 +227,16 @@ mod tests {
     fn same_values_hash_alike_and_extra_params_are_ignored() {
         assert_eq!(hash("user-1"), hash(&String::from("user-1")));
         assert_ne!(hash("user-1"), hash("user-2"));
-        let mut p = Params::NONE;
+        let mut p = ParamBuf::NONE;
         for i in 0..10u64 {
             p.push(hash(&i));
         }
+        let p = p.view();
         assert_eq!(p.as_slice().len(), MAX_PARAMS);
         assert_eq!(p.get(3), Some(hash(&3u64)));
         assert_eq!(p.get(8), None);
-        assert_eq!(Params::from_hashes(p.as_slice()), p);
+        assert_eq!(Params::of(p.as_slice()), p);
+        let ten: Vec<u64> = (0..10u64).map(|i| hash(&i)).collect();
+        assert_eq!(Params::of(&ten), p, "beyond MAX_PARAMS ignored");
     }
 }

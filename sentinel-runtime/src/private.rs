@@ -291,8 +291,7 @@ impl StaticNode {
     /// in index order.
     #[inline]
     pub fn enter_guarded_with(&self, params: &[u64]) -> Result<Entry, BlockError> {
-        let mut params = Params::from_hashes(params);
-        params.set_guarded();
+        let params = Params::of(params).guarded();
         crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &params)
     }
 
@@ -300,17 +299,14 @@ impl StaticNode {
     /// `inbound = true`).
     #[inline]
     pub fn enter_guarded_inbound(&self, params: &[u64]) -> Result<Entry, BlockError> {
-        let mut params = Params::from_hashes(params);
-        params.set_inbound();
-        params.set_guarded();
+        let params = Params::of(params).inbound().guarded();
         crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &params)
     }
 
     /// [`reserve_async_with`](Self::reserve_async_with) for an inbound entry.
     #[inline]
     pub fn reserve_async_inbound(&self, params: &[u64]) -> Result<Reservation, BlockError> {
-        let mut params = Params::from_hashes(params);
-        params.set_inbound();
+        let params = Params::of(params).inbound();
         crate::entry::reserve_with(self.node(), 1, true, &params)
     }
 
@@ -318,7 +314,7 @@ impl StaticNode {
     /// in index order.
     #[inline]
     pub fn reserve_async_with(&self, params: &[u64]) -> Result<Reservation, BlockError> {
-        crate::entry::reserve_with(self.node(), 1, true, &Params::from_hashes(params))
+        crate::entry::reserve_with(self.node(), 1, true, &Params::of(params))
     }
 }
 

@@ -76,7 +76,7 @@ pub(super) struct Holding<'c, 'h> {
     cancellable: bool,
     now: u64,
     pass: HotPass,
-    params: &'c Params,
+    params: &'c Params<'c>,
 }
 
 impl Holding<'_, '_> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::clock;
 use crate::error::BlockError;
 use crate::node::{ResourceNode, REPORTS_ADAPTIVE, REPORTS_BREAKERS};
-use crate::param::Params;
+use crate::param::{ParamBuf, Params};
 use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket};
 use crate::stat::BlockTotals;
@@ -49,7 +49,7 @@ pub fn entry(resource: &str) -> Result<Entry, BlockError> {
 pub struct EntryBuilder<'a> {
     resource: &'a str,
     count: u32,
-    params: Params,
+    params: ParamBuf,
     /// The parameters' names, by index, if given.
     param_names: Option<&'a [&'a str]>,
 }
@@ -60,7 +60,7 @@ impl<'a> EntryBuilder<'a> {
         EntryBuilder {
             resource,
             count: 1,
-            params: Params::NONE,
+            params: ParamBuf::NONE,
             param_names: None,
         }
     }
@@ -160,7 +160,7 @@ impl<'a> EntryBuilder<'a> {
         let slot = thread_slot();
         let node = crate::registry::node_by_name(self.resource);
         self.teach_names(node);
-        enter_in(slot, node, self.count, &self.params)
+        enter_in(slot, node, self.count, &self.params.view())
     }
 
     /// Teaches `node` the parameters' names, if given and it does not know them yet.
@@ -197,7 +197,7 @@ impl<'a> EntryBuilder<'a> {
         self.teach_names(node);
         let (count, params) = (self.count, self.params);
         async move {
-            let reservation = reserve_with(node, count, false, &params)?;
+            let reservation = reserve_with(node, count, false, &params.view())?;
             wait_turn(&reservation).await;
             Ok(reservation.into_entry())
         }

@@ -183,7 +183,7 @@ pub(crate) struct Call<'a> {
     pub(crate) target: Target<'a>,
     pub(crate) chain: &'a Chain,
     pub(crate) counter: &'a ConcurrencyCounter,
-    pub(crate) params: &'a Params,
+    pub(crate) params: &'a Params<'a>,
     pub(crate) count: u32,
     /// `chain.gates[..gates]` admitted the call (at `out.at`).
     pub(crate) gates: usize,

@@ -605,8 +605,8 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Call { value, count } => {
-                        let mut params = Params::NONE;
-                        params.push(crate::param::hash(&value));
+                        let hashes = [crate::param::hash(&value)];
+                        let params = Params::of(&hashes);
                         let (threshold, burst, window_s, exceptions) = &model_rule;
                         let threshold = exceptions
                             .iter()
@@ -665,8 +665,8 @@ mod tests {
     /// `arrivals` (ns after the start), passing at their turn.
     fn passes(rule: &HotspotRule, arrivals: &[(u64, u32)]) -> Vec<(u64, u32)> {
         let gate = HotspotGate::new(rule);
-        let mut params = Params::NONE;
-        params.push(crate::param::hash("one value"));
+        let hashes = [crate::param::hash("one value")];
+        let params = Params::of(&hashes);
         let t0 = 3_600 * 1_000_000_000u64;
         let mut passed = Vec::new();
         for &(at, count) in arrivals {

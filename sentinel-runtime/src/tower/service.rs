@@ -297,11 +297,9 @@ pub(super) fn admit(
     parts: Option<&Parts>,
     learn: &mut Option<Box<str>>,
 ) -> Result<crate::entry::Reservation, BlockError> {
-    let mut params = Params::NONE;
-    if config.system_exempt.is_empty() || !config.system_exempt(view) {
-        params.set_inbound();
-    }
-    for source in &config.params {
+    let inbound = config.system_exempt.is_empty() || !config.system_exempt(view);
+    let mut hashes = [0; crate::param::MAX_PARAMS];
+    for (source, slot) in config.params.iter().zip(&mut hashes) {
         let hash = match (source, parts) {
             (ParamSource::Fn(f), Some(parts)) => hash_value(f(parts).as_deref()),
             (ParamSource::Fn(_), None) => hash_value(None),
@@ -315,10 +313,15 @@ pub(super) fn admit(
                 }
             }
         };
-        params.push(hash);
+        *slot = hash;
     }
-    if let Some(origin) = config.origin.as_ref().zip(parts).and_then(|(f, p)| f(p)) {
-        params.set_origin(&origin);
+    let origin = config.origin.as_ref().zip(parts).and_then(|(f, p)| f(p));
+    let mut params = Params::of(&hashes[..config.params.len().min(hashes.len())]);
+    if inbound {
+        params = params.inbound();
+    }
+    if let Some(origin) = &origin {
+        params = params.with_origin(origin);
     }
     let node = match (&config.resource, parts) {
         (Some(f), Some(parts)) => node_by_name(&f(parts)),
@@ -342,11 +345,9 @@ fn admit_plain(
     view: View<'_>,
     learn: &mut Option<Box<str>>,
 ) -> Result<crate::entry::Reservation, BlockError> {
-    let mut params = Params::NONE;
-    params.set_inbound();
     let node = default_node(view, learn);
     // Cancellable, as in `admit`. No parameter, so no blocked value to note.
-    crate::entry::reserve_with(node, 1, true, &params)
+    crate::entry::reserve_with(node, 1, true, &Params::INBOUND)
 }
 
 /// For a request a hotspot rule blocked: remembers the text of the blocked parameter's value
