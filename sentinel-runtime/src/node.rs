@@ -110,6 +110,12 @@ impl ResourceNode {
         self.name
     }
 
+    /// The resource's name, by reference (read where it is needed, not before).
+    #[inline(always)]
+    pub(crate) fn name_ref(&self) -> &&'static str {
+        &self.name
+    }
+
     pub(crate) fn stats(&'static self) -> &'static NodeStats {
         &self.stats
     }

@@ -184,7 +184,9 @@ pub(super) fn enter_lone_hot<O: Admitted, const INBOUND: bool>(
     }
     let now = clock::now_nanos();
     let admitted = match &found {
-        Some((key, located)) => gate.try_enter_key(node.name(), *key, Some(located), now, count),
+        Some((key, located)) => {
+            gate.try_enter_key(node.name_ref(), *key, Some(located), now, count)
+        }
         None => Ok(HotPass::Free),
     };
     match admitted {

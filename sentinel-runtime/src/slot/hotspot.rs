@@ -305,7 +305,12 @@ impl HotspotGate {
         }
     }
 
+    #[inline(always)]
     fn exception(&self, key: u64) -> Option<&Exception> {
+        // Tested first: a rule without exceptions (the common one) skips the search's set-up.
+        if self.exceptions.is_empty() {
+            return None;
+        }
         self.exceptions.iter().find(|e| e.key == key)
     }
 
@@ -351,15 +356,16 @@ impl HotspotGate {
         let Some(key) = params.get(self.shape.param_index) else {
             return Ok(HotPass::Free);
         };
-        self.try_enter_key(resource, key, None, now, count)
+        self.try_enter_key(&resource, key, None, now, count)
     }
 
     /// [`try_enter`](Self::try_enter) of the value `key`, [located](Self::locate) as `located`
-    /// if the caller found it already.
+    /// if the caller found it already. `resource` by reference: its name is read only where a
+    /// block or a cluster names it, not on every pass.
     #[inline(always)]
     pub(crate) fn try_enter_key(
         &self,
-        resource: &'static str,
+        resource: &&'static str,
         key: u64,
         located: Option<&Located>,
         now: u64,
@@ -377,7 +383,7 @@ impl HotspotGate {
                     pace = Pace::of(given / n, r.burst, r.window, r.strict);
                     let local = (pace.interval, pace.tolerance);
                     if let Some(decided) =
-                        cluster.check(resource, &self.table, key, count, now, local)
+                        cluster.check(*resource, &self.table, key, count, now, local)
                     {
                         return decided.map(|()| HotPass::Free);
                     }
@@ -405,7 +411,7 @@ impl HotspotGate {
                         turn: now.saturating_add(wait),
                     }),
                     RateDecision::Block { retry_after } => Err(BlockError::hot_param(
-                        resource,
+                        *resource,
                         given,
                         self.shape.param_index,
                         // `u64::MAX`: never (a batch too large for the rule, a threshold of
@@ -419,7 +425,7 @@ impl HotspotGate {
                 match self.table.acquire_inflight(key, limit) {
                     Ok(slot) => Ok(HotPass::Inside(slot)),
                     Err(()) => Err(BlockError::hot_param(
-                        resource,
+                        *resource,
                         given,
                         self.shape.param_index,
                         None,
