@@ -158,6 +158,18 @@ impl ResourceNode {
         self.chain.read_in(slot, f)
     }
 
+    /// [`with_chain_in`](Self::with_chain_in), calling `elsewhere` instead where this thread
+    /// has no hazard word free (see [`Published::read_in_or`]).
+    #[inline]
+    pub(crate) fn with_chain_in_or<R>(
+        &self,
+        slot: usize,
+        f: impl FnOnce(Held<'_, Chain>) -> R,
+        elsewhere: impl FnOnce() -> R,
+    ) -> R {
+        self.chain.read_in_or(slot, f, elsewhere)
+    }
+
     /// The chain in force, to hold across a wait.
     pub(crate) fn chain_owned(&self) -> Arc<Chain> {
         self.chain.load_full()

@@ -239,26 +239,55 @@ fn enter_checked(
     count: u32,
     params: &Params,
 ) -> Result<Entry, BlockError> {
-    // A `move` closure: it captures values, not the addresses of locals that would have to
-    // stay in memory for the read's rare slow path (10 instructions a call).
-    node.with_chain_in(slot, move |chain| {
-        // Each shortcut in two copies, inbound or not, so that the common one (not inbound)
-        // tests nothing more for it.
-        if let Some(gate) = lone_qps(node, &chain, params) {
-            return match params.is_inbound() {
-                false => enter_lone::<false>(slot, node, gate, count, params, false),
-                true => enter_lone::<true>(slot, node, gate, count, params, false),
-            };
-        }
-        if let Some(gate) = lone_hotspot(node, &chain, params) {
-            let ask = (count, false);
-            return match params.is_inbound() {
-                false => enter_lone_hot::<Entry, false>(slot, node, &chain, gate, ask, params),
-                true => enter_lone_hot::<Entry, true>(slot, node, &chain, gate, ask, params),
-            };
-        }
-        enter_chain(slot, node, &chain, count, params)
-    })
+    // `move` closures: they capture values, not the addresses of locals. A thread without a
+    // hazard word free reads the chain in a call of its own, with these values as arguments:
+    // a closure handed to such a call would be passed by address, its values stored on every
+    // call for that rare path.
+    node.with_chain_in_or(
+        slot,
+        move |chain| enter_held(slot, node, &chain, count, params),
+        move || enter_unhazarded(slot, node, count, params),
+    )
+}
+
+/// [`enter_checked`] for a thread without a hazard word free (no slot, or reads nested too
+/// deep): the chain read through the shared count of such readers.
+#[cold]
+#[inline(never)]
+fn enter_unhazarded(
+    slot: usize,
+    node: &'static ResourceNode,
+    count: u32,
+    params: &Params,
+) -> Result<Entry, BlockError> {
+    node.with_chain_in(slot, |chain| enter_held(slot, node, &chain, count, params))
+}
+
+/// [`enter_checked`] with the chain read.
+#[inline(always)]
+fn enter_held(
+    slot: usize,
+    node: &'static ResourceNode,
+    chain: &Held<'_, Chain>,
+    count: u32,
+    params: &Params,
+) -> Result<Entry, BlockError> {
+    // Each shortcut in two copies, inbound or not, so that the common one (not inbound) tests
+    // nothing more for it.
+    if let Some(gate) = lone_qps(node, chain, params) {
+        return match params.is_inbound() {
+            false => enter_lone::<false>(slot, node, gate, count, params, false),
+            true => enter_lone::<true>(slot, node, gate, count, params, false),
+        };
+    }
+    if let Some(gate) = lone_hotspot(node, chain, params) {
+        let ask = (count, false);
+        return match params.is_inbound() {
+            false => enter_lone_hot::<Entry, false>(slot, node, chain, gate, ask, params),
+            true => enter_lone_hot::<Entry, true>(slot, node, chain, gate, ask, params),
+        };
+    }
+    enter_chain(slot, node, chain, count, params)
 }
 
 /// The entry through the stage runner.

@@ -314,6 +314,39 @@ impl<T: Send + Sync, D: Domain> Published<T, D> {
         if depth >= DEPTH {
             return self.read_slow(f);
         }
+        self.read_at(hazards, depth, f)
+    }
+
+    /// [`read_in`](Self::read_in), but where this thread has no hazard word free (no slot, or
+    /// nested deeper than [`DEPTH`]) it calls `elsewhere` instead of `f` (which should then
+    /// [`read`](Self::read)): `f` is then called in one place only, and a caller's values it
+    /// captures need no place in memory for the rare path (a closure handed to a call out of
+    /// line is passed by address).
+    #[inline]
+    pub(crate) fn read_in_or<R>(
+        &self,
+        slot: usize,
+        f: impl FnOnce(Held<'_, T>) -> R,
+        elsewhere: impl FnOnce() -> R,
+    ) -> R {
+        let Some(hazards) = self.domain.hazards().get(slot) else {
+            return elsewhere();
+        };
+        let depth = hazards.used.load(Ordering::Relaxed);
+        if depth >= DEPTH {
+            return elsewhere();
+        }
+        self.read_at(hazards, depth, f)
+    }
+
+    /// [`read_in`](Self::read_in) through the free hazard word `depth` of `hazards`.
+    #[inline(always)]
+    fn read_at<R>(
+        &self,
+        hazards: &Hazards<D::Word>,
+        depth: usize,
+        f: impl FnOnce(Held<'_, T>) -> R,
+    ) -> R {
         let word = &hazards.words[depth];
         hazards.used.store(depth + 1, Ordering::Relaxed);
         let _guard = HazardGuard { hazards, depth };
