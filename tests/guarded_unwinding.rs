@@ -124,3 +124,65 @@ fn a_call_that_returns_while_another_panic_unwinds_is_no_error() {
         assert_eq!(stats(name).concurrency, 0, "{name}: nothing inside");
     }
 }
+
+/// Calls every guarded function with a panicking body when dropped, while another panic
+/// unwinds past it, catching each panic inside the `Drop`.
+struct PanicsInDrop;
+
+impl Drop for PanicsInDrop {
+    fn drop(&mut self) {
+        for (_, call) in cases() {
+            assert!(catch_unwind(AssertUnwindSafe(|| call(true))).is_err());
+            // Again at once: the paced resource's second call waits for its turn.
+            assert!(catch_unwind(AssertUnwindSafe(|| call(true))).is_err());
+        }
+    }
+}
+
+#[test]
+fn a_body_that_panics_while_another_panic_unwinds_is_an_error() {
+    let _clock = MockClock::install();
+    let before: Vec<_> = cases().into_iter().map(|(name, _)| totals(name)).collect();
+    let caught = catch_unwind(|| {
+        let _calls = PanicsInDrop;
+        panic!("the request failed");
+    });
+    assert!(caught.is_err());
+    for ((name, _), before) in cases().into_iter().zip(before) {
+        let after = totals(name);
+        assert_eq!(after[1] - before[1], 2, "{name}: two exits");
+        assert_eq!(after[2] - before[2], 2, "{name}: the body's own panics");
+        assert_eq!(stats(name).concurrency, 0, "{name}: nothing inside");
+    }
+}
+
+/// Enters through the API when dropped, while a panic unwinds past it: one entry left as is,
+/// one marked as an error.
+struct EntersInDrop;
+
+impl Drop for EntersInDrop {
+    fn drop(&mut self) {
+        drop(sentinel_runtime::entry("unwind-api").expect("no rule"));
+        let failed = sentinel_runtime::entry("unwind-api").expect("no rule");
+        failed.set_error();
+        drop(failed);
+    }
+}
+
+#[test]
+fn an_api_entry_made_while_a_panic_unwinds_is_judged_by_set_error() {
+    let _clock = MockClock::install();
+    let before = totals("unwind-api");
+    let caught = catch_unwind(|| {
+        let _entries = EntersInDrop;
+        panic!("the request failed");
+    });
+    assert!(caught.is_err());
+    let after = totals("unwind-api");
+    assert_eq!(after[1] - before[1], 2, "two exits");
+    assert_eq!(
+        after[2] - before[2],
+        1,
+        "the one marked, not the unwinding panic"
+    );
+}

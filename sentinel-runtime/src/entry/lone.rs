@@ -111,7 +111,8 @@ impl Holding<'_, '_> {
     /// The reservation's wait.
     fn waiting(&self, admission: Admission) -> Waiting {
         let chain = self.chain.to_arc();
-        Waiting::new(self.node, chain, self.count, admission, self.cancellable)
+        let ending = Ending::new(self.params, self.cancellable);
+        Waiting::new(self.node, chain, self.count, admission, ending)
     }
 }
 

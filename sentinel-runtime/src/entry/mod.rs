@@ -327,7 +327,7 @@ fn enter_chain(
             chain.to_arc(),
             count,
             admission,
-            false,
+            Ending::new(params, false),
         ))),
         Err(block) => {
             on_block(node, now, count, params, &block);
@@ -445,7 +445,8 @@ pub(crate) fn reserve_with(
                 Ok(Reservation(Inner::Ready(entry)))
             }
             Ok(()) => {
-                let waiting = Waiting::new(node, chain.to_arc(), count, admission, cancellable);
+                let ending = Ending::new(params, cancellable);
+                let waiting = Waiting::new(node, chain.to_arc(), count, admission, ending);
                 Ok(Reservation(Inner::Waiting(Box::new(waiting))))
             }
             Err(block) => {
@@ -479,7 +480,9 @@ struct Waiting {
     chain: Arc<Chain>,
     count: u32,
     admission: Admission,
-    cancellable: bool,
+    /// How its entry's exit learns of a panic (a guarded sync call or not, held by a future or
+    /// not).
+    ending: Ending,
     /// The call entered: nothing to give back.
     entered: bool,
 }
@@ -490,14 +493,14 @@ impl Waiting {
         chain: Arc<Chain>,
         count: u32,
         admission: Admission,
-        cancellable: bool,
+        ending: Ending,
     ) -> Waiting {
         Waiting {
             node,
             chain,
             count,
             admission,
-            cancellable,
+            ending,
             entered: false,
         }
     }
@@ -565,8 +568,7 @@ fn enter_after_wait(w: &mut Waiting) -> Entry {
     );
     let mut admission = std::mem::take(&mut w.admission);
     admission.at = now;
-    let ending = Ending::new(&Params::NONE, w.cancellable);
-    Entry::new(w.node, w.count, &mut admission, ending, || {
+    Entry::new(w.node, w.count, &mut admission, w.ending, || {
         Some(Arc::clone(&w.chain))
     })
 }
@@ -582,9 +584,10 @@ const INBOUND: u64 = 8;
 /// The call took a place in the system rules' count of inbound calls inside.
 const SYSTEM_COUNTED: u64 = 16;
 /// The exit asks whether the thread is unwinding: a panic then is the call's own. Not set for
-/// an entry made while the thread was already unwinding from a panic (a guarded call in a
-/// `Drop`: that panic is not the call's own, and one of its own would abort the process), nor
-/// for a guarded function's sync call, which has [`RUNNING`] instead.
+/// an entry made while the thread was already unwinding from a panic (a call in a `Drop`: the
+/// exit could not tell that panic from one of the call's own, which could only be one caught
+/// inside that `Drop`; such an entry is judged by [`ERROR`] alone), nor for a guarded
+/// function's sync call, which has [`RUNNING`] instead.
 const WATCH_PANIC: u64 = 32;
 /// The entry holds places in hotspot concurrency counters.
 const HELD: u64 = 64;
@@ -635,8 +638,9 @@ impl Ending {
 /// code: the call's concurrency is released, it is counted as complete with its response time,
 /// and as an error if [`set_error`](Entry::set_error) was called or the thread is unwinding from
 /// a panic (one that started after the entry: a call made while an earlier panic unwinds, in a
-/// `Drop`, is judged by its own outcome). An async future that holds the entry and is dropped
-/// half-way releases it too.
+/// `Drop`, is judged by `set_error` alone; a `#[sentinel]` function's body that panics is an
+/// error there too). An async future that holds the entry and is dropped half-way releases it
+/// too.
 ///
 /// A guarded `async fn` whose future is dropped before it finishes counts as complete but
 /// neither as an error nor as a success for circuit breakers: if it was a half-open probe, the
