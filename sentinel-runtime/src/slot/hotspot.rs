@@ -383,7 +383,7 @@ impl HotspotGate {
                     pace = Pace::of(given / n, r.burst, r.window, r.strict);
                     let local = (pace.interval, pace.tolerance);
                     if let Some(decided) =
-                        cluster.check(*resource, &self.table, key, count, now, local)
+                        cluster.check(resource, &self.table, key, count, now, local)
                     {
                         return decided.map(|()| HotPass::Free);
                     }
@@ -411,7 +411,7 @@ impl HotspotGate {
                         turn: now.saturating_add(wait),
                     }),
                     RateDecision::Block { retry_after } => Err(BlockError::hot_param(
-                        *resource,
+                        resource,
                         given,
                         self.shape.param_index,
                         // `u64::MAX`: never (a batch too large for the rule, a threshold of
@@ -425,7 +425,7 @@ impl HotspotGate {
                 match self.table.acquire_inflight(key, limit) {
                     Ok(slot) => Ok(HotPass::Inside(slot)),
                     Err(()) => Err(BlockError::hot_param(
-                        *resource,
+                        resource,
                         given,
                         self.shape.param_index,
                         None,
