@@ -186,3 +186,40 @@ fn an_api_entry_made_while_a_panic_unwinds_is_judged_by_set_error() {
         "the one marked, not the unwinding panic"
     );
 }
+
+/// Panics when dropped (unless already unwinding).
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("dropped");
+        }
+    }
+}
+
+/// Its body leaves a part of its argument unused: that part is dropped inside the call (the
+/// fallback takes the arguments, so the pattern is taken apart where the body runs).
+#[sentinel(resource = "unwind-destructured", fallback = destructured_blocked)]
+fn destructured((code, _unused): (u8, PanicsOnDrop)) -> u8 {
+    code
+}
+
+fn destructured_blocked((code, _unused): (u8, PanicsOnDrop), _: BlockError) -> u8 {
+    code
+}
+
+#[test]
+fn a_panic_dropping_an_unused_part_of_an_argument_is_the_calls_error() {
+    let _clock = MockClock::install();
+    let before = totals("unwind-destructured");
+    assert!(catch_unwind(|| destructured((1, PanicsOnDrop))).is_err());
+    let after = totals("unwind-destructured");
+    assert_eq!(after[1] - before[1], 1, "one exit");
+    assert_eq!(
+        after[2] - before[2],
+        1,
+        "the drop's panic is the call's error"
+    );
+    assert_eq!(stats("unwind-destructured").concurrency, 0);
+}

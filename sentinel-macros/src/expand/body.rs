@@ -71,12 +71,26 @@ pub(super) fn admitted(cx: &Cx<'_>, destructure: &[TokenStream]) -> (TokenStream
         // A sync caller sleeps through a throttling wait inside `enter`. The entry is borrowed
         // where `enter` wrote it, not moved out of the `Result` (a copy of five words on every
         // call); it is dropped with the `Result`, at the end of the `match`, after the body.
-        // Mutably: the body's return is marked on it with a plain write.
-        quote! {
-            ::core::result::Result::Ok(ref mut #entry) => {
-                #(#destructure)*
-                #body
-            }
+        // Mutably: the body's return is marked on it with a plain write, once the arguments'
+        // parts the body left unused are dropped too (a panic there is the call's, as before).
+        let value = syn::Ident::new("__sentinel_value", Span::mixed_site());
+        match cx.shape.never {
+            true => quote! {
+                ::core::result::Result::Ok(ref mut #entry) => {
+                    #(#destructure)*
+                    #body
+                }
+            },
+            false => quote! {
+                ::core::result::Result::Ok(ref mut #entry) => {
+                    let #value = {
+                        #(#destructure)*
+                        #body
+                    };
+                    #private::returned(#entry);
+                    #value
+                }
+            },
         }
     };
     (slot_decl, arm)
@@ -113,8 +127,7 @@ fn body(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
     let body = match (cx.shape.never, cx.shape.is_async) {
         (true, false) => quote!(#private::call_once(move || -> ! #block)),
         (true, true) => quote!(async move #block .await),
-        // The body returned: an exit after this is not its unwinding.
-        (false, false) => quote!(#run #mark_error #private::returned(#entry); #result),
+        (false, false) => quote!(#run #mark_error #result),
         // The guard lives inside the future; finishing marks it not abandoned.
         (false, true) => quote!(#run #mark_error #private::finished(&#entry); #result),
     };
