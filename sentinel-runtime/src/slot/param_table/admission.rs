@@ -8,7 +8,7 @@ use crate::sync::AtomicWord;
 
 use super::gcra::{gcra, RateRequest};
 use super::lookup::{matches, Located};
-use super::{lock, ParamTable, Place, RateDecision, BUCKET, BUSY, CONCURRENCY, OCCUPIED};
+use super::{lock, Bucket, ParamTable, Place, RateDecision, BUCKET, BUSY, CONCURRENCY, OCCUPIED};
 
 impl<A: AtomicWord> ParamTable<A> {
     /// Admits `count` calls of `key` at `now` by the GCRA with emission interval `interval`
@@ -61,8 +61,8 @@ impl<A: AtomicWord> ParamTable<A> {
             tolerance,
             max_wait,
         };
-        if let Some(slot) = self.find(k, OCCUPIED) {
-            if let Some(decision) = self.rate_at(slot, k, now, &r) {
+        if let Some((bucket, i)) = self.find_in(k, OCCUPIED) {
+            if let Some(decision) = rate_in(bucket, i, k, now, &r) {
                 return decision;
             }
         }
@@ -100,34 +100,7 @@ impl<A: AtomicWord> ParamTable<A> {
     /// holds the key.
     #[inline(always)]
     fn rate_at(&self, slot: usize, k: &Located, now: u64, r: &RateRequest) -> Option<RateDecision> {
-        let key = self.key(slot);
-        let state = self.state(slot);
-        loop {
-            let word = state.word.load(Acquire);
-            let tag = key.load(Acquire);
-            if tag == BUSY {
-                A::spin_wait();
-                continue;
-            }
-            if !matches(tag, k.id, OCCUPIED) {
-                return None;
-            }
-            let tat = word.wrapping_sub(state.base.load(Acquire));
-            let (decision, new_tat) = gcra(tat, now, r);
-            if new_tat != tat {
-                // (`new_tat > tat`: an admission only moves the TAT forward.)
-                let next = word.wrapping_add(new_tat - tat);
-                if state
-                    .word
-                    .compare_exchange(word, next, AcqRel, Acquire)
-                    .is_ok()
-                {
-                    return Some(decision);
-                }
-            } else if state.word.load(Acquire) == word {
-                return Some(decision);
-            }
-        }
+        rate_in(&self.buckets[slot / BUCKET], slot % BUCKET, k, now, r)
     }
 
     /// The insertion of an absent rate key, under its shard's lock.
@@ -283,6 +256,46 @@ impl<A: AtomicWord> ParamTable<A> {
             .map(|b| &b.states[slot.0 as usize % BUCKET])
         {
             state.base.fetch_add(1, Release);
+        }
+    }
+}
+
+/// The reader's admission at position `i` of `bucket` (see the module docs); `None` if the slot
+/// no longer holds the key.
+#[inline(always)]
+fn rate_in<A: AtomicWord>(
+    bucket: &Bucket<A>,
+    i: usize,
+    k: &Located,
+    now: u64,
+    r: &RateRequest,
+) -> Option<RateDecision> {
+    let key = &bucket.keys[i];
+    let state = &bucket.states[i];
+    loop {
+        let word = state.word.load(Acquire);
+        let tag = key.load(Acquire);
+        if tag == BUSY {
+            A::spin_wait();
+            continue;
+        }
+        if !matches(tag, k.id, OCCUPIED) {
+            return None;
+        }
+        let tat = word.wrapping_sub(state.base.load(Acquire));
+        let (decision, new_tat) = gcra(tat, now, r);
+        if new_tat != tat {
+            // (`new_tat > tat`: an admission only moves the TAT forward.)
+            let next = word.wrapping_add(new_tat - tat);
+            if state
+                .word
+                .compare_exchange(word, next, AcqRel, Acquire)
+                .is_ok()
+            {
+                return Some(decision);
+            }
+        } else if state.word.load(Acquire) == word {
+            return Some(decision);
         }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Acquire;
 
 use crate::sync::AtomicWord;
 
-use super::{ParamTable, State, BUCKET, CONCURRENCY, EMPTY, OCCUPIED, PINNED};
+use super::{Bucket, ParamTable, State, BUCKET, CONCURRENCY, EMPTY, OCCUPIED, PINNED};
 
 /// A hint to the CPU to bring the cache line of `value` in; nothing is read.
 #[inline(always)]
@@ -56,6 +56,22 @@ fn mix(key: u64) -> u64 {
 #[inline]
 fn fastrange(x: u32, n: u64) -> usize {
     ((u64::from(x) * n) >> 32) as usize
+}
+
+/// The position in `bucket` of the key word `own` or `pinned`, if it is there (the scan stops
+/// at the first empty slot: see [`ParamTable::find`]).
+#[inline(always)]
+fn position<A: AtomicWord>(bucket: &Bucket<A>, own: u64, pinned: u64) -> Option<usize> {
+    for (i, key) in bucket.keys.iter().enumerate() {
+        let word = key.load(Acquire);
+        if word == own || word == pinned {
+            return Some(i);
+        }
+        if word == EMPTY {
+            break;
+        }
+    }
+    None
 }
 
 /// Whether key word `word` is the key `id` with kind `flags`, or the key pinned.
@@ -173,6 +189,23 @@ impl<A: AtomicWord> ParamTable<A> {
             }
         }
         Err(emptiest.map(|(_, slot)| slot))
+    }
+
+    /// [`find`](Self::find), answering with the bucket and the position in it (a caller that
+    /// reads the slot then needs no second look-up of the bucket).
+    #[inline(always)]
+    pub(super) fn find_in(&self, k: &Located, flags: u64) -> Option<(&Bucket<A>, usize)> {
+        let (own, pinned) = (k.id | flags, k.id | OCCUPIED | PINNED);
+        // Unrolled over the one or two buckets, as the prefetch.
+        let first = &self.buckets[k.buckets[0]];
+        if let Some(i) = position(first, own, pinned) {
+            return Some((first, i));
+        }
+        if k.distinct == 2 {
+            let second = &self.buckets[k.buckets[1]];
+            return position(second, own, pinned).map(|i| (second, i));
+        }
+        None
     }
 
     /// The slot holding key `k` of any kind, else the first empty slot of the emptier of its
