@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use crate::clock;
 use crate::error::BlockError;
-use crate::node::{ResourceNode, REPORTS_ADAPTIVE, REPORTS_BREAKERS};
+use crate::node::ResourceNode;
 use crate::param::{ParamBuf, Params};
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, Outcome, ProbeTicket};
+use crate::slot::{self, system, Admission, Chain, ProbeTicket};
 use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, Held};
 use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps};
 
+mod exit;
 mod lone;
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
@@ -794,127 +795,4 @@ fn hot_held(
     }
     let chain = chain()?;
     Some(Box::new(HotHeld { chain, places }))
-}
-
-impl Drop for Entry {
-    #[inline]
-    fn drop(&mut self) {
-        let now = clock::now_nanos();
-        let flags = self.flags.load(Ordering::Relaxed);
-        let reports = self.node.reports_exits();
-        if reports != 0 || flags & (WATCH_PANIC | INBOUND | HELD | COUNTED) != 0 {
-            // Out of line, a tail call: the common exit keeps its few values in registers and
-            // has no call after the clock's that would need registers saved.
-            return self.exit_other(now, flags, reports);
-        }
-        // A guarded function's sync call (it does not ask whether the thread is unwinding:
-        // its body that did not return is the panic) with nothing reserved to give back (no
-        // count of calls inside: `REPORTS_COUNTED`): the statistics are all.
-        let rt_us = now.saturating_sub(self.start) / 1_000;
-        let error = flags & (ERROR | RUNNING) != 0;
-        let count = (flags >> COUNT_SHIFT) as u32;
-        self.node.stats().on_exit(now, count, rt_us, error);
-    }
-}
-
-impl Entry {
-    /// Every exit but the common one of [`Drop`]: an entry whose exit asks whether the thread
-    /// is unwinding, or that is inbound, holds something or reports to something.
-    #[inline(never)]
-    fn exit_other(&mut self, now: u64, flags: u64, reports: u8) {
-        let rt_us = now.saturating_sub(self.start) / 1_000;
-        // A panic in the guarded code, not one that was already unwinding when it was entered:
-        // a guarded body that did not return, or the thread unwinding if the exit is to ask.
-        let panicking = flags & (RUNNING | WATCH_PANIC) != 0
-            && (flags & RUNNING != 0 || std::thread::panicking());
-        let error = flags & ERROR != 0 || panicking;
-        if reports == 0 && flags & (HELD | COUNTED | SYSTEM_COUNTED) == 0 {
-            if flags & INBOUND != 0 {
-                return self.exit_inbound(now, rt_us, flags, error);
-            }
-            // Statistics only, as the common exit (an entry not made by a guarded function).
-            let count = (flags >> COUNT_SHIFT) as u32;
-            return self.node.stats().on_exit(now, count, rt_us, error);
-        }
-        self.exit_reporting(now, rt_us, flags, panicking, error, reports);
-    }
-}
-
-impl Entry {
-    /// The exit of an inbound entry that holds nothing and reports to nothing (every entry a
-    /// tower layer makes while no system rule counts the calls inside): [`exit_reporting`]'s
-    /// steps for it, without testing for the others.
-    ///
-    /// [`exit_reporting`]: Self::exit_reporting
-    #[inline(always)]
-    fn exit_inbound(&mut self, now: u64, rt_us: u64, flags: u64, error: bool) {
-        let count = (flags >> COUNT_SHIFT) as u32;
-        self.node.stats().on_exit(now, count, rt_us, error);
-        system::inside().exit(false);
-        crate::stat::inbound().on_exit(now, count, rt_us, error);
-    }
-
-    /// The exit of an entry that holds hotspot places or a place in its resource's count of
-    /// calls inside, is inbound, or reports to breakers or an adaptive limit: everything
-    /// [`Drop`] does for the common entry, and those.
-    #[cold]
-    #[inline(never)]
-    fn exit_reporting(
-        &mut self,
-        now: u64,
-        rt_us: u64,
-        flags: u64,
-        panicking: bool,
-        error: bool,
-        reports: u8,
-    ) {
-        let abandoned = flags & PENDING != 0 && !panicking;
-        // What was reserved and the statistics first: no user code runs before them.
-        let counter = self.node.counter();
-        // The calls inside as this one finishes (itself included), for an adaptive limit.
-        let inside = if reports & REPORTS_ADAPTIVE != 0 {
-            counter.current()
-        } else {
-            0
-        };
-        counter.exit(flags & COUNTED != 0);
-        // SAFETY: `held` is taken once, here, by the exit (the entry is being dropped), and
-        // never read again.
-        if let Some(held) = unsafe { ManuallyDrop::take(&mut self.held) } {
-            for &(i, place) in &held.places {
-                if let Some(gate) = held.chain.hotspots.get(i) {
-                    gate.exit(place);
-                }
-            }
-        }
-        let count = (flags >> COUNT_SHIFT) as u32;
-        self.node.stats().on_exit(now, count, rt_us, error);
-        if flags & INBOUND != 0 {
-            system::inside().exit(flags & SYSTEM_COUNTED != 0);
-            crate::stat::inbound().on_exit(now, count, rt_us, error);
-        }
-        if reports & (REPORTS_BREAKERS | REPORTS_ADAPTIVE) != 0 {
-            // Breaker transitions run listeners: a panicking one is contained there.
-            self.node.with_chain(|chain| {
-                for breaker in chain.breakers.iter() {
-                    let probe = self.probe.for_breaker(breaker);
-                    breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
-                }
-                // A cancelled call (its future dropped half-way) says nothing about the limit,
-                // unless it was cut after the limit's timeout (an outer timeout drops exactly
-                // the calls the limit counts as drops).
-                if let Some(limit) = &chain.adaptive {
-                    let rtt = now.saturating_sub(self.start);
-                    if !abandoned || limit.timed_out(rtt) {
-                        let outcome = if error || abandoned {
-                            Outcome::Dropped
-                        } else {
-                            Outcome::Success
-                        };
-                        limit.on_sample(now, rtt, inside, outcome);
-                    }
-                }
-            });
-        }
-    }
 }
