@@ -223,3 +223,29 @@ fn a_panic_dropping_an_unused_part_of_an_argument_is_the_calls_error() {
     );
     assert_eq!(stats("unwind-destructured").concurrency, 0);
 }
+
+/// Its body moves the mock clock on by `ms`: its exit is in a later 100 ms bucket of the
+/// statistics than its entry.
+#[sentinel(resource = "exit-later-bucket")]
+fn takes(clock: &MockClock, ms: u64) -> Result<(), BlockError> {
+    clock.advance(std::time::Duration::from_millis(ms));
+    Ok(())
+}
+
+#[test]
+fn an_exit_in_a_later_bucket_than_its_entry_is_counted_with_its_response_time() {
+    let clock = MockClock::install();
+    let before = metrics::snapshot("exit-later-bucket")
+        .map_or((0, 0), |s| (s.complete_total, s.rt_total.as_millis()));
+    for ms in [0, 150, 40, 1_100] {
+        assert_eq!(takes(&clock, ms), Ok(()));
+    }
+    let s = stats("exit-later-bucket");
+    assert_eq!(s.complete_total - before.0, 4, "every exit counted");
+    assert_eq!(
+        s.rt_total.as_millis() - before.1,
+        1_290,
+        "with its response time"
+    );
+    assert_eq!(s.concurrency, 0);
+}

@@ -8,6 +8,7 @@ use crate::error::BlockError;
 use crate::node::ResourceNode;
 use crate::param::Params;
 use crate::slot::{self, system, Admission, Chain, HotPass, INBOUND_CALL};
+use crate::stat::OwnShard;
 use crate::sync::Held;
 
 /// The chain's lone exact QPS gate, if that is all an entry of `node` with `params` must ask
@@ -58,6 +59,7 @@ pub(super) trait Admitted: Sized {
         at: u64,
         inbound: bool,
         ending: Ending,
+        own: Option<OwnShard<'static>>,
     ) -> Self;
 
     /// A hotspot pass that holds something (a wait, or a place), as the stage runner would make
@@ -124,8 +126,9 @@ impl Admitted for Entry {
         at: u64,
         inbound: bool,
         ending: Ending,
+        own: Option<OwnShard<'static>>,
     ) -> Entry {
-        Entry::unchecked(node, count, at, inbound, ending)
+        Entry::unchecked(node, count, at, inbound, ending, own)
     }
 
     #[cold]
@@ -147,9 +150,10 @@ impl Admitted for Reservation {
         at: u64,
         inbound: bool,
         ending: Ending,
+        own: Option<OwnShard<'static>>,
     ) -> Reservation {
         Reservation(Inner::Ready(Entry::unchecked(
-            node, count, at, inbound, ending,
+            node, count, at, inbound, ending, own,
         )))
     }
 
@@ -192,9 +196,9 @@ pub(super) fn enter_lone_hot<O: Admitted, const INBOUND: bool>(
     };
     match admitted {
         Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
-            count_pass(node, slot, now, count, INBOUND);
+            let own = count_pass(node, slot, now, count, INBOUND);
             let ending = Ending::new(params, cancellable);
-            Ok(O::passed(node, count, now, INBOUND, ending))
+            Ok(O::passed(node, count, now, INBOUND, ending, own))
         }
         Ok(pass) => Ok(O::holding(Holding {
             slot,
@@ -243,9 +247,9 @@ pub(super) fn enter_lone<const INBOUND: bool>(
     let now = clock::now_nanos();
     match gate.try_acquire(now, count) {
         Some(at) => {
-            count_pass(node, slot, at, count, INBOUND);
+            let own = count_pass(node, slot, at, count, INBOUND);
             let ending = Ending::new(params, cancellable);
-            Ok(Entry::unchecked(node, count, at, INBOUND, ending))
+            Ok(Entry::unchecked(node, count, at, INBOUND, ending, own))
         }
         None => Err(lone_block(node, gate, now, count, params)),
     }
