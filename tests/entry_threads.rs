@@ -68,6 +68,10 @@ fn every_thread_is_checked_and_each_limit_admits_exactly() {
         let stats = metrics::snapshot(name).expect("called");
         assert_eq!(stats.pass_total, LIMIT as u64, "{name}");
         assert_eq!(
+            stats.complete_total, LIMIT as u64,
+            "{name}: every exit counted"
+        );
+        assert_eq!(
             stats.block_total,
             (THREADS * CALLS - LIMIT) as u64,
             "{name}"

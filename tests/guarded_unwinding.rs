@@ -248,4 +248,8 @@ fn an_exit_in_a_later_bucket_than_its_entry_is_counted_with_its_response_time() 
         "with its response time"
     );
     assert_eq!(s.concurrency, 0);
+    // The last exit is in the second of its exit time, its entry 1.1 s before: the window of
+    // now holds that exit, with its response time, and no pass.
+    assert_eq!((s.complete_qps, s.pass_qps), (1.0, 0.0), "{s:?}");
+    assert_eq!(s.avg_rt_ms, 1_100.0, "{s:?}");
 }

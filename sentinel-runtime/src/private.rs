@@ -281,9 +281,7 @@ impl StaticNode {
 
     /// [`enter`](Self::enter) for a guarded function's sync call, whose code calls
     /// [`returned`] on the entry when the body returns: dropped without that, the entry counts
-    /// as the body's panic (the exit does not ask whether the thread is unwinding). The entry
-    /// must be dropped on the thread that made it (its exit writes that thread's statistics
-    /// shard directly): the generated code never moves it.
+    /// as the body's panic (the exit does not ask whether the thread is unwinding).
     #[inline(always)]
     pub fn enter_guarded(&self) -> Result<Entry, BlockError> {
         crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &Params::GUARDED)

@@ -29,11 +29,7 @@ impl Drop for Entry {
         let rt_us = now.saturating_sub(self.start) / 1_000;
         let error = flags & (ERROR | RUNNING) != 0;
         let count = (flags >> COUNT_SHIFT) as u32;
-        match self.own {
-            // Kept only by an entry that cannot leave its thread: this is that thread.
-            Some(own) => self.node.stats().on_exit_own(own, now, count, rt_us, error),
-            None => self.node.stats().on_exit(now, count, rt_us, error),
-        }
+        self.node.stats().on_exit(now, count, rt_us, error);
     }
 }
 

@@ -8,7 +8,6 @@ use crate::error::BlockError;
 use crate::node::ResourceNode;
 use crate::param::Params;
 use crate::slot::{self, system, Admission, Chain, HotPass, INBOUND_CALL};
-use crate::stat::OwnShard;
 use crate::sync::Held;
 
 /// The chain's lone exact QPS gate, if that is all an entry of `node` with `params` must ask
@@ -59,7 +58,6 @@ pub(super) trait Admitted: Sized {
         at: u64,
         inbound: bool,
         ending: Ending,
-        own: Option<OwnShard<'static>>,
     ) -> Self;
 
     /// A hotspot pass that holds something (a wait, or a place), as the stage runner would make
@@ -126,9 +124,8 @@ impl Admitted for Entry {
         at: u64,
         inbound: bool,
         ending: Ending,
-        own: Option<OwnShard<'static>>,
     ) -> Entry {
-        Entry::unchecked(node, count, at, inbound, ending, own)
+        Entry::unchecked(node, count, at, inbound, ending)
     }
 
     #[cold]
@@ -150,10 +147,9 @@ impl Admitted for Reservation {
         at: u64,
         inbound: bool,
         ending: Ending,
-        own: Option<OwnShard<'static>>,
     ) -> Reservation {
         Reservation(Inner::Ready(Entry::unchecked(
-            node, count, at, inbound, ending, own,
+            node, count, at, inbound, ending,
         )))
     }
 
@@ -196,9 +192,9 @@ pub(super) fn enter_lone_hot<O: Admitted, const INBOUND: bool>(
     };
     match admitted {
         Ok(HotPass::Free | HotPass::Rate { turn: 0, .. }) => {
-            let own = count_pass(node, slot, now, count, INBOUND);
+            count_pass(node, slot, now, count, INBOUND);
             let ending = Ending::new(params, cancellable);
-            Ok(O::passed(node, count, now, INBOUND, ending, own))
+            Ok(O::passed(node, count, now, INBOUND, ending))
         }
         Ok(pass) => Ok(O::holding(Holding {
             slot,
@@ -247,9 +243,9 @@ pub(super) fn enter_lone<const INBOUND: bool>(
     let now = clock::now_nanos();
     match gate.try_acquire(now, count) {
         Some(at) => {
-            let own = count_pass(node, slot, at, count, INBOUND);
+            count_pass(node, slot, at, count, INBOUND);
             let ending = Ending::new(params, cancellable);
-            Ok(Entry::unchecked(node, count, at, INBOUND, ending, own))
+            Ok(Entry::unchecked(node, count, at, INBOUND, ending))
         }
         None => Err(lone_block(node, gate, now, count, params)),
     }

@@ -11,7 +11,7 @@ use crate::node::ResourceNode;
 use crate::param::{ParamBuf, Params};
 use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, ProbeTicket};
-use crate::stat::{BlockTotals, OwnShard};
+use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, Held};
 use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps};
 
@@ -224,9 +224,9 @@ pub(crate) fn enter_in(
     let inbound = params.is_inbound();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
-        let own = count_pass(node, slot, now, count, inbound);
+        count_pass(node, slot, now, count, inbound);
         let ending = Ending::new(params, false);
-        return Ok(Entry::unchecked(node, count, now, inbound, ending, own));
+        return Ok(Entry::unchecked(node, count, now, inbound, ending));
     }
     enter_checked(slot, node, count, params)
 }
@@ -339,17 +339,11 @@ fn enter_chain(
 
 /// Counts an admitted call's pass on its node (and, if inbound, in the inbound statistics).
 #[inline(always)]
-fn count_pass(
-    node: &'static ResourceNode,
-    slot: usize,
-    at: u64,
-    count: u32,
-    inbound: bool,
-) -> Option<OwnShard<'static>> {
+fn count_pass(node: &'static ResourceNode, slot: usize, at: u64, count: u32, inbound: bool) {
     if inbound {
         crate::stat::inbound().on_pass_in(slot, at, count);
     }
-    node.stats().on_pass_in(slot, at, count)
+    node.stats().on_pass_in(slot, at, count);
 }
 
 /// Counts a blocked call on its node (and, if inbound, in the inbound statistics).
@@ -409,9 +403,9 @@ pub(crate) fn reserve_with(
     let slot = thread_slot();
     if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
         let now = clock::now_nanos();
-        let own = count_pass(node, slot, now, count, inbound);
+        count_pass(node, slot, now, count, inbound);
         let ending = Ending::new(params, cancellable);
-        let entry = Entry::unchecked(node, count, now, inbound, ending, own);
+        let entry = Entry::unchecked(node, count, now, inbound, ending);
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain_in(slot, move |chain| {
@@ -656,7 +650,7 @@ impl Ending {
 #[derive(Debug)]
 #[must_use = "the call counts as finished as soon as the Entry is dropped"]
 pub struct Entry {
-    // Only 8-byte fields (see `enter`), six of them.
+    // Only 8-byte fields (see `enter`), five of them.
     node: &'static ResourceNode,
     start: u64,
     probe: ProbeTicket,
@@ -666,9 +660,6 @@ pub struct Entry {
     /// small). Dropped by the exit that gives them back (the common exit, with none, runs no
     /// drop code for it).
     held: ManuallyDrop<Option<Box<HotHeld>>>,
-    /// The entering thread's own statistics shard, for the exit of an entry that cannot leave
-    /// that thread (see [`Entry::unchecked`]); `None` for every other entry.
-    own: Option<OwnShard<'static>>,
 }
 
 /// Places an entry took in hotspot concurrency counters, with the checks that own them.
@@ -680,9 +671,7 @@ struct HotHeld {
 
 impl Entry {
     /// The entry of a call that holds nothing for any check: no chain on its node, or a lone
-    /// gate's pass (see `lone`), admitted at `at`. `own`: the thread's own statistics shard,
-    /// kept only by an entry that cannot leave its thread (a guarded function's sync call),
-    /// whose exit then writes there directly.
+    /// gate's pass (see `lone`), admitted at `at`.
     #[inline(always)]
     fn unchecked(
         node: &'static ResourceNode,
@@ -690,7 +679,6 @@ impl Entry {
         at: u64,
         inbound: bool,
         ending: Ending,
-        own: Option<OwnShard<'static>>,
     ) -> Entry {
         let mut flags = ending.flags();
         if inbound {
@@ -703,7 +691,6 @@ impl Entry {
             probe: ProbeTicket::default(),
             flags: AtomicU64::new(flags),
             held: ManuallyDrop::new(None),
-            own: if ending.guarded { own } else { None },
         }
     }
 
@@ -741,7 +728,6 @@ impl Entry {
             probe: admission.probe,
             flags: AtomicU64::new(flags),
             held: ManuallyDrop::new(held),
-            own: None,
         }
     }
 

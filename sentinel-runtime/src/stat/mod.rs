@@ -16,6 +16,6 @@ pub(crate) use bucket::NO_MIN;
 pub(crate) use fast_div::FastDiv;
 pub(crate) use inbound::inbound;
 pub use leap_array::{LeapArray, WindowShapeError};
-pub(crate) use node_stats::{NodeStats, OwnShard, SecondTotals, WindowTotals};
+pub(crate) use node_stats::{NodeStats, SecondTotals, WindowTotals};
 pub(crate) use resource_stats::avg_rt_ms;
 pub use resource_stats::{BlockTotals, ResourceStats};

@@ -162,18 +162,6 @@ fn exit_into(shard: &Shard, bucket: &Bucket<AtomicU64>, count: u32, rt_us: u64, 
     shard.inflight_exclusive(-1);
 }
 
-/// A thread's own shard of a node's statistics, as its entry found it (see
-/// [`NodeStats::on_pass_in`]): the exit of an entry that cannot leave its thread (a guarded
-/// function's sync call) writes there without finding it again. Only that thread writes it.
-#[derive(Clone, Copy)]
-pub(crate) struct OwnShard<'a>(&'a Shard);
-
-impl std::fmt::Debug for OwnShard<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("OwnShard")
-    }
-}
-
 /// A shard and whether this thread is its only writer (two words, passed by value).
 #[derive(Clone, Copy)]
 struct Writer<'a> {
@@ -322,12 +310,7 @@ impl NodeStats {
 
     /// An admitted entry of `count` at `now`, on the thread whose [`thread_slot`] is `slot`.
     #[inline(always)]
-    ///
-    /// Returns the thread's own shard (none for a thread without a slot, which shares the
-    /// overflow shard), for an exit that will run on this thread ([`on_exit_own`]).
-    ///
-    /// [`on_exit_own`]: Self::on_exit_own
-    pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) -> Option<OwnShard<'_>> {
+    pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
         let w = self.writer_in(slot);
         // The current bucket is set only in a shard with a single writer: the concurrency is
         // then a plain load and store too.
@@ -338,7 +321,6 @@ impl NodeStats {
         if !added {
             self.pass_slow(w, now, count);
         }
-        w.exclusive.then_some(OwnShard(w.shard))
     }
 
     /// A rejected entry of `count` at `now`, blocked by a rule of the kind `rule` (an index of
@@ -363,23 +345,6 @@ impl NodeStats {
             }
         }
         self.on_exit_again(now, count, rt_us, error);
-    }
-
-    /// [`on_exit`](Self::on_exit) on the thread whose entry found `own` (the caller's to
-    /// ensure: only that thread writes the shard).
-    #[inline(always)]
-    pub(crate) fn on_exit_own(
-        &self,
-        own: OwnShard<'_>,
-        now: u64,
-        count: u32,
-        rt_us: u64,
-        error: bool,
-    ) {
-        let shard = own.0;
-        if !shard.add_current(now, |bucket| exit_into(shard, bucket, count, rt_us, error)) {
-            self.on_exit_again(now, count, rt_us, error);
-        }
     }
 
     /// [`on_exit`](Self::on_exit) of a thread without its shard yet, or at a new bucket.
