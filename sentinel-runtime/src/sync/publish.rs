@@ -306,15 +306,10 @@ impl<T: Send + Sync, D: Domain> Published<T, D> {
     /// [`read`](Self::read) for a caller that already knows its [`thread_slot`].
     #[inline]
     pub(crate) fn read_in<R>(&self, slot: usize, f: impl FnOnce(Held<'_, T>) -> R) -> R {
-        let Some(hazards) = self.domain.hazards().get(slot) else {
-            return self.read_slow(f);
-        };
-        // Only this thread writes its slot's `used` (nested reads restore it as they end).
-        let depth = hazards.used.load(Ordering::Relaxed);
-        if depth >= DEPTH {
-            return self.read_slow(f);
+        match self.free_word(slot) {
+            Some((hazards, depth)) => self.read_at(hazards, depth, f),
+            None => self.read_slow(f),
         }
-        self.read_at(hazards, depth, f)
     }
 
     /// [`read_in`](Self::read_in), but where this thread has no hazard word free (no slot, or
@@ -329,14 +324,19 @@ impl<T: Send + Sync, D: Domain> Published<T, D> {
         f: impl FnOnce(Held<'_, T>) -> R,
         elsewhere: impl FnOnce() -> R,
     ) -> R {
-        let Some(hazards) = self.domain.hazards().get(slot) else {
-            return elsewhere();
-        };
-        let depth = hazards.used.load(Ordering::Relaxed);
-        if depth >= DEPTH {
-            return elsewhere();
+        match self.free_word(slot) {
+            Some((hazards, depth)) => self.read_at(hazards, depth, f),
+            None => elsewhere(),
         }
-        self.read_at(hazards, depth, f)
+    }
+
+    /// The hazard words of `slot` and the depth of the first free one, if it has one.
+    #[inline(always)]
+    fn free_word(&self, slot: usize) -> Option<(&Hazards<D::Word>, usize)> {
+        let hazards = self.domain.hazards().get(slot)?;
+        // Only this thread writes its slot's `used` (nested reads restore it as they end).
+        let depth = hazards.used.load(Ordering::Relaxed);
+        (depth < DEPTH).then_some((&**hazards, depth))
     }
 
     /// [`read_in`](Self::read_in) through the free hazard word `depth` of `hazards`.
