@@ -10,7 +10,7 @@ use crate::error::BlockKind;
 use crate::rule_data::circuit_breaker::CircuitBreakerRule;
 use crate::rule_data::defaults::Defaults;
 use crate::rule_data::flow::FlowRule;
-use crate::slot::{Chain, ConcurrencyCounter, Target};
+use crate::slot::{self, Chain, ConcurrencyCounter, Target};
 use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
 
@@ -35,9 +35,10 @@ pub struct ResourceNode {
     stats: NodeStats,
     /// Calls inside, counted exactly once a concurrency rule has been in force.
     counter: ConcurrencyCounter,
-    /// Whether an entry has anything to check (rules in force, or calls to count): entries of a
-    /// node without checks skip loading the chain.
-    checked: AtomicBool,
+    /// Whether an entry has anything to check: [`CHECKS_CHAIN`] (rules in force, or calls to
+    /// count) and [`CHECKS_CUSTOM`] bits; entries of a node without either skip loading the
+    /// chain.
+    checked: AtomicU8,
     /// What exits report to: [`REPORTS_BREAKERS`], [`REPORTS_ADAPTIVE`] and [`REPORTS_COUNTED`]
     /// bits (0: nothing).
     reports_exits: AtomicU8,
@@ -77,6 +78,17 @@ pub(crate) const REPORTS_ADAPTIVE: u8 = 2;
 /// limit then holds one place fewer, on the side of blocking).
 pub(crate) const REPORTS_COUNTED: u8 = 4;
 
+/// [`ResourceNode`]'s `checked`: the chain has checks, or the resource counts its calls inside.
+const CHECKS_CHAIN: u8 = 1;
+/// [`ResourceNode`]'s `checked`: a custom check slot is registered, so every entry runs the
+/// chain. Set when the node is made, if a slot is registered by then, and by the registration
+/// on every node made before it (`registry` installs how: see `slot::install_node_marker`);
+/// never cleared. The node is made and the registration marks the nodes made before it under
+/// the registry's writer lock, and the registration says a slot is registered before it takes
+/// that lock, so a node that both miss cannot exist: each entry that starts after
+/// `register_check_slot` returns sees the bit, as it saw the global flag this replaces.
+pub(crate) const CHECKS_CUSTOM: u8 = 2;
+
 impl crate::sync::Named for ResourceNode {
     fn name(&self) -> &str {
         self.name
@@ -95,7 +107,8 @@ impl ResourceNode {
             name,
             stats: NodeStats::new(),
             counter: ConcurrencyCounter::default(),
-            checked: AtomicBool::new(false),
+            // Set here and by the registration of a slot (see `CHECKS_CUSTOM`).
+            checked: AtomicU8::new(if slot::has_custom() { CHECKS_CUSTOM } else { 0 }),
             reports_exits: AtomicU8::new(0),
             knows_param_names: AtomicBool::new(false),
             chain: Published::new(Arc::new(Chain::default())),
@@ -136,7 +149,18 @@ impl ResourceNode {
     /// Whether entries must run the chain.
     #[inline(always)]
     pub(crate) fn is_checked(&self) -> bool {
-        self.checked.load(Ordering::Acquire)
+        self.checked.load(Ordering::Acquire) != 0
+    }
+
+    /// Whether custom check slots run on this node's entries (see [`CHECKS_CUSTOM`]).
+    #[inline(always)]
+    pub(crate) fn runs_custom(&self) -> bool {
+        self.checked.load(Ordering::Acquire) & CHECKS_CUSTOM != 0
+    }
+
+    /// A custom check slot is registered: every entry from now on runs the chain.
+    pub(crate) fn mark_custom(&self) {
+        self.checked.fetch_or(CHECKS_CUSTOM, Ordering::Release);
     }
 
     /// What an exit reports to ([`REPORTS_BREAKERS`], [`REPORTS_ADAPTIVE`],
@@ -358,7 +382,12 @@ impl ResourceNode {
         }
         self.chain.replace(Arc::new(chain));
         self.reports_exits.store(reports, Ordering::Release);
-        self.checked.store(checked, Ordering::Release);
+        // Only this bit: the registration of a slot sets the other, also during a rebuild.
+        if checked {
+            self.checked.fetch_or(CHECKS_CHAIN, Ordering::Release);
+        } else {
+            self.checked.fetch_and(!CHECKS_CHAIN, Ordering::Release);
+        }
         drop(config);
     }
 }

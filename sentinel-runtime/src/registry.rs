@@ -70,15 +70,32 @@ impl Registry {
     }
 }
 
-static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
-    hasher: foldhash::fast::RandomState::default(),
-    nodes: NameTable::new(16),
-    capped: AtomicUsize::new(0),
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
+    // Before the first node is made (see `ResourceNode`'s `CHECKS_CUSTOM`).
+    crate::slot::install_node_marker(mark_custom);
+    Registry {
+        hasher: foldhash::fast::RandomState::default(),
+        nodes: NameTable::new(16),
+        capped: AtomicUsize::new(0),
+    }
 });
 
 /// The node the entries beyond the cap share: never registered, never given rules.
-static OVERFLOW: LazyLock<&'static ResourceNode> =
-    LazyLock::new(|| ResourceNode::leak("<overflow>"));
+static OVERFLOW: LazyLock<&'static ResourceNode> = LazyLock::new(|| {
+    // The registration of a slot marks this node too: its marker is installed first.
+    LazyLock::force(&REGISTRY);
+    ResourceNode::leak("<overflow>")
+});
+
+/// A custom check slot was registered: every node made so far runs the chain from now on.
+/// Under the registry's writer lock, under which nodes are made: a node made after it read the
+/// registration's flag when it was made.
+fn mark_custom() {
+    for node in REGISTRY.nodes.all_settled() {
+        node.mark_custom();
+    }
+    overflow().mark_custom();
+}
 
 /// The node named `name`, if one exists. Takes no lock and writes no memory.
 #[inline]

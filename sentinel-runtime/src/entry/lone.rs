@@ -44,7 +44,7 @@ pub(super) fn lone_hotspot<'c>(
 #[inline(always)]
 fn shortcut_allowed(node: &ResourceNode, params: &Params) -> bool {
     (!params.is_inbound() || !system::is_active())
-        && !slot::has_custom()
+        && !node.runs_custom()
         && !node.counter().is_tracking()
 }
 

@@ -222,7 +222,7 @@ pub(crate) fn enter_in(
     params: &Params,
 ) -> Result<Entry, BlockError> {
     let inbound = params.is_inbound();
-    if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
+    if !(node.is_checked() || inbound && system::is_active()) {
         let now = clock::now_nanos();
         count_pass(node, slot, now, count, inbound);
         let ending = Ending::new(params, false);
@@ -401,7 +401,7 @@ pub(crate) fn reserve_with(
 ) -> Result<Reservation, BlockError> {
     let inbound = params.is_inbound();
     let slot = thread_slot();
-    if !(node.is_checked() || slot::has_custom() || inbound && system::is_active()) {
+    if !(node.is_checked() || inbound && system::is_active()) {
         let now = clock::now_nanos();
         count_pass(node, slot, now, count, inbound);
         let ending = Ending::new(params, cancellable);

@@ -2,7 +2,7 @@
 //! ([`SlotContext`]), and the process-wide list of registered slots, kept sorted by order.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 
 use super::chain::{Chain, Target};
 use crate::error::BlockError;
@@ -93,9 +93,27 @@ pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     let at = custom.partition_point(|(o, _)| *o <= order);
     custom.insert(at, (order, Arc::new(slot)));
     HAS_CUSTOM.store(true, Ordering::Release);
+    drop(custom);
+    // Every node made before now runs the chain from now on; nodes made later read the flag
+    // above when they are made (the node's `CHECKS_CUSTOM`).
+    let mark = *NODE_MARKER.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(mark) = mark {
+        mark();
+    }
 }
 
-/// Whether any custom check slot is registered (then every entry runs the chain).
+/// How a registration marks every node made so far (this layer does not see nodes): installed
+/// by the registry before it makes its first node. Behind a lock, so that a registration that
+/// finds none installed said a slot is registered before the registry made any node.
+static NODE_MARKER: Mutex<Option<fn()>> = Mutex::new(None);
+
+/// Installs how a registration marks every node made so far (see [`NODE_MARKER`]).
+pub(crate) fn install_node_marker(mark: fn()) {
+    *NODE_MARKER.lock().unwrap_or_else(PoisonError::into_inner) = Some(mark);
+}
+
+/// Whether any custom check slot is registered (then every entry runs the chain). Entries read
+/// their node's copy of it (`ResourceNode::runs_custom`).
 #[inline(always)]
 pub(crate) fn has_custom() -> bool {
     HAS_CUSTOM.load(Ordering::Acquire)

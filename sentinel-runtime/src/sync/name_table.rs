@@ -188,6 +188,13 @@ impl<N: Named, W: AtomicWord + 'static> NameTable<N, W> {
         Some(value)
     }
 
+    /// Every value inserted before the writer lock is taken here: [`all`](Self::all), under
+    /// the lock (an insert still under way is then finished and seen).
+    pub(crate) fn all_settled(&self) -> Vec<&'static N> {
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        self.all()
+    }
+
     /// Every value, in no particular order.
     pub(crate) fn all(&self) -> Vec<&'static N> {
         self.table().entries().map(|(_, value)| value).collect()
