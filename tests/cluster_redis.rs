@@ -225,12 +225,14 @@ fn redis_killed_mid_run_falls_back_within_100ms_and_reconnects_within_2s() {
         // Each instance ticks every 100 ms: the first tick at 1 s (of any) kills Redis, the
         // first at 2 s restarts it.
         if line.text.starts_with("tick 1000 ") && killed_at.is_none() {
-            redis.kill();
+            // Taken before the kill: an instance may see the connection drop before
+            // `kill` returns.
             killed_at = Some(wall_us());
+            redis.kill();
         }
         if line.text.starts_with("tick 2000 ") && restarted_at.is_none() {
-            redis.restart();
             restarted_at = Some(wall_us());
+            redis.restart();
         }
     });
     let (killed_at, restarted_at) = (killed_at.unwrap(), restarted_at.unwrap());
