@@ -284,7 +284,12 @@ impl StaticNode {
     /// as the body's panic (the exit does not ask whether the thread is unwinding).
     #[inline(always)]
     pub fn enter_guarded(&self) -> Result<Entry, BlockError> {
-        crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &Params::GUARDED)
+        crate::entry::enter_in(
+            crate::sync::thread_slot_if_assigned(),
+            self.node(),
+            1,
+            &Params::GUARDED,
+        )
     }
 
     /// [`enter_guarded`](Self::enter_guarded) with the entry's parameters, as [`param_hash`]es
@@ -292,7 +297,12 @@ impl StaticNode {
     #[inline]
     pub fn enter_guarded_with(&self, params: &[u64]) -> Result<Entry, BlockError> {
         let params = Params::of(params).guarded();
-        crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &params)
+        crate::entry::enter_in(
+            crate::sync::thread_slot_if_assigned(),
+            self.node(),
+            1,
+            &params,
+        )
     }
 
     /// [`enter_guarded_with`](Self::enter_guarded_with) for an inbound entry (the attribute's
@@ -300,7 +310,12 @@ impl StaticNode {
     #[inline]
     pub fn enter_guarded_inbound(&self, params: &[u64]) -> Result<Entry, BlockError> {
         let params = Params::of(params).inbound().guarded();
-        crate::entry::enter_in(crate::sync::thread_slot(), self.node(), 1, &params)
+        crate::entry::enter_in(
+            crate::sync::thread_slot_if_assigned(),
+            self.node(),
+            1,
+            &params,
+        )
     }
 
     /// [`reserve_async_with`](Self::reserve_async_with) for an inbound entry.

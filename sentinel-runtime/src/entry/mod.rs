@@ -12,7 +12,7 @@ use crate::param::{ParamBuf, Params};
 use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, ProbeTicket};
 use crate::stat::BlockTotals;
-use crate::sync::{thread_slot, Held};
+use crate::sync::{thread_slot, thread_slot_if_assigned, Held};
 use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps};
 
 mod exit;
@@ -210,10 +210,12 @@ impl<'a> EntryBuilder<'a> {
 /// moves the mock clock forward instead).
 #[inline]
 pub(crate) fn enter(node: &'static ResourceNode, count: u32) -> Result<Entry, BlockError> {
-    enter_in(thread_slot(), node, count, &Params::NONE)
+    enter_in(thread_slot_if_assigned(), node, count, &Params::NONE)
 }
 
-/// [`enter`] for a caller that knows its thread slot.
+/// [`enter`] for a caller that read its thread's slot: `slot` is
+/// [`thread_slot_if_assigned`] (a thread without its slot yet takes it here) or
+/// [`thread_slot`].
 #[inline(always)]
 pub(crate) fn enter_in(
     slot: usize,
@@ -244,6 +246,7 @@ fn enter_checked(
     // hazard word free reads the chain in a call of its own, with these values as arguments:
     // a closure handed to such a call would be passed by address, its values stored on every
     // call for that rare path.
+    let slot = crate::sync::assigned(slot);
     node.with_chain_in_or(
         slot,
         move |chain| enter_held(slot, node, &chain, count, params),

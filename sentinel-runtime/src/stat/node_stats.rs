@@ -149,6 +149,13 @@ pub(crate) struct RunningTotals {
     pub(crate) blocks_by_rule: [u64; RULE_KINDS],
 }
 
+/// A pass's counts, in the current bucket of `shard` (its single writer).
+#[inline(always)]
+fn pass_into(shard: &Shard, bucket: &Bucket<AtomicU64>, count: u32) {
+    bucket.merge_exclusive(MetricEvent::Pass, u64::from(count));
+    shard.inflight_exclusive(1);
+}
+
 /// An exit's counts, in the current bucket of `shard` (its single writer).
 #[inline(always)]
 fn exit_into(shard: &Shard, bucket: &Bucket<AtomicU64>, count: u32, rt_us: u64, error: bool) {
@@ -308,17 +315,29 @@ impl NodeStats {
         }
     }
 
-    /// An admitted entry of `count` at `now`, on the thread whose [`thread_slot`] is `slot`.
+    /// An admitted entry of `count` at `now`, on the thread whose
+    /// [`thread_slot_if_assigned`](crate::sync::thread_slot_if_assigned) (or [`thread_slot`])
+    /// is `slot`: a thread without its slot yet takes it here.
     #[inline(always)]
     pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
-        let w = self.writer_in(slot);
         // The current bucket is set only in a shard with a single writer: the concurrency is
         // then a plain load and store too.
-        let added = w.shard.add_current(now, |bucket| {
-            bucket.merge_exclusive(MetricEvent::Pass, u64::from(count));
-            w.shard.inflight_exclusive(1);
-        });
-        if !added {
+        if let Some(shard) = self.shards.get(slot).and_then(|cell| cell.get()) {
+            if shard.add_current(now, |bucket| pass_into(shard, bucket, count)) {
+                return;
+            }
+        }
+        self.on_pass_again(slot, now, count);
+    }
+
+    /// [`on_pass_in`](Self::on_pass_in) of a thread without its slot or shard yet, or at a new
+    /// bucket.
+    #[cold]
+    #[inline(never)]
+    fn on_pass_again(&self, slot: usize, now: u64, count: u32) {
+        let w = self.writer_in(crate::sync::assigned(slot));
+        let shard = w.shard;
+        if !shard.add_current(now, |bucket| pass_into(shard, bucket, count)) {
             self.pass_slow(w, now, count);
         }
     }
@@ -789,6 +808,48 @@ mod totals_tests {
             WRITERS as u64 * CALLS,
             "after {reads} reads"
         );
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+    use crate::sync::thread_slot_if_assigned;
+
+    /// A thread's first pass, counted with the slot it read before it had one (as a guarded
+    /// function's entry counts it), takes the thread's slot and lands in its own shard: its
+    /// next calls write there without a locked instruction.
+    #[test]
+    fn a_threads_first_pass_takes_its_slot_and_its_own_shard() {
+        let stats: &'static NodeStats = Box::leak(Box::new(NodeStats::new()));
+        let now = 3_600 * SECOND_NANOS;
+        std::thread::spawn(move || {
+            let before = thread_slot_if_assigned();
+            assert!(before >= MAX_SLOTS, "a new thread has no slot yet");
+            stats.on_pass_in(before, now, 3);
+            let slot = thread_slot_if_assigned();
+            assert!(slot < MAX_SLOTS, "the pass took the thread's slot");
+            let own = stats.shards[slot].get().expect("the thread's own shard");
+            assert_eq!(
+                own.second
+                    .sum_within(now, MetricEvent::Pass, SECOND_BUCKETS as u64),
+                3
+            );
+            // The next pass is counted in the current bucket of that shard.
+            stats.on_pass_in(slot, now, 2);
+            assert_eq!(
+                own.second
+                    .sum_within(now, MetricEvent::Pass, SECOND_BUCKETS as u64),
+                5
+            );
+        })
+        .join()
+        .expect("the thread's checks");
+        assert!(
+            stats.overflow.get().is_none(),
+            "nothing in the shared shard"
+        );
+        assert_eq!(stats.totals().pass, 5);
     }
 }
 

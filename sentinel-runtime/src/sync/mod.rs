@@ -18,7 +18,7 @@ pub(crate) use name_table::{NameTable, Named};
 pub(crate) use publish::{prepare, Held, Published};
 #[cfg(test)]
 pub(crate) use publish::{Domain, Hazards};
-pub(crate) use thread_slot::{thread_slot, thread_slot_if_assigned, MAX_SLOTS};
+pub(crate) use thread_slot::{assigned, thread_slot, thread_slot_if_assigned, MAX_SLOTS};
 
 /// The operations the windows use on a 64-bit atomic word, plus how to wait for another thread
 /// that holds a short critical section.

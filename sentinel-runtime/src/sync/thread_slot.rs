@@ -63,7 +63,13 @@ thread_local! {
 /// This thread's slot, or [`NO_SLOT`].
 #[inline]
 pub(crate) fn thread_slot() -> usize {
-    let slot = SLOT.get();
+    assigned(SLOT.get())
+}
+
+/// The slot of the thread whose [`thread_slot_if_assigned`] was `slot`: [`thread_slot`] after
+/// that read.
+#[inline]
+pub(crate) fn assigned(slot: usize) -> usize {
     if slot < MAX_SLOTS {
         slot
     } else {
