@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use crossbeam_utils::CachePadded;
+use once_cell::race::OnceBox;
 
 use super::bucket::RULE_KINDS;
 use super::bucket::{Bucket, MetricEvent, EVENTS, NO_MIN};
@@ -177,8 +178,8 @@ struct Writer<'a> {
 }
 
 pub(crate) struct NodeStats {
-    /// Inline, so a call follows one pointer to its shard.
-    shards: [OnceLock<Box<CachePadded<Shard>>>; MAX_SLOTS],
+    /// Inline, so a call follows one pointer to its shard (a null one: none yet).
+    shards: [OnceBox<CachePadded<Shard>>; MAX_SLOTS],
     overflow: OnceLock<Box<CachePadded<Shard>>>,
     minute: OnceLock<Box<Ring<AtomicU64>>>,
     /// The counts restarts displaced from the 100 ms buckets, by [`MetricEvent`] (the minimum is
@@ -198,7 +199,7 @@ impl std::fmt::Debug for NodeStats {
 impl NodeStats {
     pub(crate) fn new() -> NodeStats {
         NodeStats {
-            shards: [const { OnceLock::new() }; MAX_SLOTS],
+            shards: [const { OnceBox::new() }; MAX_SLOTS],
             overflow: OnceLock::new(),
             minute: OnceLock::new(),
             folded: [const { AtomicU64::new(0) }; EVENTS],
@@ -382,7 +383,7 @@ impl NodeStats {
     #[inline(always)]
     fn ready_shard(&self) -> Option<&Shard> {
         let cell = self.shards.get(crate::sync::thread_slot_if_assigned())?;
-        cell.get().map(|shard| &***shard)
+        cell.get().map(|shard| &**shard)
     }
 
     fn each_shard<'a>(&'a self, mut f: impl FnMut(&'a Shard)) {
