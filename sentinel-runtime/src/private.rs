@@ -3,6 +3,8 @@
 
 use std::sync::OnceLock;
 
+use once_cell::race::OnceRef;
+
 pub use crate::entry::{Entry, Reservation};
 pub use crate::error::BlockError;
 use std::time::Duration;
@@ -207,6 +209,9 @@ pub struct StaticNode {
     defaults: &'static [DefaultRule],
     /// The names of the attribute's parameters, by index.
     param_names: &'static [&'static str],
+    /// The node once built: read with one load on every call.
+    ready: OnceRef<'static, ResourceNode>,
+    /// Builds the node exactly once (a second caller waits for the first).
     node: OnceLock<&'static ResourceNode>,
 }
 
@@ -217,6 +222,7 @@ impl StaticNode {
             name,
             defaults,
             param_names: &[],
+            ready: OnceRef::new(),
             node: OnceLock::new(),
         }
     }
@@ -231,10 +237,22 @@ impl StaticNode {
     /// The node, built and registered on the first call.
     #[inline]
     pub fn node(&self) -> &'static ResourceNode {
-        self.node.get_or_init(|| self.init())
+        match self.ready.get() {
+            Some(node) => node,
+            None => self.built(),
+        }
     }
 
+    /// The node, built by the first caller; then read through `ready`.
     #[cold]
+    #[inline(never)]
+    fn built(&self) -> &'static ResourceNode {
+        let node = *self.node.get_or_init(|| self.init());
+        // Every caller sets the same node: a caller that finds it set already is done.
+        let _ = self.ready.set(node);
+        node
+    }
+
     fn init(&self) -> &'static ResourceNode {
         // The attribute checks every value at compile time against the same limits, so this
         // keeps them all; should one still fail (a limit changed without the attribute), it is
