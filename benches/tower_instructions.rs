@@ -3,6 +3,8 @@
 //! prepared as a server prepares it), by the first argument:
 //!
 //! - `none`: the plain router;
+//! - `identity`: a layer that returns the response unchanged (the floor of any layer applied
+//!   with `Router::layer`: axum boxes and clones the layered service and its future);
 //! - `passthrough`: a layer that only wraps the response body (the floor of any layer that
 //!   holds something until the body ends);
 //! - `sized`: the same, with a wrapper that keeps the body's size hint (so the response keeps
@@ -53,6 +55,10 @@ fn served(app: Router) -> Router {
 fn app(case: &str) -> Router {
     match case {
         "none" => served(router()),
+        "identity" => served(router().layer(MapResponseLayer::new(
+            // axum's own body, unchanged: not boxed again.
+            |response: Response<Body>| response,
+        ))),
         "passthrough" => served(router().layer(MapResponseLayer::new(
             |response: Response<Body>| response.map(|body| body.map_frame(|frame| frame)),
         ))),
@@ -83,7 +89,7 @@ fn app(case: &str) -> Router {
             served(router().layer(GovernorLayer::new(config)))
         }
         other => {
-            panic!("unknown case {other:?}: none, passthrough, sized, sentinel, nested or governor")
+            panic!("unknown case {other:?}: none, identity, passthrough, sized, sentinel, nested or governor")
         }
     }
 }

@@ -3,7 +3,7 @@
 # requests of each case of benches/tower_instructions.rs (after 200 unmeasured ones), the
 # difference / 2N, each layer's figure minus the plain router's. Usage:
 # scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor;
-# also nested)
+# also identity, nested)
 set -euo pipefail
 n=${1:-1000}
 shift || true
