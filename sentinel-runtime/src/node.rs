@@ -1,6 +1,6 @@
 //! [`ResourceNode`]: one resource's statistics and the rules in force on it.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use crate::error::BlockKind;
 use crate::rule_data::circuit_breaker::CircuitBreakerRule;
 use crate::rule_data::defaults::Defaults;
 use crate::rule_data::flow::FlowRule;
-use crate::slot::{self, Chain, ConcurrencyCounter, Target};
+use crate::slot::{self, Chain, ConcurrencyCounter, Gate, QpsGate, Target};
 use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
 
@@ -22,7 +22,15 @@ struct NodeConfig {
     /// The names of the entries' parameters by index (`None`: unnamed), once an entry with
     /// names has been seen: named hotspot rules resolve against them.
     param_names: Option<Vec<Option<String>>>,
+    /// The lone QPS gates published in the node's `lone_qps`, kept for the node's life (at
+    /// most [`PINNED_GATES`]): an entry reads the published one without a hazard word.
+    pinned: Vec<Arc<Gate>>,
 }
+
+/// How many lone QPS gates a node keeps for its life. A chain whose gate is new (its shape
+/// changed: window, sample count or strictness) after that many is entered through the chain's
+/// read, as any other chain.
+const PINNED_GATES: usize = 4;
 
 /// A resource: its statistics (second- and minute-level windows) and the rules in force.
 ///
@@ -48,6 +56,10 @@ pub struct ResourceNode {
     /// The checks in force, replaced whole on reload; the replaced one is freed once no call
     /// reads it.
     chain: Published<Chain>,
+    /// The chain's lone exact QPS gate (`Chain::lone_qps`), if it is one of the node's pinned
+    /// gates (`NodeConfig::pinned`), else null: set with the chain, read by entries without
+    /// reading the chain.
+    lone_qps: AtomicPtr<QpsGate>,
     config: Mutex<NodeConfig>,
     /// The block events of the `tracing` feature (at most one a second).
     #[cfg(feature = "tracing")]
@@ -83,11 +95,27 @@ const CHECKS_CHAIN: u8 = 1;
 /// [`ResourceNode`]'s `checked`: a custom check slot is registered, so every entry runs the
 /// chain. Set when the node is made, if a slot is registered by then, and by the registration
 /// on every node made before it (`registry` installs how: see `slot::install_node_marker`);
-/// never cleared. The node is made and the registration marks the nodes made before it under
-/// the registry's writer lock, and the registration says a slot is registered before it takes
-/// that lock, so a node that both miss cannot exist: each entry that starts after
+/// never cleared. A node is made under the registry's writer lock; the registration says a slot
+/// is registered before it takes that lock, takes the list of nodes under it, and marks them
+/// before it returns. So a node that both miss cannot exist: each entry that starts after
 /// `register_check_slot` returns sees the bit, as it saw the global flag this replaces.
 pub(crate) const CHECKS_CUSTOM: u8 = 2;
+
+impl NodeConfig {
+    /// `gate`'s QPS gate, pinned for the node's life (kept if it is already), or `None` if
+    /// [`PINNED_GATES`] others are.
+    fn pin(&mut self, gate: &Arc<Gate>) -> Option<&QpsGate> {
+        let at = match self.pinned.iter().position(|p| Arc::ptr_eq(p, gate)) {
+            Some(at) => at,
+            None if self.pinned.len() < PINNED_GATES => {
+                self.pinned.push(Arc::clone(gate));
+                self.pinned.len() - 1
+            }
+            None => return None,
+        };
+        self.pinned.get(at)?.as_qps()
+    }
+}
 
 impl crate::sync::Named for ResourceNode {
     fn name(&self) -> &str {
@@ -112,6 +140,7 @@ impl ResourceNode {
             reports_exits: AtomicU8::new(0),
             knows_param_names: AtomicBool::new(false),
             chain: Published::new(Arc::new(Chain::default())),
+            lone_qps: AtomicPtr::new(std::ptr::null_mut()),
             config: Mutex::new(NodeConfig::default()),
             #[cfg(feature = "tracing")]
             block_events: BlockEvents::default(),
@@ -168,6 +197,18 @@ impl ResourceNode {
     #[inline(always)]
     pub(crate) fn reports_exits(&self) -> u8 {
         self.reports_exits.load(Ordering::Acquire)
+    }
+
+    /// The lone exact QPS gate of the chain in force (or of the chain just replaced, as a read
+    /// of the chain may find), if the node keeps it pinned; `None` for any other chain. The
+    /// entry's shortcut: read without the chain's hazard word.
+    #[inline(always)]
+    pub(crate) fn lone_qps(&self) -> Option<&QpsGate> {
+        let gate = self.lone_qps.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is the QPS gate inside an `Arc<Gate>` that `pinned` holds
+        // (stored by `rebuild` after pinning it, with `Release`); `pinned` only grows and is
+        // dropped with the node, so the gate lives as long as `&self`. The gate is `Sync`.
+        unsafe { gate.as_ref() }
     }
 
     /// Runs `f` on the chain in force (for the duration of one check or exit).
@@ -356,7 +397,7 @@ impl ResourceNode {
         &self,
         build: impl FnOnce(&Defaults, Option<&[Option<String>]>, &Chain, &NodeStats) -> Chain,
     ) {
-        let config = self.config();
+        let mut config = self.config();
         let old = self.chain_owned();
         let chain = build(
             &config.defaults,
@@ -380,7 +421,16 @@ impl ResourceNode {
         if self.counter.is_tracking() {
             reports |= REPORTS_COUNTED;
         }
+        let lone = chain
+            .lone_qps_gate()
+            .and_then(|gate| config.pin(gate))
+            .map_or(std::ptr::null_mut(), |gate| {
+                std::ptr::from_ref(gate).cast_mut()
+            });
         self.chain.replace(Arc::new(chain));
+        // After the chain: an entry that reads the old gate here reads what a read of the
+        // chain just before the replacement gives.
+        self.lone_qps.store(lone, Ordering::Release);
         self.reports_exits.store(reports, Ordering::Release);
         // Only this bit: the registration of a slot sets the other, also during a rebuild.
         if checked {

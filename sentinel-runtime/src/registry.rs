@@ -88,8 +88,8 @@ static OVERFLOW: LazyLock<&'static ResourceNode> = LazyLock::new(|| {
 });
 
 /// A custom check slot was registered: every node made so far runs the chain from now on.
-/// Under the registry's writer lock, under which nodes are made: a node made after it read the
-/// registration's flag when it was made.
+/// The list is taken under the registry's writer lock, under which nodes are made: a node
+/// missing from it was made after, and read the registration's flag when it was made.
 fn mark_custom() {
     for node in REGISTRY.nodes.all_settled() {
         node.mark_custom();

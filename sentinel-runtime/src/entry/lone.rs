@@ -1,6 +1,7 @@
 //! The shortcuts of a chain that is one gate and nothing else ([`Chain::lone`](crate::slot::Chain)):
 //! the entry asks that gate directly, without the stage runner and its admission record, and
-//! counts and reports exactly as the runner would.
+//! counts and reports exactly as the runner would. A lone QPS gate that its node keeps pinned
+//! ([`ResourceNode::lone_qps`]) is read without reading the chain at all.
 
 use super::{count_pass, on_block, wait_for_turn, Ending, Entry, Inner, Reservation, Waiting};
 use crate::clock;
@@ -22,6 +23,14 @@ pub(super) fn lone_qps<'c>(
     shortcut_allowed(node, params).then_some(gate)
 }
 
+/// The lone exact QPS gate the node keeps pinned ([`ResourceNode::lone_qps`]), if that is
+/// all an entry of `node` with `params` must ask: [`lone_qps`] without reading the chain.
+#[inline(always)]
+pub(super) fn pinned_qps<'n>(node: &'n ResourceNode, params: &Params) -> Option<&'n slot::QpsGate> {
+    let gate = node.lone_qps()?;
+    shortcut_allowed(node, params).then_some(gate)
+}
+
 /// The chain's lone hotspot gate, if that is all an entry of `node` with `params` must ask (as
 /// [`lone_qps`]).
 #[inline(always)]
@@ -37,7 +46,7 @@ pub(super) fn lone_hotspot<'c>(
 /// Whether the stages other than a lone gate's have nothing to do for an entry of `node` with
 /// `params`, read when the entry runs, as the stages read them: the system stage only marks an
 /// inbound entry as such while no system rule is in force (the shortcut marks it the same
-/// way); no custom slot is registered; and the resource does not count its calls inside (the
+/// way); custom slots do not run on the node ([`ResourceNode::runs_custom`]); and the resource does not count its calls inside (the
 /// flow stage would take the count: read here, not when the chain was built, so that a chain
 /// read just before a concurrency rule's load started the count is not taken as lone after
 /// it).

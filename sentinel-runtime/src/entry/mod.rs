@@ -13,7 +13,7 @@ use crate::slot::param_table::Place;
 use crate::slot::{self, system, Admission, Chain, ProbeTicket};
 use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, thread_slot_if_assigned, Held};
-use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps};
+use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps, pinned_qps};
 
 mod exit;
 mod lone;
@@ -247,6 +247,13 @@ fn enter_checked(
     // a closure handed to such a call would be passed by address, its values stored on every
     // call for that rare path.
     let slot = crate::sync::assigned(slot);
+    // A lone QPS gate the node keeps pinned needs no read of the chain.
+    if let Some(gate) = pinned_qps(node, params) {
+        return match params.is_inbound() {
+            false => enter_lone::<false>(slot, node, gate, count, params, false),
+            true => enter_lone::<true>(slot, node, gate, count, params, false),
+        };
+    }
     node.with_chain_in_or(
         slot,
         move |chain| enter_held(slot, node, &chain, count, params),
@@ -409,6 +416,13 @@ pub(crate) fn reserve_with(
         count_pass(node, slot, now, count, inbound);
         let ending = Ending::new(params, cancellable);
         let entry = Entry::unchecked(node, count, now, inbound, ending);
+        return Ok(Reservation(Inner::Ready(entry)));
+    }
+    if let Some(gate) = pinned_qps(node, params) {
+        let entry = match inbound {
+            false => enter_lone::<false>(slot, node, gate, count, params, cancellable),
+            true => enter_lone::<true>(slot, node, gate, count, params, cancellable),
+        }?;
         return Ok(Reservation(Inner::Ready(entry)));
     }
     node.with_chain_in(slot, move |chain| {

@@ -34,7 +34,7 @@ pub(crate) struct Chain {
     pub(crate) breakers: Vec<Arc<CircuitBreaker>>,
     /// Whether the chain is a single check and nothing else: an entry then only asks that
     /// check, without the stage runner, when it is not inbound or no system rule is in force,
-    /// no custom slot is registered and the resource does not count its calls inside (all read
+    /// custom slots do not run on the node and the resource does not count its calls inside (all read
     /// at the entry; see [`Chain::lone_qps`] and [`Chain::lone_hotspot`]).
     pub(crate) lone: Lone,
 }
@@ -90,6 +90,12 @@ impl Chain {
             return None;
         }
         self.gates.first()?.as_qps()
+    }
+
+    /// The gate of [`lone_qps`](Self::lone_qps), shared (the node pins it).
+    pub(crate) fn lone_qps_gate(&self) -> Option<&Arc<Gate>> {
+        self.lone_qps()?;
+        self.gates.first()
     }
 
     /// The lone hotspot gate, if the chain is that and nothing else (as [`lone_qps`]).

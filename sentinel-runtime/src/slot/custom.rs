@@ -112,8 +112,9 @@ pub(crate) fn install_node_marker(mark: fn()) {
     *NODE_MARKER.lock().unwrap_or_else(PoisonError::into_inner) = Some(mark);
 }
 
-/// Whether any custom check slot is registered (then every entry runs the chain). Entries read
-/// their node's copy of it (`ResourceNode::runs_custom`).
+/// Whether any custom check slot is registered (then every entry runs the chain). Entries
+/// decide whether to run the chain by their node's copy of it (`ResourceNode::runs_custom`);
+/// the stage runner reads this one.
 #[inline(always)]
 pub(crate) fn has_custom() -> bool {
     HAS_CUSTOM.load(Ordering::Acquire)
