@@ -2,7 +2,7 @@
 //! ([`SlotContext`]), and the process-wide list of registered slots, kept sorted by order.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use super::chain::{Chain, Target};
 use crate::error::BlockError;
@@ -79,7 +79,10 @@ pub trait CheckSlot: Send + Sync + 'static {
 /// A registered slot and its order.
 pub(super) type Registered = (i32, Arc<dyn CheckSlot>);
 
-static CUSTOM: RwLock<Vec<Registered>> = RwLock::new(Vec::new());
+/// The registered slots, replaced whole by a registration: a check runs the slots of the list
+/// it took, holding no lock while they run (a slot's check may enter a resource, whose check
+/// takes the list again while a registration waits for the lock).
+static CUSTOM: RwLock<Option<Arc<Vec<Registered>>>> = RwLock::new(None);
 static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
 
 /// Adds a check to every resource's chain, run in ascending `order` (the built-in checks are at
@@ -90,8 +93,10 @@ static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
 /// same order as a built-in one runs after it).
 pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     let mut custom = CUSTOM.write().unwrap_or_else(PoisonError::into_inner);
-    let at = custom.partition_point(|(o, _)| *o <= order);
-    custom.insert(at, (order, Arc::new(slot)));
+    let mut slots = custom.as_deref().cloned().unwrap_or_default();
+    let at = slots.partition_point(|(o, _)| *o <= order);
+    slots.insert(at, (order, Arc::new(slot)));
+    *custom = Some(Arc::new(slots));
     HAS_CUSTOM.store(true, Ordering::Release);
     drop(custom);
     // Every node made before now runs the chain from now on; nodes made later read the flag
@@ -120,7 +125,9 @@ pub(crate) fn has_custom() -> bool {
     HAS_CUSTOM.load(Ordering::Acquire)
 }
 
-/// The registered slots, sorted by order.
-pub(super) fn registered() -> RwLockReadGuard<'static, Vec<Registered>> {
-    CUSTOM.read().unwrap_or_else(PoisonError::into_inner)
+/// The registered slots, sorted by order: the list in force now (a later registration makes a
+/// new one).
+pub(super) fn registered() -> Arc<Vec<Registered>> {
+    let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
+    custom.clone().unwrap_or_default()
 }
