@@ -27,10 +27,15 @@ struct NodeConfig {
     pinned: Vec<Arc<Gate>>,
 }
 
-/// How many lone QPS gates a node keeps for its life. A chain whose gate is new (its shape
-/// changed: window, sample count or strictness) after that many is entered through the chain's
-/// read, as any other chain.
+/// How many lone QPS gates a node keeps for its life. A chain whose gate is new after that many
+/// (a gate is new when its rule's shape changed: window, sample count, strictness, or for a
+/// warm-up rule also its threshold) is entered through the chain's read, as any other chain.
 const PINNED_GATES: usize = 4;
+
+/// The most buckets a pinned gate's ring may hold (a word each): a node keeps at most
+/// [`PINNED_GATES`] gates of at most this size for its life, rules removed or not. A gate with
+/// a larger ring (a sample count over 32) is entered through the chain's read.
+const PINNED_BUCKETS: u64 = 64;
 
 /// A resource: its statistics (second- and minute-level windows) and the rules in force.
 ///
@@ -107,7 +112,9 @@ impl NodeConfig {
     fn pin(&mut self, gate: &Arc<Gate>) -> Option<&QpsGate> {
         let at = match self.pinned.iter().position(|p| Arc::ptr_eq(p, gate)) {
             Some(at) => at,
-            None if self.pinned.len() < PINNED_GATES => {
+            None if self.pinned.len() < PINNED_GATES
+                && gate.as_qps()?.buckets() <= PINNED_BUCKETS =>
+            {
                 self.pinned.push(Arc::clone(gate));
                 self.pinned.len() - 1
             }
@@ -199,9 +206,9 @@ impl ResourceNode {
         self.reports_exits.load(Ordering::Acquire)
     }
 
-    /// The lone exact QPS gate of the chain in force (or of the chain just replaced, as a read
-    /// of the chain may find), if the node keeps it pinned; `None` for any other chain. The
-    /// entry's shortcut: read without the chain's hazard word.
+    /// The lone exact QPS gate of the chain in force, if the node keeps it pinned; `None` for
+    /// any other chain, and while a chain is being replaced (see `rebuild`). The entry's
+    /// shortcut: read without the chain's hazard word.
     #[inline(always)]
     pub(crate) fn lone_qps(&self) -> Option<&QpsGate> {
         let gate = self.lone_qps.load(Ordering::Acquire);
@@ -427,9 +434,12 @@ impl ResourceNode {
             .map_or(std::ptr::null_mut(), |gate| {
                 std::ptr::from_ref(gate).cast_mut()
             });
+        // No gate while the chain is replaced: a thread that has read the new chain never reads
+        // the old gate after it (the replacement frees the old chain only after a barrier; the
+        // new gate comes after the new chain). An entry that read the old gate before this
+        // store read what a read of the chain then gave.
+        self.lone_qps.store(std::ptr::null_mut(), Ordering::Release);
         self.chain.replace(Arc::new(chain));
-        // After the chain: an entry that reads the old gate here reads what a read of the
-        // chain just before the replacement gives.
         self.lone_qps.store(lone, Ordering::Release);
         self.reports_exits.store(reports, Ordering::Release);
         // Only this bit: the registration of a slot sets the other, also during a rebuild.

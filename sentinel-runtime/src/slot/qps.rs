@@ -25,6 +25,11 @@ pub(crate) struct QpsGate {
 }
 
 impl QpsGate {
+    /// How many buckets the gate's ring holds (a word each).
+    pub(crate) fn buckets(&self) -> u64 {
+        self.ring.buckets()
+    }
+
     pub(super) fn new(rule: &FlowRule, now: u64) -> QpsGate {
         // Validated rules have n >= 1 dividing the window; stay panic-free even so.
         let n = rule.sample_count.max(1);

@@ -98,6 +98,11 @@ impl<A: AtomicWord> QpsRing<A> {
         &self.ring[(period & self.mask) as usize]
     }
 
+    /// How many buckets the ring holds (its memory: a word each).
+    pub(crate) fn buckets(&self) -> u64 {
+        self.len
+    }
+
     /// The bucket length in nanoseconds.
     pub(crate) fn bucket_nanos(&self) -> u64 {
         self.bucket.divisor()
