@@ -79,10 +79,29 @@ pub trait CheckSlot: Send + Sync + 'static {
 /// A registered slot and its order.
 pub(super) type Registered = (i32, Arc<dyn CheckSlot>);
 
+/// The registered slots as a registration left them, sorted by order (a shared snapshot).
+#[derive(Clone, Default)]
+pub(crate) struct SlotList(Arc<Vec<Registered>>);
+
+impl SlotList {
+    /// The slots, sorted by order.
+    pub(super) fn slots(&self) -> &[Registered] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SlotList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotList")
+            .field("len", &self.0.len())
+            .finish()
+    }
+}
+
 /// The registered slots, replaced whole by a registration: a check runs the slots of the list
 /// it took, holding no lock while they run (a slot's check may enter a resource, whose check
 /// takes the list again while a registration waits for the lock).
-static CUSTOM: RwLock<Option<Arc<Vec<Registered>>>> = RwLock::new(None);
+static CUSTOM: RwLock<Option<SlotList>> = RwLock::new(None);
 static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
 
 /// Adds a check to every resource's chain, run in ascending `order` (the built-in checks are at
@@ -93,10 +112,12 @@ static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
 /// same order as a built-in one runs after it).
 pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     let mut custom = CUSTOM.write().unwrap_or_else(PoisonError::into_inner);
-    let mut slots = custom.as_deref().cloned().unwrap_or_default();
+    let mut slots = custom
+        .as_ref()
+        .map_or_else(Vec::new, |l| l.slots().to_vec());
     let at = slots.partition_point(|(o, _)| *o <= order);
     slots.insert(at, (order, Arc::new(slot)));
-    *custom = Some(Arc::new(slots));
+    *custom = Some(SlotList(Arc::new(slots)));
     HAS_CUSTOM.store(true, Ordering::Release);
     drop(custom);
     // Every node made before now runs the chain from now on; nodes made later read the flag
@@ -127,7 +148,7 @@ pub(crate) fn has_custom() -> bool {
 
 /// The registered slots, sorted by order: the list in force now (a later registration makes a
 /// new one).
-pub(super) fn registered() -> Arc<Vec<Registered>> {
+pub(super) fn registered() -> SlotList {
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
     custom.clone().unwrap_or_default()
 }

@@ -9,7 +9,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::chain::{Admission, BuildContext, Call, Chain, ChainRules, Lone, Target};
-use super::custom::{self, Registered, SlotContext};
+use super::custom::{self, Registered, SlotContext, SlotList};
 use super::ConcurrencyCounter;
 use super::{
     AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
@@ -133,8 +133,9 @@ pub(crate) fn cancel(
     count: u32,
     mut admission: Admission,
 ) {
-    let custom = custom::has_custom().then(custom::registered);
-    let slots: &[Registered] = custom.as_deref().map_or(&[], |c| c.as_slice());
+    // The slots the call was checked with: a slot registered since never saw it.
+    let custom = admission.slots.take();
+    let slots: &[Registered] = custom.as_ref().map_or(&[], SlotList::slots);
     let at = admission.at;
     let mut call = Call {
         target,
@@ -232,7 +233,7 @@ fn check_with_custom(call: &mut Call<'_>) -> Result<(), BlockError> {
     let mut run = Unwind {
         call,
         stages: 0,
-        slots: &slots,
+        slots: slots.slots(),
         admitted: 0,
         times: [at; STAGES.len() + 1],
         armed: true,
@@ -245,5 +246,7 @@ fn check_with_custom(call: &mut Call<'_>) -> Result<(), BlockError> {
     }
     run.run_slots_before(None)?;
     run.armed = false;
+    // Every slot admitted the call: a cancellation asks these.
+    run.call.out.slots = Some(slots.clone());
     Ok(())
 }
