@@ -406,6 +406,24 @@ fn same_period_three_callers_limit_two() {
     same_period(3, 2, 8, 0, 8, 2);
 }
 
+/// A batch that does not fit leaves no trace a single call could trip on: with one pass held of
+/// a limit of two, a batch of two is refused and a single call admitted, in every interleaving.
+/// (An add made before looking, undone when it does not fit, refuses the single call when it
+/// comes between the two.)
+#[test]
+fn a_batch_that_does_not_fit_never_refuses_a_call_that_does() {
+    check(3, || {
+        let r = Arc::new(ring::<ScWord>(false, 8));
+        assert_eq!(r.reserve(8, 1, 2), Some(8));
+        let got = reserve_all(&r, &[(8, 2), (8, 1)], 2);
+        assert_eq!(
+            got,
+            vec![None, Some(8)],
+            "the batch never fits; the call always does"
+        );
+    });
+}
+
 #[test]
 fn same_period_three_callers_moving_the_head_together() {
     // The head is at 7 holding one pass; all three move it to 8 (window {7, 8}): one more fits.
