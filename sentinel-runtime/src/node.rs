@@ -34,7 +34,8 @@ const PINNED_GATES: usize = 4;
 
 /// The most buckets a pinned gate's ring may hold (a word each): a node keeps at most
 /// [`PINNED_GATES`] gates of at most this size for its life, rules removed or not. A gate with
-/// a larger ring (a sample count over 32) is entered through the chain's read.
+/// a larger ring (a sample count over 63: the ring has the next power of two above it) is
+/// entered through the chain's read.
 const PINNED_BUCKETS: u64 = 64;
 
 /// A resource: its statistics (second- and minute-level windows) and the rules in force.
@@ -108,7 +109,7 @@ pub(crate) const CHECKS_CUSTOM: u8 = 2;
 
 impl NodeConfig {
     /// `gate`'s QPS gate, pinned for the node's life (kept if it is already), or `None` if
-    /// [`PINNED_GATES`] others are.
+    /// [`PINNED_GATES`] others are or its ring holds more than [`PINNED_BUCKETS`].
     fn pin(&mut self, gate: &Arc<Gate>) -> Option<&QpsGate> {
         let at = match self.pinned.iter().position(|p| Arc::ptr_eq(p, gate)) {
             Some(at) => at,
@@ -434,6 +435,14 @@ impl ResourceNode {
             .map_or(std::ptr::null_mut(), |gate| {
                 std::ptr::from_ref(gate).cast_mut()
             });
+        // What the new chain needs is set before it is in force, what it no longer needs is
+        // cleared after: a thread that has read the new chain then finds its entries checked
+        // and its exits reported (an entry of the old chain that finds them too runs the chain
+        // it then reads, as any entry straddling a reload does).
+        self.reports_exits.fetch_or(reports, Ordering::Release);
+        if checked {
+            self.checked.fetch_or(CHECKS_CHAIN, Ordering::Release);
+        }
         // No gate while the chain is replaced: a thread that has read the new chain never reads
         // the old gate after it (the replacement frees the old chain only after a barrier; the
         // new gate comes after the new chain). An entry that read the old gate before this
@@ -443,9 +452,7 @@ impl ResourceNode {
         self.lone_qps.store(lone, Ordering::Release);
         self.reports_exits.store(reports, Ordering::Release);
         // Only this bit: the registration of a slot sets the other, also during a rebuild.
-        if checked {
-            self.checked.fetch_or(CHECKS_CHAIN, Ordering::Release);
-        } else {
+        if !checked {
             self.checked.fetch_and(!CHECKS_CHAIN, Ordering::Release);
         }
         drop(config);
