@@ -70,7 +70,9 @@ pub trait CheckSlot: Send + Sync + 'static {
     /// Admits the call, or says why not.
     fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError>;
 
-    /// A later check blocked a call this slot admitted: undo whatever `check` reserved.
+    /// A call this slot admitted will not run after all (a later check blocked it, a check
+    /// panicked, or an async caller's future was dropped while it waited for its throttling
+    /// turn): undo whatever `check` reserved. Asked only of the slots that admitted the call.
     fn cancel(&self, ctx: &SlotContext<'_>) {
         let _ = ctx;
     }

@@ -166,7 +166,8 @@ struct Unwind<'c, 'a> {
     /// The first `admitted` custom slots admitted the call.
     admitted: usize,
     /// The time the call counted at after the first `k` stages: what the custom slots after
-    /// them saw as `now`, and see again when cancelled.
+    /// them saw as `now`, and see again when a block or a panic cancels the call during its
+    /// check (a cancellation after a dropped wait gives every slot the call's time).
     times: [u64; STAGES.len() + 1],
     armed: bool,
 }
