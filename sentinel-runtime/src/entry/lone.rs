@@ -121,7 +121,8 @@ impl Holding<'_, '_> {
     fn waiting(&self, admission: Admission) -> Waiting {
         let chain = self.chain.to_arc();
         let ending = Ending::new(self.params, self.cancellable);
-        Waiting::new(self.node, chain, self.count, admission, ending)
+        // No custom slot checked the call (the shortcut is not taken while they run).
+        Waiting::new(self.node, chain, self.count, (admission, None), ending)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::error::BlockError;
 use crate::node::ResourceNode;
 use crate::param::{ParamBuf, Params};
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, ProbeTicket};
+use crate::slot::{self, system, Admission, Chain, ProbeTicket, SlotList};
 use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, thread_slot_if_assigned, Held};
 use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps, pinned_qps};
@@ -326,18 +326,18 @@ fn enter_chain(
         params,
         &mut admission,
     ) {
-        Ok(()) if admission.turn == 0 => {
+        Ok(_) if admission.turn == 0 => {
             count_pass(node, slot, admission.at, count, admission.inbound != 0);
             let ending = Ending::new(params, false);
             Ok(Entry::new(node, count, &mut admission, ending, || {
                 Some(chain.to_arc())
             }))
         }
-        Ok(()) => Ok(wait_for_turn(Waiting::new(
+        Ok(slots) => Ok(wait_for_turn(Waiting::new(
             node,
             chain.to_arc(),
             count,
-            admission,
+            (admission, slots),
             Ending::new(params, false),
         ))),
         Err(block) => {
@@ -455,16 +455,16 @@ pub(crate) fn reserve_with(
             &mut admission,
         );
         match checked {
-            Ok(()) if admission.turn == 0 => {
+            Ok(_) if admission.turn == 0 => {
                 count_pass(node, slot, admission.at, count, admission.inbound != 0);
                 let ending = Ending::new(params, cancellable);
                 let entry =
                     Entry::new(node, count, &mut admission, ending, || Some(chain.to_arc()));
                 Ok(Reservation(Inner::Ready(entry)))
             }
-            Ok(()) => {
+            Ok(slots) => {
                 let ending = Ending::new(params, cancellable);
-                let waiting = Waiting::new(node, chain.to_arc(), count, admission, ending);
+                let waiting = Waiting::new(node, chain.to_arc(), count, (admission, slots), ending);
                 Ok(Reservation(Inner::Waiting(Box::new(waiting))))
             }
             Err(block) => {
@@ -498,6 +498,8 @@ struct Waiting {
     chain: Arc<Chain>,
     count: u32,
     admission: Admission,
+    /// The custom slots that admitted the call, asked to cancel it if the wait is dropped.
+    slots: Option<SlotList>,
     /// How its entry's exit learns of a panic (a guarded sync call or not, held by a future or
     /// not).
     ending: Ending,
@@ -510,7 +512,7 @@ impl Waiting {
         node: &'static ResourceNode,
         chain: Arc<Chain>,
         count: u32,
-        admission: Admission,
+        (admission, slots): (Admission, Option<SlotList>),
         ending: Ending,
     ) -> Waiting {
         Waiting {
@@ -518,6 +520,7 @@ impl Waiting {
             chain,
             count,
             admission,
+            slots,
             ending,
             entered: false,
         }
@@ -535,6 +538,7 @@ impl Drop for Waiting {
             self.node.counter(),
             self.count,
             std::mem::take(&mut self.admission),
+            self.slots.take(),
         );
     }
 }

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use super::custom::SlotList;
 use super::hotspot::{HotPass, HotPasses, HotspotGate};
 use super::param_table;
 use super::system::SystemPass;
@@ -159,9 +158,6 @@ pub(crate) struct Admission {
     /// What the system check reserved (`counted`: the call took a place in the system rules'
     /// count of inbound calls inside).
     pub(crate) system: SystemPass,
-    /// The custom slots that admitted the call (the list it was checked with), so that its
-    /// cancellation asks them and only them; `None` without custom slots.
-    pub(crate) slots: Option<SlotList>,
 }
 
 /// [`Admission::inbound`]: the call is inbound traffic.

@@ -53,7 +53,7 @@ pub(crate) use adaptive::{AdaptiveLimit, Outcome};
 pub(crate) use chain::{Admission, BuildContext, Chain, ChainRules, Target, INBOUND_CALL};
 pub(crate) use circuit_breaker::{CircuitBreaker, ProbeTicket};
 pub(crate) use concurrency::ConcurrencyCounter;
-pub(crate) use custom::{has_custom, install_node_marker};
+pub(crate) use custom::{has_custom, install_node_marker, SlotList};
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
 pub(crate) use gate::{successions as gate_successions, Gate};
 pub(crate) use hotspot::{BlockedValues, HotPass, HotspotGate};

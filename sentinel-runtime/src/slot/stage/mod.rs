@@ -81,7 +81,8 @@ pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>)
 
 /// Runs the stages for one entry at `now`, writing what they decided into `out` (a default
 /// [`Admission`]). On a block (or a panic in a custom slot), everything already reserved is
-/// given back.
+/// given back. Admitted, it returns the custom slots that admitted the call (`None`: none
+/// ran), for its [`cancel`] if it is given up.
 #[inline(always)]
 pub(crate) fn check(
     target: Target<'_>,
@@ -91,7 +92,7 @@ pub(crate) fn check(
     count: u32,
     params: &Params,
     out: &mut Admission,
-) -> Result<(), BlockError> {
+) -> Result<Option<SlotList>, BlockError> {
     out.at = now;
     let mut call = Call {
         target,
@@ -113,7 +114,7 @@ pub(crate) fn check(
             return Err(block);
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Gives back what the first `ran` stages reserved, the latest first.
@@ -132,9 +133,10 @@ pub(crate) fn cancel(
     counter: &ConcurrencyCounter,
     count: u32,
     mut admission: Admission,
+    custom: Option<SlotList>,
 ) {
-    // The slots the call was checked with: a slot registered since never saw it.
-    let custom = admission.slots.take();
+    // The slots the call was checked with (what `check` returned): a slot registered since
+    // never saw it.
     let slots: &[Registered] = custom.as_ref().map_or(&[], SlotList::slots);
     let at = admission.at;
     let mut call = Call {
@@ -228,7 +230,7 @@ impl Drop for Unwind<'_, '_> {
 /// The stages with the custom slots merged in by order. A block or a panic anywhere gives back
 /// everything reserved before it.
 #[cold]
-fn check_with_custom(call: &mut Call<'_>) -> Result<(), BlockError> {
+fn check_with_custom(call: &mut Call<'_>) -> Result<Option<SlotList>, BlockError> {
     let slots = custom::registered();
     let at = call.out.at;
     let mut run = Unwind {
@@ -247,7 +249,7 @@ fn check_with_custom(call: &mut Call<'_>) -> Result<(), BlockError> {
     }
     run.run_slots_before(None)?;
     run.armed = false;
+    drop(run);
     // Every slot admitted the call: a cancellation asks these.
-    run.call.out.slots = Some(slots.clone());
-    Ok(())
+    Ok(Some(slots))
 }
