@@ -11,10 +11,10 @@
 //! breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`]. A user adds a check with [`register_check_slot`];
 //! with none registered the chain costs nothing beyond the built-in checks.
 //!
-//! Inside the crate: `stages` holds the one ordered list of built-in stages and the runner that
-//! walks it (and walks it back to give reservations back); each kind's module (`authority`,
-//! `system`, `flow`, `hotspot`, `breaker`) holds its stage's check and release and the builder
-//! of its part of the `Chain` from its rules and the chain it replaces.
+//! Inside the crate: `stage` holds the one ordered list of built-in stages and the runner that
+//! walks it (and walks it back to give reservations back); each kind's module under it
+//! (`authority`, `system`, `flow`, `hotspot`, `circuit_breaker`) holds its stage's check and
+//! release and the builder of its part of the `Chain` from its rules and the chain it replaces.
 //!
 //! # Panics in user code
 //!
