@@ -4,34 +4,15 @@
 //! returned. Own test binary: it must run before anything else in the process touches the
 //! registry.
 
+#[path = "support/block_prefix.rs"]
+mod block_prefix;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
+use block_prefix::{blocked, BlockPrefix};
 use sentinel_runtime::registry;
-use sentinel_runtime::slot::{register_check_slot, CheckSlot, SlotContext, FLOW_SLOT_ORDER};
-use sentinel_runtime::{entry, BlockError, BlockKind};
-
-struct BlockFirst;
-
-impl CheckSlot for BlockFirst {
-    fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError> {
-        let name = ctx.resource();
-        if name.starts_with("first-") || name == "<overflow>" {
-            return Err(BlockError::custom(name, "first slot", 0.0));
-        }
-        Ok(())
-    }
-}
-
-fn blocked(name: &str) -> bool {
-    match entry(name) {
-        Ok(_) => false,
-        Err(e) => {
-            assert_eq!(e.kind(), BlockKind::Custom, "{name}: {e}");
-            true
-        }
-    }
-}
+use sentinel_runtime::slot::{register_check_slot, FLOW_SLOT_ORDER};
 
 const THREADS: usize = 4;
 const NAMES_PER_THREAD: usize = 200;
@@ -66,7 +47,7 @@ fn a_slot_registered_while_the_registry_is_first_made_runs_on_every_later_entry(
         })
         .collect();
     start.wait();
-    register_check_slot(FLOW_SLOT_ORDER, BlockFirst);
+    register_check_slot(FLOW_SLOT_ORDER, BlockPrefix("first-"));
     registered.store(true, Ordering::SeqCst);
     let mut missed = Vec::new();
     for maker in makers {

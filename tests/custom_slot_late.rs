@@ -4,41 +4,20 @@
 //! being registered, and on the shared node of the resources beyond the cap. Own test binary:
 //! registering a slot and the cap are process-wide.
 
+#[path = "support/block_prefix.rs"]
+mod block_prefix;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
+use block_prefix::{blocked, BlockPrefix};
 use sentinel_runtime::registry;
-use sentinel_runtime::slot::{register_check_slot, CheckSlot, SlotContext, FLOW_SLOT_ORDER};
-use sentinel_runtime::{entry, BlockError, BlockKind};
-
-/// Blocks every call to a resource named `late-...`, and every call counted in the shared
-/// node beyond the cap.
-struct BlockLate;
-
-impl CheckSlot for BlockLate {
-    fn check(&self, ctx: &SlotContext<'_>) -> Result<(), BlockError> {
-        let name = ctx.resource();
-        if name.starts_with("late-") || name == "<overflow>" {
-            return Err(BlockError::custom(name, "late slot", 0.0));
-        }
-        Ok(())
-    }
-}
+use sentinel_runtime::slot::{register_check_slot, FLOW_SLOT_ORDER};
+use sentinel_runtime::BlockError;
 
 #[sentinel_runtime::sentinel(resource = "late-static")]
 fn guarded() -> Result<(), BlockError> {
     Ok(())
-}
-
-/// Whether a call to `name` is blocked by the slot (and otherwise passes).
-fn blocked(name: &str) -> bool {
-    match entry(name) {
-        Ok(_) => false,
-        Err(e) => {
-            assert_eq!(e.kind(), BlockKind::Custom, "{name}: {e}");
-            true
-        }
-    }
 }
 
 const THREADS: usize = 4;
@@ -80,7 +59,7 @@ fn a_slot_registered_late_runs_on_every_resource_made_before_during_and_after() 
         })
         .collect();
     start.wait();
-    register_check_slot(FLOW_SLOT_ORDER, BlockLate);
+    register_check_slot(FLOW_SLOT_ORDER, BlockPrefix("late-"));
     registered.store(true, Ordering::SeqCst);
     let mut raced = Vec::new();
     for maker in makers {
