@@ -4,10 +4,12 @@
 //!
 //! Own test binary: a registered slot stays for the process's life.
 
+#[path = "support/throttled.rs"]
+mod throttled;
+
 use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use sentinel_runtime::clock::MockClock;
@@ -45,18 +47,11 @@ fn a_slot_registered_while_a_call_waits_is_not_asked_to_cancel_it() {
         FlowRule::qps(RESOURCE, 10.0).throttle(Duration::from_secs(1))
     ])
     .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
+    let runtime = throttled::paused_runtime();
     let _in_runtime = runtime.enter();
     let mut cx = Context::from_waker(Waker::noop());
     // The first call takes the turn now; the second's is 100 ms away.
-    let first = match pin!(EntryBuilder::new(RESOURCE).enter_async()).poll(&mut cx) {
-        Poll::Ready(Ok(entry)) => entry,
-        other => panic!("the first call enters at once, got {other:?}"),
-    };
+    let first = throttled::enter_now(RESOURCE, &mut cx);
     let mut waiting = Box::pin(EntryBuilder::new(RESOURCE).enter_async());
     assert!(waiting.as_mut().poll(&mut cx).is_pending());
 

@@ -6,12 +6,14 @@
 //! Own test binary: a registered slot stays for the process's life. One test: the slots are
 //! registered once, and each case has its own resource.
 
+#[path = "support/throttled.rs"]
+mod throttled;
+
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use sentinel_runtime::clock::MockClock;
@@ -124,18 +126,11 @@ fn a_call_given_up_is_cancelled_once_at_the_slots_that_admitted_it() {
         FlowRule::qps(ASYNC_WAIT, 10.0).throttle(Duration::from_secs(1))
     ])
     .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
+    let runtime = throttled::paused_runtime();
     let mut cx = Context::from_waker(Waker::noop());
     let (first, waited) = {
         let _in_runtime = runtime.enter();
-        let first = match pin!(EntryBuilder::new(ASYNC_WAIT).enter_async()).poll(&mut cx) {
-            Poll::Ready(Ok(entry)) => entry,
-            other => panic!("the first call enters at once, got {other:?}"),
-        };
+        let first = throttled::enter_now(ASYNC_WAIT, &mut cx);
         (first, EntryBuilder::new(ASYNC_WAIT).enter_async())
     };
     let waited = runtime

@@ -14,7 +14,6 @@ mod reload_rounds;
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::rules::{self, FlowRule, SystemRule};
-use sentinel_runtime::{entry, BlockKind, EntryBuilder};
 
 /// At most this many rounds; the first stale call ends the test.
 const ROUNDS: usize = 5_000;
@@ -29,20 +28,7 @@ fn after_a_call_saw_the_new_rules_a_later_call_of_its_thread_does_not_see_the_ol
         ROUNDS,
         || rules::load_flow_rules(vec![FlowRule::qps(R, 1e9)]).unwrap(),
         || rules::load_flow_rules(vec![FlowRule::qps(R, 1e9), FlowRule::qps(R, 0.0)]).unwrap(),
-        || {
-            // Until an inbound call (it reads the chain) meets the shut rules.
-            loop {
-                match EntryBuilder::new(R).inbound().enter() {
-                    Ok(e) => drop(e),
-                    Err(e) => {
-                        assert_eq!(e.kind(), BlockKind::Flow, "{e}");
-                        break;
-                    }
-                }
-            }
-            // The rules are still shut (the reloader opens them again after the answer).
-            entry(R).is_ok()
-        },
+        || reload_rounds::outbound_passes_after_inbound_blocked(R),
     );
     rules::load_flow_rules(vec![]).unwrap();
     rules::load_system_rules(vec![]).unwrap();

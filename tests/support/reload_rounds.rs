@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use sentinel_runtime::{entry, BlockKind, EntryBuilder};
+
 /// The observer's answer to the last round: it is running the round.
 const RUNNING: usize = 1;
 /// It is done with the round, and found no stale call.
@@ -81,4 +83,22 @@ pub fn first_stale_round(
     started.store(0, Ordering::Release);
     observer.join().expect("the observer");
     stale_in
+}
+
+/// An observation for flow rules that shut `resource`: inbound calls (an inbound call reads the
+/// chain, while a system rule is in force) until one is blocked, then whether an outbound call
+/// of the same thread still passes (stale).
+#[allow(dead_code)] // Not every test that includes this module observes flow rules.
+pub fn outbound_passes_after_inbound_blocked(resource: &str) -> bool {
+    loop {
+        match EntryBuilder::new(resource).inbound().enter() {
+            Ok(e) => drop(e),
+            Err(e) => {
+                assert_eq!(e.kind(), BlockKind::Flow, "{e}");
+                break;
+            }
+        }
+    }
+    // The rules are still shut (the reloader opens them again after the answer).
+    entry(resource).is_ok()
 }
