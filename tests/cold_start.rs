@@ -2,14 +2,16 @@
 //! no one-time set-up: the process's `membarrier` registration once took 10 ms there (the
 //! kernel waits for every thread of a process that registers), and the first call made it.
 //!
-//! This file holds one test, so that its first call is the process's first: the bound is
-//! generous (2 ms, against about 10 ms for the defect and microseconds when fixed); the figures
-//! themselves come from `cargo run --release --example cold_start` (BENCHMARKS.md).
+//! This file holds one test, so that its first call is the process's first. It checks that the
+//! registration is done before that call (it runs before `main`), not how long the call takes:
+//! a bound on the time (2 ms, against about 10 ms for the defect) failed on a busy machine, where
+//! a first call took 6 ms for other reasons. The times themselves come from
+//! `cargo run --release --example cold_start` (BENCHMARKS.md); this test prints them.
 
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use sentinel_runtime::{sentinel, BlockError};
+use sentinel_runtime::{__private, sentinel, BlockError};
 
 #[sentinel(resource = "cold_start_first_call", qps = 1_000_000_000)]
 fn guarded(x: u64) -> Result<u64, BlockError> {
@@ -30,13 +32,19 @@ fn the_first_call_of_a_process_with_threads_pays_no_one_time_set_up() {
     }
     ready.wait();
 
+    // Done before the first call, so the call cannot be the one that does it.
+    #[cfg(target_os = "linux")]
+    assert!(
+        __private::one_time_set_up_done(),
+        "the membarrier registration is left to the first call"
+    );
     let start = Instant::now();
     let first = guarded(1);
     let first_call = start.elapsed();
     assert_eq!(first, Ok(2));
     assert!(
-        first_call < Duration::from_millis(2),
-        "the process's first guarded call took {first_call:?}"
+        __private::one_time_set_up_done(),
+        "done after the first call"
     );
 
     let on_new_thread = std::thread::spawn(|| {
@@ -47,9 +55,8 @@ fn the_first_call_of_a_process_with_threads_pays_no_one_time_set_up() {
     .join()
     .expect("the thread ran");
     assert_eq!(on_new_thread.0, Ok(3));
-    assert!(
-        on_new_thread.1 < Duration::from_millis(2),
-        "the first guarded call on a new thread took {:?}",
+    eprintln!(
+        "the process's first guarded call took {first_call:?}; the first on a new thread {:?}",
         on_new_thread.1
     );
 

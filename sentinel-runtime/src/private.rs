@@ -518,6 +518,14 @@ pub fn set_system_load(cpu_usage: Option<f64>, load_per_core: Option<f64>) {
     crate::system_load::override_readings(cpu_usage, load_per_core);
 }
 
+/// Whether the process's one-time set-up (the `membarrier` registration of the rules' published
+/// chains) is done: on Linux it runs before `main`, so no call pays it. Only with the hidden
+/// feature `__test-hooks`.
+#[cfg(feature = "__test-hooks")]
+pub fn one_time_set_up_done() -> bool {
+    crate::sync::is_prepared()
+}
+
 /// One hotspot rule's per-value table alone, with no entry around it (no statistics, no rule
 /// chain): for the project's benchmarks, which compare its cost with a whole guarded call's.
 /// Only with the hidden feature `__test-hooks`.

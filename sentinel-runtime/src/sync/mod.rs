@@ -15,6 +15,8 @@ mod thread_slot;
 
 pub(crate) use huge_slice::HugeSlice;
 pub(crate) use name_table::{NameTable, Named};
+#[cfg(feature = "__test-hooks")]
+pub(crate) use publish::is_prepared;
 pub(crate) use publish::{prepare, Held, Published};
 #[cfg(test)]
 pub(crate) use publish::{Domain, Hazards};

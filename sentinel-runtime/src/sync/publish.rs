@@ -144,6 +144,12 @@ pub(crate) fn prepare() {
     register();
 }
 
+/// Whether the one-time set-up of [`prepare`] is done (on Linux, from before `main` on).
+#[cfg(feature = "__test-hooks")]
+pub(crate) fn is_prepared() -> bool {
+    REGISTER.is_completed()
+}
+
 /// Registers for `membarrier` while the program starts, when it has one thread and the
 /// registration costs microseconds: an entry of the ELF `.init_array`, which the loader runs
 /// before `main` (or when a library holding it is loaded). The function only calls
