@@ -5,7 +5,7 @@
 //! - `stats`: `#[sentinel]` with no rule (statistics only);
 //! - `hot`: one hotspot rule, called over 1 024 keys already in its table.
 //!
-//! Build with `cargo bench --bench call_instructions --no-run`, then run the binary it names under
+//! Build with `cargo bench -p sentinel-benches --bench call_instructions --no-run`, then run the binary it names under
 //! `valgrind --tool=callgrind --toggle-collect='call_instructions::guarded_*'` with the case and
 //! N, then 2N calls: the difference of the two totals over N is one call.
 //! `scripts/instructions.sh` does all of it.
@@ -33,7 +33,7 @@ fn guarded_stats(key: u64) -> Result<u64, sentinel_runtime::BlockError> {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; the case and the number are ours.
+    // `cargo bench -p sentinel-benches` passes `--bench`; the case and the number are ours.
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")

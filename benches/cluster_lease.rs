@@ -3,7 +3,7 @@
 //! on PATH (started on a free loopback port, killed at the end); without it only the local case
 //! runs.
 //!
-//! `cargo bench --bench cluster_lease`
+//! `cargo bench -p sentinel-benches --bench cluster_lease`
 
 use std::hint::black_box;
 use std::net::{TcpListener, TcpStream};

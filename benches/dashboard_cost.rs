@@ -1,4 +1,4 @@
-//! What the dashboard costs the process: `cargo bench --bench dashboard_cost`.
+//! What the dashboard costs the process: `cargo bench -p sentinel-benches --bench dashboard_cost`.
 //!
 //! 1. **Sampling CPU**: 200 resources kept busy by one thread; the dashboard (on its own
 //!    thread, `sentinel-dashboard`, with no page open) samples them once a second. Its thread's
@@ -103,7 +103,7 @@ fn calls(n: u64) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a filter argument that is not ours skips this bench.
+    // `cargo bench -p sentinel-benches` passes `--bench`; a filter argument that is not ours skips this bench.
     if std::env::args()
         .skip(1)
         .any(|a| !a.starts_with('-') && !"dashboard_cost".contains(&a))

@@ -2,14 +2,14 @@
 //! guarded call with one hotspot rule against governor's keyed `check_key`, over the same
 //! 1 million keys, alternated round by round in one process.
 //!
-//! Why rounds and not only criterion's figures (`cargo bench --bench runtime`): both loops are
+//! Why rounds and not only criterion's figures (`cargo bench -p sentinel-benches --bench runtime`): both loops are
 //! bound by memory (1 million keys do not fit in the caches), and this class of machine moves
 //! such a loop by up to 2x between minutes, as its neighbours load the memory. Criterion runs
 //! one case after the other, so a ratio of two of its figures carries that drift. Here each
 //! round runs both libraries back to back (which goes first alternates), so drift falls on
 //! both alike; the figure that decides is the median of the rounds' ratios.
 //!
-//! Run: `cargo bench --bench hotspot_paired` (about a minute). Optional arguments: the number
+//! Run: `cargo bench -p sentinel-benches --bench hotspot_paired` (about a minute). Optional arguments: the number
 //! of rounds (default 15) and the calls per thread in a round (default 1 048 576, one walk
 //! over the keys).
 
@@ -102,7 +102,7 @@ fn median(values: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; the numbers are ours.
+    // `cargo bench -p sentinel-benches` passes `--bench`; the numbers are ours.
     let numbers: Vec<u64> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())

@@ -15,7 +15,7 @@
 //! - `governor`: tower-governor's `GovernorLayer` with a global key, every request admitted.
 //!
 //! Each run sends 200 unmeasured requests, then N requests through `measured`, one
-//! `block_on(oneshot)` each. Build with `cargo bench --bench tower_instructions --no-run`, then
+//! `block_on(oneshot)` each. Build with `cargo bench -p sentinel-benches --bench tower_instructions --no-run`, then
 //! run the binary it names under
 //! `valgrind --tool=callgrind --toggle-collect='tower_instructions::measured'` with the case and
 //! N, then 3N requests: the difference of the two totals over 2N is one request.
@@ -113,7 +113,7 @@ fn measured(runtime: &tokio::runtime::Runtime, app: &Router, path: &'static str,
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; the case and the number are ours.
+    // `cargo bench -p sentinel-benches` passes `--bench`; the case and the number are ours.
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")

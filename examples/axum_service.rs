@@ -1,5 +1,5 @@
 //! An axum service behind `SentinelLayer`, driven by its own client for about 3 seconds:
-//! `cargo run --example axum_service`.
+//! `cargo run -p sentinel-integration --example axum_service`.
 //!
 //! - `GET /users/{id}` allows 5 requests a second (a flow rule on the route's resource).
 //! - `GET /search` allows each client address 3 a second (a hotspot rule on the client IP, the

@@ -1,4 +1,4 @@
-//! One limit across three processes: `cargo run --example cluster_limit`.
+//! One limit across three processes: `cargo run -p sentinel-integration --example cluster_limit`.
 //!
 //! Starts a `redis-server` on a free loopback port (it must be on PATH: `apt-get install
 //! redis-server`), then three instances of this program, each offering 300 calls a second to a

@@ -1,4 +1,4 @@
-//! The first call of a fresh process, measured: `cargo run --release --example cold_start`.
+//! The first call of a fresh process, measured: `cargo run -p sentinel-integration --release --example cold_start`.
 //!
 //! Each case runs in fresh child processes of this program (a process's one-time set-up can only
 //! be seen once per process). Like a server, each child first starts four idle threads, then:

@@ -1,4 +1,4 @@
-//! The live dashboard over a small simulated service: `cargo run --example dashboard`.
+//! The live dashboard over a small simulated service: `cargo run -p sentinel-integration --example dashboard`.
 //!
 //! Four resources get traffic from a few threads: `orders` (a QPS limit it sometimes exceeds),
 //! `search` (busy, unlimited), `payments` (flaky: its errors open a circuit breaker, which

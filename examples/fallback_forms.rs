@@ -6,7 +6,7 @@
 //! A library (`crate-type = ["lib"]` in Cargo.toml), as the code that cares about pedantic lints
 //! usually is: lints about exported functions (`must_use_candidate`, `missing_errors_doc`) see
 //! the guarded functions exactly as they would see them without the attribute. What each form
-//! does when blocked is tested in `tests/attribute_patterns.rs` and `tests/attribute.rs`.
+//! does when blocked is tested in `tests/engine/attribute_patterns.rs` and `tests/engine/attribute.rs`.
 #![warn(clippy::pedantic)]
 
 use std::fmt::Display;

@@ -2,7 +2,7 @@
 //! way editors and Kubernetes do, and see a bad edit refused while the last good rules stay.
 //!
 //! ```text
-//! cargo run --example rule_file
+//! cargo run -p sentinel-integration --example rule_file
 //! ```
 
 use std::error::Error;

@@ -2,7 +2,7 @@
 //! statistics as Prometheus text, and the library's events through `tracing` to stdout.
 //!
 //! ```text
-//! cargo run --example service_ops
+//! cargo run -p sentinel-integration --example service_ops
 //! ```
 //!
 //! It serves simulated requests to two routes for a few seconds, edits the rule file twice (a

@@ -1,5 +1,5 @@
 //! Draws how each control behaviour admits the same offered load, as a PNG:
-//! `cargo run --example shaping_curves` writes `docs/shaping_curves.png` (or the path given as
+//! `cargo run -p sentinel-benches --features charts --example shaping_curves` writes `docs/shaping_curves.png` (or the path given as
 //! the first argument).
 //!
 //! The runtime's own code decides every call, driven by the MockClock in 1 ms steps together

@@ -11,7 +11,7 @@
 //! finishes it. Time is simulated with the mock clock, so the run takes a second or two and
 //! prints the same figures every time: the limit every half second with the goodput and the
 //! latency the callers saw, every probe of the minimum RTT, and the figures of each phase
-//! (`tests/adaptive_overload.rs` asserts them).
+//! (`tests/engine/adaptive_overload.rs` asserts them).
 
 mod sim;
 

@@ -1,5 +1,5 @@
 //! The overload scenario, simulated on the mock clock: shared by `cargo run --example
-//! overload_protection` (which prints it) and `tests/adaptive_overload.rs` (which asserts it).
+//! overload_protection` (which prints it) and `tests/engine/adaptive_overload.rs` (which asserts it).
 //!
 //! A downstream has [`WORKERS`] workers with a FIFO queue in front of them. Clients offer
 //! [`OFFERED_PER_SECOND`] calls a second, evenly spaced: more than the downstream can serve.

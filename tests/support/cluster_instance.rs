@@ -1,4 +1,4 @@
-//! One instance of a service for the cluster tests (`tests/cluster_redis.rs`) and
+//! One instance of a service for the cluster tests (`tests/cluster/cluster_redis.rs`) and
 //! `examples/cluster_limit`: starts a cluster (or not), loads one cluster rule, waits for `go`
 //! on stdin, offers calls at a steady rate and reports on stdout:
 //!

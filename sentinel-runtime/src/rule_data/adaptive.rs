@@ -63,7 +63,7 @@ pub const MAX_ADAPTIVE_LIMIT: u32 = 1_000_000;
 /// limit is pinned at most 1/50 of the time), the others at least 10.
 ///
 /// Measured on the scenario of `cargo run --example overload_protection` (40 workers behind a
-/// queue, clients offering 6 000 calls/s, the default settings; `tests/adaptive_overload.rs`
+/// queue, clients offering 6 000 calls/s, the default settings; `tests/engine/adaptive_overload.rs`
 /// asserts these): with a steady service time, a probe every 10 to 11.5 s pins the limit for
 /// 62 ms at 10 ms (6 service times: the drain, then 5 rounds of 4 calls) and 152 ms at 25 ms,
 /// and costs about 215 calls each time (5 service times of the downstream's work): 0.45% of

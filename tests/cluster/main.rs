@@ -1,0 +1,3 @@
+//! Cluster limits on a real redis-server and a real Redis Cluster.
+
+mod cluster_redis;

@@ -1,0 +1,338 @@
+//! The dashboard in a real browser: Debian's headless Chromium, driven through chromedriver
+//! (WebDriver, the `fantoccini` crate). The page loads with the token, shows the resources with
+//! numbers that change within 2 s of the traffic changing, draws a chart, shows a breaker OPEN
+//! after forced errors, and saves a rule edit through its own form.
+//!
+//! Without `chromium` and `chromedriver` on PATH the test is skipped with a line saying how to
+//! install them (`apt-get install chromium chromium-driver`); with `SENTINEL_REQUIRE_SERVERS=1`
+//! (CI) a missing browser is a failure. `SENTINEL_UPDATE_SCREENSHOT=1` writes the screenshot to
+//! `docs/dashboard.png` (the README's); it is always written under the target directory.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder};
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::dashboard::Dashboard;
+use sentinel_runtime::entry;
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
+use serde_json::{json, Value};
+
+const ORDERS: &str = "browser-orders";
+const FLAKY: &str = "browser-flaky";
+
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The browser and its driver, or `None` (skip) when they are missing and not required.
+fn browser() -> Option<(PathBuf, PathBuf)> {
+    let found = (
+        on_path(&["chromium", "chromium-browser"]),
+        on_path(&["chromedriver"]),
+    );
+    match found {
+        (Some(chromium), Some(driver)) => Some((chromium, driver)),
+        _ => {
+            let msg = "the dashboard's browser test needs `chromium` and `chromedriver` on PATH \
+                       (Debian: `apt-get install chromium chromium-driver`)";
+            if std::env::var("SENTINEL_REQUIRE_SERVERS").as_deref() == Ok("1") {
+                panic!("{msg}; SENTINEL_REQUIRE_SERVERS=1 requires it");
+            }
+            // Straight to stderr: the harness captures `eprintln!` of passing tests.
+            let _ = writeln!(std::io::stderr(), "skipped: {msg}");
+            None
+        }
+    }
+}
+
+/// chromedriver on a free loopback port, killed (and its profile directory removed) on drop,
+/// also when the test fails.
+struct Driver {
+    child: Child,
+    port: u16,
+    profile: PathBuf,
+}
+
+impl Driver {
+    fn start(driver: &PathBuf) -> Driver {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let profile =
+            std::env::temp_dir().join(format!("sentinel-dash-chromium-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&profile);
+        let driver = Driver {
+            child,
+            port,
+            profile,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        while TcpStream::connect(addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        driver
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // A test that failed never closed its session: chromedriver, killed, leaves its
+        // browser running. Those processes are the ones with this run's own profile directory.
+        let profile = format!("--user-data-dir={}", self.profile.display());
+        for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = proc_dir.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(proc_dir.path().join("cmdline")).unwrap_or_default();
+            if cmdline
+                .split(|&b| b == 0)
+                .any(|arg| arg == profile.as_bytes())
+            {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Polls `script` (returning a value) until `ok` accepts it, for at most `within`.
+async fn wait_for(
+    c: &Client,
+    within: Duration,
+    what: &str,
+    script: &str,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let v = c.execute(script, vec![]).await.unwrap_or(Value::Null);
+        if ok(&v) {
+            return v;
+        }
+        if Instant::now() >= deadline {
+            let page = c
+                .execute(
+                    "return document.body ? document.body.innerText : null;",
+                    vec![],
+                )
+                .await
+                .unwrap_or(Value::Null);
+            panic!("{what}: not within {within:?}; last value {v}; the page:\n{page}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn cell(resource: &str, class: &str) -> String {
+    format!(
+        "var c = document.querySelector('tr[data-resource=\"{resource}\"] td.{class}'); \
+         return c ? c.textContent : null;"
+    )
+}
+
+/// Some traffic for second `s` of the run: a wave on `ORDERS` (blocked above 10 a second), a
+/// steady `browser-search`, a slower `browser-reports`.
+fn traffic(clock: &MockClock, s: u64) {
+    let wave = 8 + ((s as f64 / 9.0).sin() * 6.0).round() as i64;
+    for _ in 0..wave.max(0) {
+        if let Ok(e) = entry(ORDERS) {
+            clock.advance(Duration::from_millis(2));
+            drop(e);
+        }
+    }
+    for _ in 0..4 {
+        drop(entry("browser-search"));
+    }
+    if s.is_multiple_of(3) {
+        let e = entry("browser-reports");
+        clock.advance(Duration::from_millis(30));
+        drop(e);
+    }
+}
+
+#[test]
+fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() {
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_flow_rules(vec![FlowRule::qps(ORDERS, 10.0)]).unwrap();
+    rules::load_circuit_breaker_rules(vec![CircuitBreakerRule::error_count(FLAKY, 2)
+        .min_requests(1)
+        .recovery(Duration::from_secs(600))])
+    .unwrap();
+    drop(entry(FLAKY));
+    // A minute and a half of history for the chart.
+    for s in 0..90 {
+        traffic(&clock, s);
+        clock.advance(Duration::from_secs(1));
+    }
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start()
+        .unwrap();
+    let driver = Driver::start(&driver_path);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": chromium,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--window-size=1400,1100",
+                    format!("--user-data-dir={}", driver.profile.display()),
+                ]
+            }),
+        );
+        let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+            .expect("a WebDriver session with chromium");
+
+        // The page loads with the token, which then leaves the address bar.
+        c.goto(&dash.url()).await.unwrap();
+        let url = c.current_url().await.unwrap();
+        assert_eq!(url.path(), "/");
+        assert_eq!(url.query(), None, "the token stays in the address bar: {url}");
+        wait_for(&c, Duration::from_secs(10), "the resources table", &cell(ORDERS, "resource"), |v| {
+            v == ORDERS
+        })
+        .await;
+
+        // Numbers change within 2 s of the traffic changing.
+        for n in [7u64, 3, 12] {
+            clock.advance(Duration::from_secs(2));
+            for _ in 0..n {
+                drop(entry(ORDERS));
+            }
+            let want = n.min(10).to_string();
+            wait_for(&c, Duration::from_secs(2), "pass/s", &cell(ORDERS, "pass_qps"), |v| v == want.as_str()).await;
+            let blocked = (n.saturating_sub(10)).to_string();
+            let v = c.execute(&cell(ORDERS, "block_qps"), vec![]).await.unwrap();
+            assert_eq!(v, blocked.as_str());
+        }
+
+        // The chart of the selected resource draws the pass series (its colour has pixels).
+        c.execute(
+            &format!("document.querySelector('tr[data-resource=\"{ORDERS}\"]').click(); return null;"),
+            vec![],
+        )
+        .await
+        .unwrap();
+        let pixels = "var cv = document.querySelector('#chart canvas'); if (!cv) return 0; \
+            var d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data, n = 0; \
+            for (var i = 0; i < d.length; i += 4) \
+              if (d[i+3] > 200 && Math.abs(d[i]-46) < 24 && Math.abs(d[i+1]-134) < 24 && Math.abs(d[i+2]-222) < 24) n++; \
+            return n;";
+        wait_for(&c, Duration::from_secs(3), "the pass series on the chart", pixels, |v| {
+            v.as_u64().unwrap_or(0) > 50
+        })
+        .await;
+
+        // A breaker shows OPEN after forced errors.
+        assert_eq!(c.execute(&cell(FLAKY, "breaker"), vec![]).await.unwrap(), "CLOSED");
+        for _ in 0..2 {
+            entry(FLAKY).unwrap().set_error();
+        }
+        wait_for(&c, Duration::from_secs(2), "breaker OPEN", &cell(FLAKY, "breaker"), |v| v == "OPEN").await;
+        assert!(entry(FLAKY).is_err());
+        // ... and its transition in the events list.
+        wait_for(
+            &c,
+            Duration::from_secs(2),
+            "the breaker event",
+            "return document.getElementById('events').textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains(&format!("breaker {FLAKY}: closed -> open"))),
+        )
+        .await;
+
+        wait_for(
+            &c,
+            Duration::from_secs(2),
+            "the breaker's latest transitions",
+            "return document.getElementById('transitions').textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains(&format!("{FLAKY}: closed -> open"))),
+        )
+        .await;
+
+        let png = c.screenshot().await.unwrap();
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+        std::fs::write(&out, &png).unwrap();
+        if std::env::var("SENTINEL_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
+            let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/dashboard.png");
+            std::fs::write(docs, &png).unwrap();
+        }
+
+        // A rule edit through the page's form: a bad one shows its field and changes nothing,
+        // a good one is applied at once.
+        wait_for(&c, Duration::from_secs(3), "the rules editor", "return document.getElementById('rules-text').value;", |v| {
+            v.as_str().is_some_and(|t| t.contains(ORDERS))
+        })
+        .await;
+        let edit = |threshold: i64| {
+            format!(
+                "var t = document.getElementById('rules-text'); var set = JSON.parse(t.value); \
+                 set.flow.push({{resource: 'browser-edited', threshold: {threshold}}}); \
+                 t.value = JSON.stringify(set, null, 2); \
+                 document.getElementById('rules-save').click(); return null;"
+            )
+        };
+        let before = rules::current();
+        c.execute(&edit(-1), vec![]).await.unwrap();
+        wait_for(&c, Duration::from_secs(3), "the refusal", "return document.getElementById('rules-status').textContent;", |v| {
+            v.as_str().is_some_and(|t| t.contains("field `threshold`"))
+        })
+        .await;
+        assert_eq!(rules::current(), before);
+        c.execute("document.getElementById('rules-reload').click(); return null;", vec![]).await.unwrap();
+        wait_for(&c, Duration::from_secs(3), "the reloaded rules", "return document.getElementById('rules-text').value;", |v| {
+            v.as_str().is_some_and(|t| !t.contains("browser-edited"))
+        })
+        .await;
+        c.execute(&edit(42), vec![]).await.unwrap();
+        wait_for(&c, Duration::from_secs(3), "the save", "return document.getElementById('rules-status').textContent;", |v| {
+            v == "saved and applied"
+        })
+        .await;
+        assert!(rules::flow_rules().contains(&FlowRule::qps("browser-edited", 42.0)));
+        assert!(rules::flow_rules().contains(&FlowRule::qps(ORDERS, 10.0)));
+
+        c.close().await.unwrap();
+    });
+    drop(dash);
+    drop(driver);
+    rules::load(RuleSet::default()).unwrap();
+}

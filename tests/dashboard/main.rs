@@ -1,0 +1,4 @@
+//! The dashboard: its HTTP API, and the page driven in Debian's Chromium.
+
+mod dashboard;
+mod dashboard_browser;

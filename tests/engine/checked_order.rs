@@ -1,0 +1,40 @@
+//! A reload is seen in order by a thread: once one of its calls was checked against the new
+//! rules, its later calls are too (until the next reload), also when the rules before the
+//! reload were none (the node's chain empty: an entry then reads the node's `checked` byte and
+//! skips the chain).
+//!
+//! The rules flip between none and one QPS rule that blocks everything. A system rule that
+//! never blocks is in force, so an inbound call reads the chain whatever the node's `checked`
+//! byte says, while an outbound call first reads that byte. An observer calls inbound while the
+//! rules shut; once such a call is blocked, it calls outbound: that call must be blocked too
+//! (the next reload, which opens again, waits for the observer).
+
+#[path = "../support/reload_rounds.rs"]
+mod reload_rounds;
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::rules::{self, FlowRule, SystemRule};
+
+/// At most this many rounds; the first stale call ends the test.
+const ROUNDS: usize = 5_000;
+
+const R: &str = "checked-order";
+
+#[test]
+fn after_a_call_saw_the_new_rules_a_later_call_of_its_thread_is_checked_too() {
+    let _clock = MockClock::install();
+    rules::load_system_rules(vec![SystemRule::new().concurrency(1_000_000)]).unwrap();
+    let stale_in = reload_rounds::first_stale_round(
+        ROUNDS,
+        || rules::load_flow_rules(vec![]).unwrap(),
+        || rules::load_flow_rules(vec![FlowRule::qps(R, 0.0)]).unwrap(),
+        || reload_rounds::outbound_passes_after_inbound_blocked(R),
+    );
+    rules::load_flow_rules(vec![]).unwrap();
+    rules::load_system_rules(vec![]).unwrap();
+    assert_eq!(
+        stale_in, None,
+        "a call admitted unchecked after a call of the same thread was blocked by the rules \
+         that replaced no rules"
+    );
+}
