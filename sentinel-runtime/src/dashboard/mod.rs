@@ -61,6 +61,18 @@
 //! * It binds loopback only, unless [`Dashboard::allow_remote`] is called: the dashboard speaks
 //!   plain HTTP, so put TLS in front of it (a reverse proxy) before exposing it.
 //!
+//! # Limits
+//!
+//! The dashboard runs inside the service's process, so it bounds what it may take from it:
+//! at most [`Dashboard::max_connections`] connections (64; past the cap the connection idle
+//! the longest is closed, or the new one when none is idle), a
+//! [`header_timeout`](Dashboard::header_timeout) (10 s from a request's first byte to the end
+//! of its headers, and for a `PUT`'s body) and an [`idle_timeout`](Dashboard::idle_timeout)
+//! (20 s without a request). Event streams are exempt from both timeouts and from being
+//! closed to make room, and have a cap of their own, [`Dashboard::max_event_streams`] (16;
+//! one more gets `503`). Idle sockets held against the dashboard's port cannot use up the
+//! process's file descriptors.
+//!
 //! # Cost
 //!
 //! A sampler reads every resource's statistics once a second (on the server's runtime, never
@@ -92,187 +104,19 @@
 
 mod api;
 mod auth;
+mod conn;
+mod error;
 mod events;
+mod handle;
 mod history;
 mod page;
 mod rules_api;
 mod server;
+mod settings;
 
-use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
-
-/// The default address: Sentinel's dashboard port, on loopback.
-pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8719);
-
-/// The dashboard's settings; [`start`](Dashboard::start) serves it.
-///
-/// ```no_run
-/// use sentinel_runtime::dashboard::Dashboard;
-/// let dash = Dashboard::new().bind("127.0.0.1:0".parse()?).token("my-own-token").start()?;
-/// assert!(dash.url().ends_with("/?token=my-own-token"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct Dashboard {
-    addr: SocketAddr,
-    token: Option<String>,
-    rules_file: Option<PathBuf>,
-    allow_remote: bool,
-    hosts: Vec<String>,
-}
-
-impl Default for Dashboard {
-    fn default() -> Self {
-        Dashboard::new()
-    }
-}
-
-impl Dashboard {
-    /// A dashboard on [`DEFAULT_ADDR`] (`127.0.0.1:8719`) with a random 256-bit token.
-    pub fn new() -> Dashboard {
-        Dashboard {
-            addr: DEFAULT_ADDR,
-            token: None,
-            rules_file: None,
-            allow_remote: false,
-            hosts: Vec::new(),
-        }
-    }
-
-    /// The address to listen on (port 0: any free port, see [`DashboardHandle::local_addr`]).
-    /// It must be a loopback address unless [`allow_remote`](Self::allow_remote) is called.
-    pub fn bind(mut self, addr: SocketAddr) -> Dashboard {
-        self.addr = addr;
-        self
-    }
-
-    /// The token instead of a random one: 16 to 256 characters among `A-Z a-z 0-9 - . _ ~`
-    /// (it travels in a URL, a cookie and a header). [`start`](Self::start) refuses others.
-    pub fn token(mut self, token: impl Into<String>) -> Dashboard {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// Where rule edits made on the page are saved (atomically: a temporary file in the same
-    /// directory, then a rename), in the format its extension names (`.yaml`/`.yml`, `.toml`,
-    /// else JSON), so that they survive a restart. Without it, edits apply to the running
-    /// process only.
-    pub fn rules_file(mut self, path: impl Into<PathBuf>) -> Dashboard {
-        self.rules_file = Some(path.into());
-        self
-    }
-
-    /// Allows binding an address that is not loopback. The dashboard speaks plain HTTP: put
-    /// TLS in front of it (a reverse proxy) and keep the token secret. The `Host` check still
-    /// applies: add the names clients use with [`allow_host`](Self::allow_host).
-    pub fn allow_remote(mut self) -> Dashboard {
-        self.allow_remote = true;
-        self
-    }
-
-    /// Accepts requests whose `Host` header names `host` (with or without a port), besides the
-    /// bound address, `localhost`, `127.0.0.1` and `[::1]`.
-    pub fn allow_host(mut self, host: impl Into<String>) -> Dashboard {
-        self.hosts.push(host.into().to_ascii_lowercase());
-        self
-    }
-
-    /// Binds the address and starts serving: on the current tokio runtime if called inside
-    /// one, else on a thread of its own. Fails if the address is not loopback (without
-    /// [`allow_remote`](Self::allow_remote)), cannot be bound, or the token is unfit.
-    pub fn start(self) -> Result<DashboardHandle, DashboardError> {
-        server::start(self)
-    }
-}
-
-/// A running dashboard; dropping it stops the server (and ends its event streams).
-#[must_use = "the dashboard stops when its handle is dropped"]
-pub struct DashboardHandle {
-    addr: SocketAddr,
-    token: String,
-    stop: Option<server::Stop>,
-}
-
-impl DashboardHandle {
-    /// The address to open, with the token: `http://127.0.0.1:PORT/?token=...`. Opening it
-    /// sets the page's cookie and redirects to `/`.
-    pub fn url(&self) -> String {
-        format!("http://{}/?token={}", self.addr, self.token)
-    }
-
-    /// The address the server listens on (with the port chosen when binding port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// The token every request must carry.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-}
-
-impl fmt::Debug for DashboardHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The token stays out of logs.
-        f.debug_struct("DashboardHandle")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for DashboardHandle {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            stop.stop();
-        }
-    }
-}
-
-/// Why a dashboard could not start.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum DashboardError {
-    /// The address is not loopback and [`Dashboard::allow_remote`] was not called.
-    NotLoopback(SocketAddr),
-    /// The token given to [`Dashboard::token`] is unfit (the reason).
-    Token(&'static str),
-    /// No random token could be made (no `/dev/urandom`): give one with [`Dashboard::token`].
-    Random(std::io::Error),
-    /// The address could not be bound.
-    Bind(SocketAddr, std::io::Error),
-    /// The server's thread or runtime could not be started.
-    Runtime(std::io::Error),
-}
-
-impl fmt::Display for DashboardError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DashboardError::NotLoopback(addr) => write!(
-                f,
-                "dashboard: {addr} is not a loopback address; call allow_remote() to bind it \
-                 (and put TLS in front)"
-            ),
-            DashboardError::Token(why) => write!(f, "dashboard: bad token: {why}"),
-            DashboardError::Random(e) => {
-                write!(
-                    f,
-                    "dashboard: no random source for a token ({e}); set token()"
-                )
-            }
-            DashboardError::Bind(addr, e) => write!(f, "dashboard: cannot bind {addr}: {e}"),
-            DashboardError::Runtime(e) => write!(f, "dashboard: cannot start the server: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for DashboardError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DashboardError::Random(e) | DashboardError::Bind(_, e) | DashboardError::Runtime(e) => {
-                Some(e)
-            }
-            _ => None,
-        }
-    }
-}
+pub use error::DashboardError;
+pub use handle::DashboardHandle;
+pub use settings::{
+    Dashboard, DEFAULT_ADDR, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_EVENT_STREAMS,
+};

@@ -8,15 +8,16 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::body::{to_bytes, Body};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderValue, Method, Response, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use axum::Router;
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 
 use super::auth::{self, Proof};
+use super::conn::{Bounded, Busy, Conns, Limits, Tag};
 use super::events::{Bus, Deltas};
 use super::history::{History, TRACKED};
 use super::rules_api::{self, Editor, Put};
@@ -36,6 +37,10 @@ struct Shared {
     history: History,
     bus: Arc<Bus>,
     stopped: watch::Receiver<bool>,
+    limits: Limits,
+    conns: Arc<Conns>,
+    streams: Arc<Semaphore>,
+    max_streams: usize,
 }
 
 /// Stops a running server: ends its listener, its sampler and its event streams; the server's
@@ -61,6 +66,7 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     if !d.allow_remote && !d.addr.ip().is_loopback() {
         return Err(DashboardError::NotLoopback(d.addr));
     }
+    d.check_limits()?;
     let token = match d.token {
         Some(token) => {
             auth::check_token(&token)?;
@@ -97,6 +103,14 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
         history: History::default(),
         bus: Bus::new(),
         stopped,
+        limits: Limits {
+            max_connections: d.max_connections,
+            header_timeout: d.header_timeout,
+            idle_timeout: d.idle_timeout,
+        },
+        conns: Arc::new(Conns::default()),
+        streams: Arc::new(Semaphore::new(d.max_event_streams)),
+        max_streams: d.max_event_streams,
     });
     let thread = match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
@@ -134,12 +148,20 @@ async fn serve(shared: Arc<Shared>, listener: tokio::net::TcpListener, deltas: D
     let mut stopped = shared.stopped.clone();
     let app = Router::new()
         .fallback(handle)
-        .with_state(Arc::clone(&shared));
+        .with_state(Arc::clone(&shared))
+        .into_make_service_with_connect_info::<Tag>();
+    let bounded = Bounded {
+        listener,
+        conns: Arc::clone(&shared.conns),
+        limits: shared.limits,
+    };
     tokio::select! {
-        _ = axum::serve(listener, app) => {}
+        _ = axum::serve(bounded, app) => {}
         _ = sample_every_second(Arc::clone(&shared), deltas) => {}
         _ = stopped.wait_for(|s| *s) => {}
     }
+    // The connections' tasks outlive the server's: tell them to close.
+    shared.conns.close_all();
 }
 
 async fn sample_every_second(shared: Arc<Shared>, mut deltas: Deltas) {
@@ -171,7 +193,12 @@ fn sample(shared: &Shared, deltas: &mut Deltas) {
 
 /// Every request: the checks and the route, then the security headers on whatever answers.
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response<Body> {
-    let mut res = route(&shared, req).await;
+    // No timeout closes the connection while its request is handled.
+    let busy = req
+        .extensions()
+        .get::<ConnectInfo<Tag>>()
+        .map(|ConnectInfo(Tag(conn))| conn.busy());
+    let mut res = route(&shared, req, busy.as_ref()).await;
     let h = res.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -190,7 +217,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response<Bod
     res
 }
 
-async fn route(shared: &Shared, req: Request) -> Response<Body> {
+async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<Body> {
     if !auth::host_allowed(req.headers(), shared.addr, &shared.hosts) {
         return text(
             StatusCode::FORBIDDEN,
@@ -243,7 +270,7 @@ async fn route(shared: &Shared, req: Request) -> Response<Body> {
             res
         }
         "/api/rules" if method == Method::PUT => put_rules(shared, proof, req).await,
-        "/api/events" if read => events(shared),
+        "/api/events" if read => events(shared, busy),
         "/" | "/api/resources" | "/api/system" | "/api/events" => not_allowed("GET, HEAD"),
         "/api/rules" => not_allowed("GET, HEAD, PUT"),
         p => {
@@ -294,12 +321,19 @@ async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.contains("yaml"));
-    let body = match to_bytes(req.into_body(), MAX_BODY).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
+    let timeout = shared.limits.header_timeout;
+    let body = match tokio::time::timeout(timeout, to_bytes(req.into_body(), MAX_BODY)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
             return json_response(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &json!({ "error": format!("a rule set is at most {MAX_BODY} bytes") }),
+            )
+        }
+        Err(_) => {
+            return json_response(
+                StatusCode::REQUEST_TIMEOUT,
+                &json!({ "error": format!("the body did not arrive within {timeout:?}") }),
             )
         }
     };
@@ -354,11 +388,30 @@ async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body
 }
 
 /// `GET /api/events`: every event of the bus from now on, until the client leaves or the
-/// dashboard stops. A client too slow for the bus is told how many events it missed.
-fn events(shared: &Shared) -> Response<Body> {
+/// dashboard stops. A client too slow for the bus is told how many events it missed. At most
+/// `max_event_streams` at once (`503` past it); the connection stays busy (no timeout, never
+/// evicted) while the stream is open.
+fn events(shared: &Shared, busy: Option<&Busy>) -> Response<Body> {
+    let Ok(permit) = Arc::clone(&shared.streams).try_acquire_owned() else {
+        let mut res = json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({ "error": format!(
+                "too many event streams open (at most {}); close one, or poll /api/system",
+                shared.max_streams
+            ) }),
+        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return res;
+    };
+    let open = Open {
+        _permit: permit,
+        _busy: busy.map(Busy::again),
+    };
     let rx = shared.bus.subscribe();
     let stopped = shared.stopped.clone();
-    let stream = futures_util::stream::unfold((rx, stopped), |(mut rx, mut stopped)| async move {
+    let state = (rx, stopped, open);
+    let stream = futures_util::stream::unfold(state, |(mut rx, mut stopped, open)| async move {
         let next = tokio::select! {
             _ = stopped.wait_for(|s| *s) => None,
             r = rx.recv() => Some(r),
@@ -370,11 +423,17 @@ fn events(shared: &Shared) -> Response<Body> {
             }
             Err(broadcast::error::RecvError::Closed) => return None,
         };
-        Some((Ok::<Event, Infallible>(event), (rx, stopped)))
+        Some((Ok::<Event, Infallible>(event), (rx, stopped, open)))
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// What an open event stream holds: its place under the cap, and its connection busy.
+struct Open {
+    _permit: OwnedSemaphorePermit,
+    _busy: Option<Busy>,
 }
 
 /// The resource name of `/api/resources/{name}/history` (percent-decoded).

@@ -1,0 +1,49 @@
+//! A running dashboard: its address, its token, and stopping it on drop.
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use super::server;
+
+/// A running dashboard; dropping it stops the server (and ends its event streams).
+#[must_use = "the dashboard stops when its handle is dropped"]
+pub struct DashboardHandle {
+    pub(super) addr: SocketAddr,
+    pub(super) token: String,
+    pub(super) stop: Option<server::Stop>,
+}
+
+impl DashboardHandle {
+    /// The address to open, with the token: `http://127.0.0.1:PORT/?token=...`. Opening it
+    /// sets the page's cookie and redirects to `/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.addr, self.token)
+    }
+
+    /// The address the server listens on (with the port chosen when binding port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The token every request must carry.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+impl fmt::Debug for DashboardHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The token stays out of logs.
+        f.debug_struct("DashboardHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for DashboardHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.stop();
+        }
+    }
+}

