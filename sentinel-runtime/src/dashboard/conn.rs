@@ -165,33 +165,32 @@ pub(crate) struct Conns {
 }
 
 impl Conns {
-    /// Admits a new connection: under the cap at once; past it, only after telling the oldest
-    /// idle connection to close (`None`: none is idle, refuse the new one).
-    fn admit(&self, limits: Limits) -> Option<Arc<Conn>> {
+    /// Admits a new connection under the cap; past it, tells the connection idle the longest
+    /// to close and asks the caller to let it (`Evicting`), or refuses the new one when none
+    /// is idle.
+    fn admit(&self, limits: Limits) -> Admit {
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         live.retain(|c| c.strong_count() > 0);
-        // Evicted connections close at once, but count until they have: never more than
-        // twice the cap open, whatever the rate of new ones.
-        if live.len() >= limits.max_connections {
-            if live.len() >= limits.max_connections.saturating_mul(2) {
-                return None;
-            }
-            let open: Vec<Arc<Conn>> = live.iter().filter_map(Weak::upgrade).collect();
-            let evicting = open
-                .iter()
-                .filter(|c| c.evict.load(Ordering::Acquire))
-                .count();
-            if open.len() - evicting >= limits.max_connections {
-                let oldest = open
-                    .iter()
-                    .filter_map(|c| c.idle_since().map(|t| (t, c)))
-                    .min_by_key(|(t, _)| *t)?;
-                oldest.1.close();
-            }
+        if live.len() < limits.max_connections {
+            let conn = Arc::new(Conn::new(limits));
+            live.push(Arc::downgrade(&conn));
+            return Admit::Yes(conn);
         }
-        let conn = Arc::new(Conn::new(limits));
-        live.push(Arc::downgrade(&conn));
-        Some(conn)
+        let open: Vec<Arc<Conn>> = live.iter().filter_map(Weak::upgrade).collect();
+        if open.iter().any(|c| c.evict.load(Ordering::Acquire)) {
+            return Admit::Evicting;
+        }
+        let oldest = open
+            .iter()
+            .filter_map(|c| c.idle_since().map(|t| (t, c)))
+            .min_by_key(|(t, _)| *t);
+        match oldest {
+            Some((_, c)) => {
+                c.close();
+                Admit::Evicting
+            }
+            None => Admit::No,
+        }
     }
 
     /// Closes every connection (the dashboard stops).
@@ -210,6 +209,16 @@ impl Conns {
     }
 }
 
+/// What to do with a new connection.
+enum Admit {
+    /// Serve it.
+    Yes(Arc<Conn>),
+    /// Past the cap: an idle connection is closing to make room; ask again once it has.
+    Evicting,
+    /// Past the cap and none idle: close it.
+    No,
+}
+
 /// The dashboard's listener: admits connections within the cap and wraps them in [`Guarded`].
 pub(crate) struct Bounded {
     pub(crate) listener: TcpListener,
@@ -225,9 +234,17 @@ impl Listener for Bounded {
         loop {
             match self.listener.accept().await {
                 Ok((stream, _)) => {
-                    // None idle past the cap: the new connection is refused (closed).
-                    if let Some(conn) = self.conns.admit(self.limits) {
-                        return (Guarded::new(stream, Arc::clone(&conn)), Tag(conn));
+                    // Past the cap, the evicted connection's task must run to close it; a
+                    // connection evicted just as a request came finishes that request
+                    // first, so the wait is bounded, then the new one is refused (closed).
+                    for _ in 0..1_000 {
+                        match self.conns.admit(self.limits) {
+                            Admit::Yes(conn) => {
+                                return (Guarded::new(stream, Arc::clone(&conn)), Tag(conn));
+                            }
+                            Admit::Evicting => tokio::task::yield_now().await,
+                            Admit::No => break,
+                        }
                     }
                 }
                 // Out of descriptors (or another passing failure): wait for some to close
