@@ -472,3 +472,122 @@ fn limits_out_of_range_are_refused_naming_the_setting() {
         assert!(err.to_string().contains(field), "{field}: {err}");
     }
 }
+
+// ---- saves ------------------------------------------------------------------------------------
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "sentinel-dash-safety-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Puts `body` as the new rule set, with the version in force.
+fn put_rules(addr: SocketAddr, body: &str) -> Reply {
+    let etag = get(addr, "/api/rules").header("etag").unwrap().to_owned();
+    let (n, v) = auth();
+    request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[(n, &v), ("If-Match", &etag)],
+        body,
+    )
+}
+
+const EDIT: &str = r#"{"flow": [{"resource": "safety-saved", "threshold": 7}]}"#;
+
+#[test]
+fn a_symlink_planted_at_the_temporary_name_is_not_followed() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("planted");
+    let file = dir.join("rules.json");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "not yours").unwrap();
+    let dash = start(Dashboard::new().rules_file(&file));
+    // Planted after start, at the name a save used to write (`.NAME.dashboard-<pid>.tmp`).
+    let planted = dir.join(format!(".rules.json.dashboard-{}.tmp", std::process::id()));
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+
+    let r = put_rules(dash.local_addr(), EDIT);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "not yours");
+    let meta = std::fs::symlink_metadata(&file).unwrap();
+    assert!(
+        meta.file_type().is_file(),
+        "the rules file is not a regular file"
+    );
+    assert_eq!(
+        RuleSet::from_path(&file).unwrap(),
+        RuleSet::from_json(EDIT).unwrap()
+    );
+    drop(dash);
+    rules::load(RuleSet::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_symlinked_rules_file_stays_a_link_and_its_target_is_replaced() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("linked");
+    // A ConfigMap-style mount: the path the service is given is a link into another
+    // directory.
+    let (real, mount) = (dir.join("data"), dir.join("mount"));
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::create_dir_all(&mount).unwrap();
+    std::fs::write(real.join("rules.json"), "{}").unwrap();
+    let link = mount.join("rules.json");
+    std::os::unix::fs::symlink("../data/rules.json", &link).unwrap();
+    let dash = start(Dashboard::new().rules_file(&link));
+
+    let r = put_rules(dash.local_addr(), EDIT);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let meta = std::fs::symlink_metadata(&link).unwrap();
+    assert!(meta.file_type().is_symlink(), "the link was replaced");
+    assert_eq!(
+        RuleSet::from_path(real.join("rules.json")).unwrap(),
+        RuleSet::from_json(EDIT).unwrap()
+    );
+    assert_eq!(names_in(&real), ["rules.json"]);
+    assert_eq!(names_in(&mount), ["rules.json"]);
+    drop(dash);
+    rules::load(RuleSet::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn temporary_copies_left_by_an_interrupted_save_are_removed_at_start() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("stale");
+    let file = dir.join("rules.yaml");
+    for name in [
+        ".rules.yaml.dashboard-4242.tmp",
+        ".rules.yaml.dashboard-9f8e7d6c5b4a39281706f5e4d3c2b1a0.tmp",
+        ".other.yaml.dashboard-4242.tmp",
+        "notes.tmp",
+    ] {
+        std::fs::write(dir.join(name), "half").unwrap();
+    }
+    let dash = start(Dashboard::new().rules_file(&file));
+    assert_eq!(
+        names_in(&dir),
+        [".other.yaml.dashboard-4242.tmp", "notes.tmp"]
+    );
+    drop(dash);
+    let _ = std::fs::remove_dir_all(&dir);
+}

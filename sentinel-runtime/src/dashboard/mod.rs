@@ -111,6 +111,7 @@ mod handle;
 mod history;
 mod page;
 mod rules_api;
+mod save;
 mod server;
 mod settings;
 

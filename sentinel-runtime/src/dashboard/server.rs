@@ -82,6 +82,9 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     let addr = listener
         .local_addr()
         .map_err(|e| DashboardError::Bind(d.addr, e))?;
+    if let Some(file) = &d.rules_file {
+        super::save::remove_stale(file);
+    }
     // The totals that later samples report differences from, taken now: whatever happens
     // after `start` returns is reported, however late the server's first tick runs.
     let mut deltas = Deltas::default();
