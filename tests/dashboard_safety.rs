@@ -591,3 +591,67 @@ fn temporary_copies_left_by_an_interrupted_save_are_removed_at_start() {
     drop(dash);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- documents are versions -------------------------------------------------------------------
+
+#[test]
+fn the_rules_file_is_in_force_after_a_restart() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("restart");
+    let file = dir.join("rules.yaml");
+    let dash = start(Dashboard::new().rules_file(&file));
+    let r = put_rules(dash.local_addr(), EDIT);
+    assert_eq!(r.status, 200, "{}", r.body);
+    drop(dash);
+    // The process restarts: its coded rules are in force until the dashboard starts.
+    rules::load(RuleSet::default()).unwrap();
+    let dash = start(Dashboard::new().rules_file(&file));
+    assert_eq!(rules::current(), RuleSet::from_json(EDIT).unwrap());
+    drop(dash);
+    rules::load(RuleSet::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_invalid_rules_file_fails_start_naming_the_field() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("invalid");
+    let file = dir.join("rules.json");
+    std::fs::write(
+        &file,
+        r#"{"flow": [{"resource": "safety-bad", "threshold": -1}]}"#,
+    )
+    .unwrap();
+    let err = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .rules_file(&file)
+        .start()
+        .map(|_| ())
+        .expect_err("an invalid rules file starts the dashboard");
+    let text = err.to_string();
+    assert!(
+        text.contains("threshold") && text.contains("rules.json"),
+        "{text}"
+    );
+    assert_eq!(rules::current(), RuleSet::default());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn if_match_star_is_refused_like_a_missing_version() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dash = start(Dashboard::new());
+    let (n, v) = auth();
+    let r = request(
+        dash.local_addr(),
+        "PUT",
+        "/api/rules",
+        &[(n, &v), ("If-Match", "*")],
+        EDIT,
+    );
+    assert_eq!(r.status, 428, "{}", r.body);
+    assert_eq!(rules::current(), RuleSet::default());
+}

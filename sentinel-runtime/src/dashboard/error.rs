@@ -17,6 +17,9 @@ pub enum DashboardError {
     Bind(SocketAddr, std::io::Error),
     /// The server's thread or runtime could not be started.
     Runtime(std::io::Error),
+    /// The rules file given to [`Dashboard::rules_file`](super::Dashboard::rules_file) is
+    /// there but was refused (nothing was loaded): its path and the reasons, by field.
+    RulesFile(std::path::PathBuf, crate::rules::RuleSetError),
     /// A setting is out of its range: the setting's name and the range.
     Setting {
         /// The setting (the builder method's name).
@@ -43,6 +46,13 @@ impl fmt::Display for DashboardError {
             }
             DashboardError::Bind(addr, e) => write!(f, "dashboard: cannot bind {addr}: {e}"),
             DashboardError::Runtime(e) => write!(f, "dashboard: cannot start the server: {e}"),
+            DashboardError::RulesFile(path, e) => {
+                write!(
+                    f,
+                    "dashboard: the rules file {} was refused: {e}",
+                    path.display()
+                )
+            }
             DashboardError::Setting { field, why } => write!(f, "dashboard: `{field}` {why}"),
         }
     }
@@ -54,6 +64,7 @@ impl std::error::Error for DashboardError {
             DashboardError::Random(e) | DashboardError::Bind(_, e) | DashboardError::Runtime(e) => {
                 Some(e)
             }
+            DashboardError::RulesFile(_, e) => Some(e),
             _ => None,
         }
     }

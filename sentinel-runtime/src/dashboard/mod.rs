@@ -35,7 +35,7 @@
 //! | `GET /api/resources/{name}/history` | the last 300 seconds, one point a second: `second`, `pass`, `block`, `error`, `avg_rt_ms` |
 //! | `GET /api/system` | CPU usage, load per core, inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
 //! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag` |
-//! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` |
+//! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` (or `If-Match: *`, which is no version) |
 //! | `GET /api/events` | server-sent events: `blocks` (per second, by resource and rule kind), `breaker` (every transition), `rule_load` (loads and refusals, by kind), `rules_saved` / `rules_refused` (edits made here) |
 //!
 //! History is kept for the 200 busiest resources, 300 points of one second each, in a bounded

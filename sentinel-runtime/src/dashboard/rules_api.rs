@@ -70,11 +70,13 @@ impl Editor {
     /// renames the copy over the file.
     pub(crate) fn put(&self, if_match: Option<&str>, body: &str, yaml: bool) -> Put {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(if_match) = if_match else {
+        // `*` ("whatever is there") would skip the check that keeps two editors from
+        // overwriting each other: a version is required.
+        let Some(if_match) = if_match.map(str::trim).filter(|v| *v != "*") else {
             return Put::NoVersion;
         };
         let current = etag(&rules::current());
-        if if_match.trim() != current && if_match.trim() != "*" {
+        if if_match != current {
             return Put::Stale(current);
         }
         let parsed = if yaml {
@@ -121,6 +123,16 @@ fn stage(file: &Path, set: &RuleSet) -> Result<Staged, String> {
     }
     .map_err(|e| format!("cannot write the rules file: {e}"))?;
     Staged::write(file, &text)
+}
+
+/// Loads the rules file `file` at start, if it is there (else the rules in force stay until
+/// the first save), after removing the temporary copies an interrupted save left beside it.
+pub(crate) fn load_at_start(file: &Path) -> Result<(), RuleSetError> {
+    super::save::remove_stale(file);
+    if !file.exists() {
+        return Ok(());
+    }
+    rules::load(RuleSet::from_path(file)?)
 }
 
 /// A refused set as the API writes it: a message and each problem with its field.

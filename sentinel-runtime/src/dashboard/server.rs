@@ -83,7 +83,7 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
         .local_addr()
         .map_err(|e| DashboardError::Bind(d.addr, e))?;
     if let Some(file) = &d.rules_file {
-        super::save::remove_stale(file);
+        rules_api::load_at_start(file).map_err(|e| DashboardError::RulesFile(file.clone(), e))?;
     }
     // The totals that later samples report differences from, taken now: whatever happens
     // after `start` returns is reported, however late the server's first tick runs.
@@ -359,7 +359,8 @@ async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body
         }
         Put::NoVersion => json_response(
             StatusCode::PRECONDITION_REQUIRED,
-            &json!({ "error": "send the version read from GET /api/rules in If-Match" }),
+            &json!({ "error": "send the version read from GET /api/rules in If-Match \
+                               (`*` is not a version)" }),
         ),
         Put::Stale(current) => {
             let mut res = json_response(

@@ -75,10 +75,16 @@ impl Dashboard {
         self
     }
 
-    /// Where rule edits made on the page are saved (atomically: a temporary file in the same
-    /// directory, then a rename), in the format its extension names (`.yaml`/`.yml`, `.toml`,
-    /// else JSON), so that they survive a restart. Without it, edits apply to the running
-    /// process only.
+    /// Where rule edits made on the page are saved, in the format its extension names
+    /// (`.yaml`/`.yml`, `.toml`, else JSON), so that they survive a restart: [`start`]
+    /// loads the file when it is there (an invalid one fails `start`, naming the file and
+    /// the fields, and nothing is loaded; a missing one leaves the rules in force until the
+    /// first save). A save writes a new file under an unpredictable name (`O_CREAT |
+    /// O_EXCL`) in the directory of the file the path resolves to, syncs it and renames it
+    /// over that file: a symlinked rules file stays a link. Without it, edits apply to the
+    /// running process only.
+    ///
+    /// [`start`]: Self::start
     pub fn rules_file(mut self, path: impl Into<PathBuf>) -> Dashboard {
         self.rules_file = Some(path.into());
         self
@@ -163,7 +169,8 @@ impl Dashboard {
 
     /// Binds the address and starts serving: on the current tokio runtime if called inside
     /// one, else on a thread of its own. Fails if the address is not loopback (without
-    /// [`allow_remote`](Self::allow_remote)), cannot be bound, or the token is unfit.
+    /// [`allow_remote`](Self::allow_remote)), cannot be bound, the token is unfit, a limit is
+    /// out of range, or the [`rules_file`](Self::rules_file) is invalid.
     pub fn start(self) -> Result<DashboardHandle, DashboardError> {
         server::start(self)
     }
