@@ -1,5 +1,6 @@
 //! The dashboard in a real browser: Debian's headless Chromium, driven through chromedriver
-//! (WebDriver, the `fantoccini` crate). The page loads with the token, shows the resources with
+//! (WebDriver, the `fantoccini` crate). The page loads with the token (from the link's
+//! fragment into sessionStorage, no cookie), shows the resources with
 //! numbers that change within 2 s of the traffic changing, draws a chart, shows a breaker OPEN
 //! after forced errors, and saves a rule edit through its own form.
 //!
@@ -227,6 +228,14 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         let url = c.current_url().await.unwrap();
         assert_eq!(url.path(), "/");
         assert_eq!(url.query(), None, "the token stays in the address bar: {url}");
+        assert_eq!(url.fragment(), None, "the token stays in the address bar: {url}");
+        // The token is in this origin's sessionStorage, and no cookie was set.
+        let stored = c
+            .execute("return sessionStorage.getItem('sentinel-dashboard-token');", vec![])
+            .await
+            .unwrap();
+        assert_eq!(stored, dash.token());
+        assert_eq!(c.get_all_cookies().await.unwrap().len(), 0, "a cookie was set");
         wait_for(&c, Duration::from_secs(10), "the resources table", &cell(ORDERS, "resource"), |v| {
             v == ORDERS
         })

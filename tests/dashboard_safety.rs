@@ -655,3 +655,62 @@ fn if_match_star_is_refused_like_a_missing_version() {
     assert_eq!(r.status, 428, "{}", r.body);
     assert_eq!(rules::current(), RuleSet::default());
 }
+
+// ---- no cookie is a credential ----------------------------------------------------------------
+
+#[test]
+fn a_cookie_alone_gets_401_on_every_api_path_whatever_its_value() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    drop(sentinel_runtime::entry("safety-cookie"));
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    let etag = get(addr, "/api/rules").header("etag").unwrap().to_owned();
+    // The cookie the page used to set, and others carrying the token.
+    let cookies = [
+        format!("sentinel_dashboard_{}={TOKEN}", addr.port()),
+        format!("token={TOKEN}; sentinel={TOKEN}"),
+    ];
+    for cookie in &cookies {
+        for (method, path) in [
+            ("GET", "/api/resources"),
+            ("GET", "/api/system"),
+            ("GET", "/api/rules"),
+            ("GET", "/api/events"),
+            ("GET", "/api/resources/safety-cookie/history"),
+            ("PUT", "/api/rules"),
+        ] {
+            let r = request(
+                addr,
+                method,
+                path,
+                &[("Cookie", cookie), ("If-Match", &etag)],
+                EDIT,
+            );
+            assert_eq!(r.status, 401, "{method} {path} with {cookie}: {}", r.body);
+        }
+    }
+    assert_eq!(rules::current(), RuleSet::default());
+}
+
+#[test]
+fn the_link_carries_the_token_in_its_fragment_and_never_in_a_query() {
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    assert_eq!(dash.url(), format!("http://{addr}/#token={TOKEN}"));
+    // A token in a query string is refused, and no cookie is set.
+    for path in [
+        format!("/?token={TOKEN}"),
+        format!("/api/resources?token={TOKEN}"),
+    ] {
+        let r = request(addr, "GET", &path, &[], "");
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        assert_eq!(r.header("set-cookie"), None, "{path}");
+        assert!(!r.body.contains(TOKEN));
+    }
+    // The page itself holds no token and no data.
+    let page = request(addr, "GET", "/", &[], "");
+    assert_eq!(page.status, 200);
+    assert!(!page.body.contains(TOKEN));
+    assert_eq!(page.header("set-cookie"), None);
+}

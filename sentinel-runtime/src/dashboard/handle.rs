@@ -14,10 +14,12 @@ pub struct DashboardHandle {
 }
 
 impl DashboardHandle {
-    /// The address to open, with the token: `http://127.0.0.1:PORT/?token=...`. Opening it
-    /// sets the page's cookie and redirects to `/`.
+    /// The link to open, with the token in its fragment: `http://127.0.0.1:PORT/#token=...`.
+    /// No server sees a fragment; the page moves the token to `sessionStorage` (scoped to
+    /// its origin, so to this port), removes it from the address bar, and sends it in a
+    /// header. No cookie is set.
     pub fn url(&self) -> String {
-        format!("http://{}/?token={}", self.addr, self.token)
+        format!("http://{}/#token={}", self.addr, self.token)
     }
 
     /// The address the server listens on (with the port chosen when binding port 0).

@@ -8,7 +8,7 @@
 //!     .bind("127.0.0.1:0".parse()?)           // any free loopback port
 //!     .rules_file("rules.yaml")               // rule edits are saved there (write + rename)
 //!     .start()?;
-//! println!("dashboard: {}", dash.url());      // http://127.0.0.1:PORT/?token=...
+//! println!("dashboard: {}", dash.url());      // http://127.0.0.1:PORT/#token=...
 //! // ... the process runs; dropping the handle stops the server.
 //! drop(dash);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -44,13 +44,19 @@
 //!
 //! # Access
 //!
-//! * **Every path needs the token**: `Authorization: Bearer <token>`, an `X-Sentinel-Token`
-//!   header, or the page's cookie. Opening `/?token=<token>` sets the cookie (`HttpOnly`,
-//!   `SameSite=Strict`) and redirects to `/`, so the token leaves the address bar. Without it:
-//!   `401`.
-//! * **Changes need the token in a header** (`Authorization` or `X-Sentinel-Token`): a cookie
-//!   alone gets `403` (a forged cross-site request carries the cookie, never a header). Only
-//!   `PUT` changes anything; a `GET` never does.
+//! * **Every path but the page needs the token in a header**: `Authorization: Bearer
+//!   <token>` or `X-Sentinel-Token: <token>`; without it, `401`. The page (`/`) and its
+//!   assets hold no data and are served without it.
+//! * **The token is in the link's fragment** ([`DashboardHandle::url`]:
+//!   `http://127.0.0.1:PORT/#token=...`), which no server sees. The page moves it to
+//!   `sessionStorage` (per origin, so per port), removes it from the address bar, and sends
+//!   it in a header on every call, the event stream included (read with `fetch`).
+//! * **No cookie is a credential**: browsers send a host's cookies to every port of it, so
+//!   any server on the same host would receive it. A cookie alone, whatever its value, gets
+//!   `401` on every `/api/` path; the dashboard sets none.
+//! * **Never in a query string**, where logs and histories keep it: a request with a `token`
+//!   parameter gets `400`. Only `PUT` changes anything; a `GET` never does (and a forged
+//!   cross-site request cannot add a header).
 //! * **DNS rebinding**: a `Host` header other than the bound address, `localhost`,
 //!   `127.0.0.1` or `[::1]` (with the bound port), or a host added with
 //!   [`Dashboard::allow_host`] (any port), gets `403`.

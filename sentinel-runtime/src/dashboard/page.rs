@@ -9,11 +9,10 @@ const UPLOT_JS: &str = include_str!("assets/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("assets/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("assets/uPlot.LICENSE");
 
-/// The page, with the token for the script's changes (`PUT` needs it in a header; the page is
-/// only served to a request that proved it knows the token, and no other origin can read it).
-/// The token has only URL-safe characters (checked at start), so it needs no escaping.
-pub(crate) fn index(token: &str) -> String {
-    INDEX.replace("{{TOKEN}}", token)
+/// The page: no data and no token (its script takes the token from the link's fragment and
+/// asks the API with it), so it is served without one.
+pub(crate) fn index() -> String {
+    INDEX.to_owned()
 }
 
 /// The asset named `name`: its content type and content.
@@ -64,8 +63,8 @@ mod tests {
 
     #[test]
     fn the_page_names_only_its_own_assets() {
-        let page = index("tok-0123456789abcdef");
-        assert!(page.contains("tok-0123456789abcdef"));
+        let page = index();
+        assert!(!page.contains("{{"), "no template left");
         for name in ["app.js", "app.css", "uPlot.iife.min.js", "uPlot.min.css"] {
             assert!(page.contains(&format!("/assets/{name}")), "{name}");
             assert!(asset(name).is_some());

@@ -16,7 +16,7 @@ use axum::Router;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 
-use super::auth::{self, Proof};
+use super::auth;
 use super::conn::{Bounded, Busy, Conns, Limits, Tag};
 use super::events::{Bus, Deltas};
 use super::history::{History, TRACKED};
@@ -31,7 +31,6 @@ const MAX_BODY: usize = 1 << 20;
 struct Shared {
     addr: SocketAddr,
     token: String,
-    cookie: String,
     hosts: Vec<String>,
     editor: Editor,
     history: History,
@@ -99,7 +98,6 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     let (tx, stopped) = watch::channel(false);
     let shared = Arc::new(Shared {
         addr,
-        cookie: auth::cookie_name(addr),
         token: token.clone(),
         hosts: d.hosts,
         editor: Editor::new(d.rules_file),
@@ -229,33 +227,25 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
     }
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
-    if path == "/" && method == Method::GET {
-        if let Some(given) = query_token(req.uri().query()) {
-            return if auth::same(given, &shared.token) {
-                Response::builder()
-                    .status(StatusCode::SEE_OTHER)
-                    .header(header::LOCATION, "/")
-                    .header(
-                        header::SET_COOKIE,
-                        format!(
-                            "{}={}; Path=/; HttpOnly; SameSite=Strict",
-                            shared.cookie, shared.token
-                        ),
-                    )
-                    .body(Body::empty())
-                    .unwrap_or_default()
-            } else {
-                unauthorized()
-            };
-        }
+    // Query strings end up in logs and histories: the token never travels in one.
+    if has_token_param(req.uri().query()) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the token never goes in a query string (logs and histories keep it): open \
+             /#token=<token> (the part after # stays in the browser), or send it in the \
+             Authorization or X-Sentinel-Token header",
+        );
     }
-    let proof = auth::proof(req.headers(), &shared.token, &shared.cookie);
-    if proof == Proof::None {
+    // The page and its assets hold no data (the page asks the API, with the token from its
+    // link's fragment); everything else needs the token in a header. A cookie is never
+    // enough: cookies are per host, not per port, so every server on this host gets them.
+    let public = path == "/" || path.starts_with("/assets/");
+    if !public && !auth::has_token(req.headers(), &shared.token) {
         return unauthorized();
     }
     let read = method == Method::GET || method == Method::HEAD;
     match path.as_str() {
-        "/" if read => html(page::index(&shared.token)),
+        "/" if read => html(page::index()),
         "/api/resources" if read => {
             let (rows, total) = api::resources();
             let mut res = json_response(StatusCode::OK, &rows);
@@ -272,7 +262,7 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
             }
             res
         }
-        "/api/rules" if method == Method::PUT => put_rules(shared, proof, req).await,
+        "/api/rules" if method == Method::PUT => put_rules(shared, req).await,
         "/api/events" if read => events(shared, busy),
         "/" | "/api/resources" | "/api/system" | "/api/events" => not_allowed("GET, HEAD"),
         "/api/rules" => not_allowed("GET, HEAD, PUT"),
@@ -306,14 +296,7 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
 }
 
 /// `PUT /api/rules`.
-async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body> {
-    if proof != Proof::Header {
-        return json_response(
-            StatusCode::FORBIDDEN,
-            &json!({ "error": "changes need the token in the Authorization or X-Sentinel-Token \
-                               header; the cookie alone is not enough" }),
-        );
-    }
+async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
     let if_match = req
         .headers()
         .get(header::IF_MATCH)
@@ -465,13 +448,12 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The `token` parameter of a query string.
-fn query_token(query: Option<&str>) -> Option<&str> {
-    query?
-        .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == "token")
-        .map(|(_, v)| v)
+/// Whether a query string has a `token` parameter.
+fn has_token_param(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        q.split('&')
+            .any(|kv| kv.split_once('=').map_or(kv, |(k, _)| k) == "token")
+    })
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
@@ -500,8 +482,8 @@ fn html(body: String) -> Response<Body> {
 fn unauthorized() -> Response<Body> {
     let mut res = text(
         StatusCode::UNAUTHORIZED,
-        "unauthorized: open the dashboard's URL with its token (/?token=...), or send \
-         Authorization: Bearer <token>",
+        "unauthorized: open the dashboard's link with its token (/#token=...), or send \
+         Authorization: Bearer <token> or X-Sentinel-Token: <token>",
     );
     res.headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -534,9 +516,10 @@ mod tests {
     }
 
     #[test]
-    fn the_token_is_read_from_the_query() {
-        assert_eq!(query_token(Some("a=1&token=xyz")), Some("xyz"));
-        assert_eq!(query_token(Some("tokens=1")), None);
-        assert_eq!(query_token(None), None);
+    fn a_token_in_the_query_is_seen() {
+        assert!(has_token_param(Some("a=1&token=xyz")));
+        assert!(has_token_param(Some("token")));
+        assert!(!has_token_param(Some("tokens=1")));
+        assert!(!has_token_param(None));
     }
 }

@@ -14,7 +14,7 @@ pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALH
 /// ```no_run
 /// use sentinel_runtime::dashboard::Dashboard;
 /// let dash = Dashboard::new().bind("127.0.0.1:0".parse()?).token("my-own-token").start()?;
-/// assert!(dash.url().ends_with("/?token=my-own-token"));
+/// assert!(dash.url().ends_with("/#token=my-own-token"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -69,7 +69,7 @@ impl Dashboard {
     }
 
     /// The token instead of a random one: 16 to 256 characters among `A-Z a-z 0-9 - . _ ~`
-    /// (it travels in a URL, a cookie and a header). [`start`](Self::start) refuses others.
+    /// (it travels in a URL's fragment and a header). [`start`](Self::start) refuses others.
     pub fn token(mut self, token: impl Into<String>) -> Dashboard {
         self.token = Some(token.into());
         self

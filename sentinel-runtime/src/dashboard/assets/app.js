@@ -1,8 +1,20 @@
 // The dashboard's page: polls the API once a second, streams the events, edits the rules.
-// Same origin only; the token for changes comes from the page itself (never from the URL).
+// The token comes in the link's fragment (`/#token=...`, which no server sees); it moves to
+// sessionStorage (scoped to this origin, so to this port) and leaves the address bar, and
+// every API call carries it in a header. No cookie is ever set or sent.
 (function () {
   "use strict";
-  var TOKEN = document.querySelector('meta[name="sentinel-token"]').content;
+  var KEY = "sentinel-dashboard-token";
+  var TOKEN = (function () {
+    var m = /(?:^#|&)token=([^&]*)/.exec(location.hash), t = null;
+    if (m) {
+      t = decodeURIComponent(m[1]);
+      try { sessionStorage.setItem(KEY, t); } catch (e) { /* private mode: this page only */ }
+      history.replaceState(null, "", location.pathname);
+    }
+    if (!t) { try { t = sessionStorage.getItem(KEY); } catch (e) { t = null; } }
+    return t || "";
+  })();
   var RULES = ["flow", "concurrency", "circuit_breaker", "hotspot", "system", "authority", "custom"];
   var state = { rows: [], prev: {}, sortKey: "traffic", sortDesc: true, filter: "", selected: null, etag: null, chart: null };
 
@@ -16,9 +28,15 @@
   }
   function api(path, opts) {
     opts = opts || {};
-    opts.credentials = "same-origin";
+    var h = opts.headers || {};
+    h["X-Sentinel-Token"] = TOKEN;
+    opts.headers = h;
+    opts.credentials = "omit";
     opts.cache = "no-store";
-    return fetch(path, opts);
+    return fetch(path, opts).then(function (r) {
+      if (r.status === 401) $("status").textContent = "no access: open the link the service printed (it ends in #token=...)";
+      return r;
+    });
   }
 
   // ---- resources -------------------------------------------------------------------------
@@ -185,17 +203,38 @@
       default: return JSON.stringify(e);
     }
   }
+  function onEvent(data) {
+    var e;
+    try { e = JSON.parse(data); } catch (x) { return; }
+    var li = el("li", e.type, new Date().toLocaleTimeString() + "  " + describe(e));
+    var list = $("events");
+    list.insertBefore(li, list.firstChild);
+    while (list.children.length > 200) list.removeChild(list.lastChild);
+    if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) loadRules(false);
+  }
+  // Server-sent events read with fetch, so the token goes in a header (EventSource sends
+  // none); reconnects after a pause when the stream ends.
   function listen() {
-    var src = new EventSource("/api/events");
-    src.onmessage = function (m) {
-      var e;
-      try { e = JSON.parse(m.data); } catch (x) { return; }
-      var li = el("li", e.type, new Date().toLocaleTimeString() + "  " + describe(e));
-      var list = $("events");
-      list.insertBefore(li, list.firstChild);
-      while (list.children.length > 200) list.removeChild(list.lastChild);
-      if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) loadRules(false);
-    };
+    api("/api/events", { headers: { Accept: "text/event-stream" } }).then(function (r) {
+      if (!r.ok || !r.body) throw new Error("HTTP " + r.status);
+      var reader = r.body.getReader(), dec = new TextDecoder(), buf = "";
+      function pump() {
+        return reader.read().then(function (c) {
+          if (c.done) throw new Error("the stream ended");
+          buf += dec.decode(c.value, { stream: true }).replace(/\r\n/g, "\n");
+          var i;
+          while ((i = buf.indexOf("\n\n")) >= 0) {
+            var data = buf.slice(0, i).split("\n").filter(function (l) {
+              return l.indexOf("data:") === 0;
+            }).map(function (l) { return l.slice(5).replace(/^ /, ""); }).join("\n");
+            buf = buf.slice(i + 2);
+            if (data) onEvent(data);
+          }
+          return pump();
+        });
+      }
+      return pump();
+    }).catch(function () { setTimeout(listen, 3000); });
   }
 
   // ---- rules -----------------------------------------------------------------------------
@@ -219,7 +258,7 @@
     ev.preventDefault();
     api("/api/rules", {
       method: "PUT",
-      headers: { "Content-Type": "application/json", "X-Sentinel-Token": TOKEN, "If-Match": state.etag || "" },
+      headers: { "Content-Type": "application/json", "If-Match": state.etag || "" },
       body: $("rules-text").value
     }).then(function (r) {
       return r.json().then(function (b) { return [r.status, b]; });
