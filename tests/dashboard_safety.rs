@@ -165,8 +165,9 @@ fn start(d: Dashboard) -> DashboardHandle {
 /// The environment variable that makes `child_service_with_a_dashboard` the service.
 const CHILD: &str = "SENTINEL_DASH_SAFETY_CHILD";
 
-/// The child's side of the next test: a service answering `ok` on its own port, with a
-/// dashboard (default settings), until its standard input closes (at most two minutes).
+/// The child's side of the next test: a service answering `ok` on its own port (each request
+/// opening two files, as a real service's would), with a dashboard (default settings), until
+/// its standard input closes (at most two minutes).
 /// Without the variable it does nothing.
 #[test]
 fn child_service_with_a_dashboard() {
@@ -187,9 +188,17 @@ fn child_service_with_a_dashboard() {
                         _ => break,
                     }
                 }
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                // Like most requests of a real service, this one needs files of its own (a
+                // log, a database connection): two, open at once.
+                let files = (
+                    std::fs::File::open("/proc/self/stat"),
+                    std::fs::File::open("/proc/self/status"),
                 );
+                let answer: &[u8] = match files {
+                    (Ok(_), Ok(_)) => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    _ => b"HTTP/1.1 503 No Files\r\nContent-Length: 8\r\nConnection: close\r\n\r\nno files",
+                };
+                let _ = s.write_all(answer);
             }
             // Out of descriptors: that is what the parent looks for; keep trying.
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
