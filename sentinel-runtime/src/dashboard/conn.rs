@@ -410,22 +410,37 @@ mod tests {
         }
     }
 
+    fn admitted(conns: &Conns) -> Arc<Conn> {
+        match conns.admit(limits(2)) {
+            Admit::Yes(c) => c,
+            _ => panic!("not admitted"),
+        }
+    }
+
     #[test]
     fn past_the_cap_the_oldest_idle_goes_and_busy_ones_stay() {
         let conns = Conns::default();
-        let a = conns.admit(limits(2)).unwrap();
-        let b = conns.admit(limits(2)).unwrap();
+        let a = admitted(&conns);
+        let b = admitted(&conns);
         let _a_busy = a.busy();
-        let c = conns.admit(limits(2)).unwrap();
+        assert!(matches!(conns.admit(limits(2)), Admit::Evicting));
         assert!(
             !a.evict.load(Ordering::Acquire),
             "a busy connection is never evicted"
         );
         assert!(b.evict.load(Ordering::Acquire), "the idle one goes");
+        assert!(
+            matches!(conns.admit(limits(2)), Admit::Evicting),
+            "until it has gone"
+        );
         drop(b);
+        let c = admitted(&conns);
         assert_eq!(conns.len(), 2);
         let _c_busy = c.busy();
-        assert!(conns.admit(limits(2)).is_none(), "none idle: refused");
+        assert!(
+            matches!(conns.admit(limits(2)), Admit::No),
+            "none idle: refused"
+        );
     }
 
     #[test]
