@@ -2,7 +2,9 @@
 //! (WebDriver, the `fantoccini` crate). The page loads with the token (from the link's
 //! fragment into sessionStorage, no cookie), shows the resources with
 //! numbers that change within 2 s of the traffic changing, draws a chart, shows a breaker OPEN
-//! after forced errors, and saves a rule edit through its own form.
+//! after forced errors, and saves a rule edit through its own form; an edit typed while
+//! another writer saves keeps its text, names the newer version beside it, and gets a
+//! conflict on Save instead of a silent overwrite.
 //!
 //! Without `chromium` and `chromedriver` on PATH the test is skipped with a line saying how to
 //! install them (`apt-get install chromium chromium-driver`); with `SENTINEL_REQUIRE_SERVERS=1`
@@ -15,7 +17,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::{Client, ClientBuilder, Locator};
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::dashboard::Dashboard;
 use sentinel_runtime::entry;
@@ -146,6 +148,38 @@ async fn wait_for(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Another writer: reads the version in force and saves `body` over it (plain HTTP); the
+/// status.
+fn other_writer_saves(addr: SocketAddr, token: &str, body: &str) -> u16 {
+    use std::io::Read;
+    let ask = |req: String| -> String {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let got = ask(format!(
+        "GET /api/rules HTTP/1.1\r\nHost: {addr}\r\nX-Sentinel-Token: {token}\r\nConnection: close\r\n\r\n"
+    ));
+    let etag = got
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("etag: ")
+                .or_else(|| l.strip_prefix("ETag: "))
+        })
+        .unwrap_or_else(|| panic!("no ETag in {got}"))
+        .trim()
+        .to_owned();
+    let put = ask(format!(
+        "PUT /api/rules HTTP/1.1\r\nHost: {addr}\r\nX-Sentinel-Token: {token}\r\nIf-Match: {etag}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    put[9..12].parse().unwrap()
 }
 
 fn cell(resource: &str, class: &str) -> String {
@@ -326,7 +360,9 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         })
         .await;
         assert_eq!(rules::current(), before);
-        c.execute("document.getElementById('rules-reload').click(); return null;", vec![]).await.unwrap();
+        // Reload discards an edit only once confirmed.
+        c.find(Locator::Id("rules-reload")).await.unwrap().click().await.unwrap();
+        c.accept_alert().await.expect("Reload asks before discarding the edit");
         wait_for(&c, Duration::from_secs(3), "the reloaded rules", "return document.getElementById('rules-text').value;", |v| {
             v.as_str().is_some_and(|t| !t.contains("browser-edited"))
         })
@@ -338,6 +374,44 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         .await;
         assert!(rules::flow_rules().contains(&FlowRule::qps("browser-edited", 42.0)));
         assert!(rules::flow_rules().contains(&FlowRule::qps(ORDERS, 10.0)));
+
+        // Typed text is never lost: type an edit, another writer saves meanwhile.
+        let mine = r#"{"flow": [{"resource": "browser-mine", "threshold": 5}]}"#;
+        c.execute(
+            "var t = document.getElementById('rules-text'); t.value = ''; t.focus(); return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+        c.find(Locator::Id("rules-text")).await.unwrap().send_keys(mine).await.unwrap();
+        let typed = "return document.getElementById('rules-text').value;";
+        assert_eq!(c.execute(typed, vec![]).await.unwrap(), mine);
+        let theirs = r#"{"flow": [{"resource": "browser-theirs", "threshold": 3}]}"#;
+        let saved = other_writer_saves(dash.local_addr(), dash.token(), theirs);
+        assert_eq!(saved, 200, "the other writer's save");
+        // The newer version is named beside the text, which stays as typed.
+        wait_for(&c, Duration::from_secs(5), "the notice of a newer version",
+            "var n = document.getElementById('rules-notice'); \
+             return n.hidden ? null : n.textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains("Someone else saved") && t.contains("browser-theirs")),
+        )
+        .await;
+        assert_eq!(c.execute(typed, vec![]).await.unwrap(), mine);
+        // Save sends the version the edit started from: a conflict, the text kept.
+        c.find(Locator::Id("rules-save")).await.unwrap().click().await.unwrap();
+        wait_for(&c, Duration::from_secs(3), "the conflict", "return document.getElementById('rules-status').textContent;", |v| {
+            v.as_str().is_some_and(|t| t.contains("conflict: not saved"))
+        })
+        .await;
+        assert_eq!(c.execute(typed, vec![]).await.unwrap(), mine);
+        assert_eq!(rules::flow_rules(), vec![FlowRule::qps("browser-theirs", 3.0)], "the other writer's rules stay");
+        // Saving over theirs is a choice made knowingly.
+        c.find(Locator::Id("rules-overwrite")).await.unwrap().click().await.unwrap();
+        wait_for(&c, Duration::from_secs(3), "the save over theirs", "return document.getElementById('rules-status').textContent;", |v| {
+            v == "saved and applied"
+        })
+        .await;
+        assert_eq!(rules::flow_rules(), vec![FlowRule::qps("browser-mine", 5.0)]);
 
         c.close().await.unwrap();
     });

@@ -4,6 +4,7 @@
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
+const EDITOR_JS: &str = include_str!("assets/editor.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const UPLOT_JS: &str = include_str!("assets/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("assets/uPlot.min.css");
@@ -19,6 +20,7 @@ pub(crate) fn index() -> String {
 pub(crate) fn asset(name: &str) -> Option<(&'static str, &'static str)> {
     Some(match name {
         "app.js" => ("text/javascript; charset=utf-8", APP_JS),
+        "editor.js" => ("text/javascript; charset=utf-8", EDITOR_JS),
         "app.css" => ("text/css; charset=utf-8", APP_CSS),
         "uPlot.iife.min.js" => ("text/javascript; charset=utf-8", UPLOT_JS),
         "uPlot.min.css" => ("text/css; charset=utf-8", UPLOT_CSS),
@@ -36,7 +38,7 @@ mod tests {
     /// with the system's `gzip -9` when it is there (no compression crate just for a test).
     #[test]
     fn the_page_s_assets_fit_80_kb_gzipped() {
-        let all = [INDEX, APP_JS, APP_CSS, UPLOT_JS, UPLOT_CSS].concat();
+        let all = [INDEX, APP_JS, EDITOR_JS, APP_CSS, UPLOT_JS, UPLOT_CSS].concat();
         let Ok(mut child) = std::process::Command::new("gzip")
             .arg("-9c")
             .stdin(std::process::Stdio::piped())
@@ -65,7 +67,13 @@ mod tests {
     fn the_page_names_only_its_own_assets() {
         let page = index();
         assert!(!page.contains("{{"), "no template left");
-        for name in ["app.js", "app.css", "uPlot.iife.min.js", "uPlot.min.css"] {
+        for name in [
+            "app.js",
+            "editor.js",
+            "app.css",
+            "uPlot.iife.min.js",
+            "uPlot.min.css",
+        ] {
             assert!(page.contains(&format!("/assets/{name}")), "{name}");
             assert!(asset(name).is_some());
         }

@@ -210,7 +210,7 @@
     var list = $("events");
     list.insertBefore(li, list.firstChild);
     while (list.children.length > 200) list.removeChild(list.lastChild);
-    if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) loadRules(false);
+    if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) editor.load(false);
   }
   // Server-sent events read with fetch, so the token goes in a header (EventSource sends
   // none); reconnects after a pause when the stream ends.
@@ -237,42 +237,8 @@
     }).catch(function () { setTimeout(listen, 3000); });
   }
 
-  // ---- rules -----------------------------------------------------------------------------
-  function loadRules(force) {
-    var text = $("rules-text");
-    if (!force && document.activeElement === text) return; // never overwrite an edit in progress
-    api("/api/rules").then(function (r) {
-      state.etag = r.headers.get("etag");
-      return r.json().then(function (b) { return [r.ok, b]; });
-    }).then(function (res) {
-      if (res[0]) text.value = JSON.stringify(res[1], null, 2);
-      else status(res[1].error, true);
-    }).catch(function (e) { status(e.message, true); });
-  }
-  function status(msg, bad) {
-    var s = $("rules-status");
-    s.textContent = msg;
-    s.className = bad ? "error" : "ok";
-  }
-  function save(ev) {
-    ev.preventDefault();
-    api("/api/rules", {
-      method: "PUT",
-      headers: { "Content-Type": "application/json", "If-Match": state.etag || "" },
-      body: $("rules-text").value
-    }).then(function (r) {
-      return r.json().then(function (b) { return [r.status, b]; });
-    }).then(function (res) {
-      var code = res[0], b = res[1];
-      if (code === 200) { state.etag = b.etag; status("saved and applied", false); }
-      else if (code === 422) {
-        status("refused, nothing changed:\n" + b.problems.map(function (p) {
-          return (p.kind ? p.kind + "[" + p.index + "]" : "") + (p.field ? " field `" + p.field + "`" : "") + ": " + p.message;
-        }).join("\n"), true);
-      } else if (code === 409) status("the rules changed meanwhile: press Reload, then edit again", true);
-      else status(b.error || ("HTTP " + code), true);
-    }).catch(function (e) { status(e.message, true); });
-  }
+  // ---- rules: assets/editor.js ---------------------------------------------------------
+  var editor = window.sentinelEditor(api);
 
   // ---- wiring ----------------------------------------------------------------------------
   document.querySelectorAll("#resources th").forEach(function (th) {
@@ -283,10 +249,8 @@
     });
   });
   $("filter").addEventListener("input", function (e) { state.filter = e.target.value; render(); });
-  $("rules-form").addEventListener("submit", save);
-  $("rules-reload").addEventListener("click", function () { loadRules(true); status("", false); });
   refresh();
-  loadRules(true);
+  editor.load(true);
   listen();
   setInterval(function () { refresh(); drawHistory(); }, 1000);
 })();
