@@ -723,3 +723,172 @@ fn the_link_carries_the_token_in_its_fragment_and_never_in_a_query() {
     assert!(!page.body.contains(TOKEN));
     assert_eq!(page.header("set-cookie"), None);
 }
+
+// ---- what on-call needs -----------------------------------------------------------------------
+
+fn row_of(addr: SocketAddr, path: &str, resource: &str) -> serde_json::Value {
+    let r = get(addr, path);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["resource"] == resource)
+        .cloned()
+        .unwrap_or_else(|| panic!("{resource} not in {rows}"))
+}
+
+#[test]
+fn each_resource_shows_the_qps_limit_in_force_beside_its_traffic() {
+    const R: &str = "safety-limited";
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_flow_rules(vec![
+        FlowRule::qps(R, 8.0),
+        FlowRule::qps(R, 5.0),
+        FlowRule::concurrency(R, 3),
+    ])
+    .unwrap();
+    drop(sentinel_runtime::entry(R));
+    drop(sentinel_runtime::entry("safety-unlimited"));
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    let row = row_of(addr, "/api/resources", R);
+    assert_eq!(row["qps_limit"], 5.0, "{row}");
+    assert_eq!(row["concurrency_limit"], 3, "{row}");
+    let free = row_of(addr, "/api/resources", "safety-unlimited");
+    assert!(free["qps_limit"].is_null(), "{free}");
+    rules::load(RuleSet::default()).unwrap();
+}
+
+#[test]
+fn a_search_finds_resources_outside_the_busiest_200() {
+    let _clock = MockClock::install();
+    for i in 0..210 {
+        let name = format!("safety-busy-{i:03}");
+        for _ in 0..3 {
+            drop(sentinel_runtime::entry(&name));
+        }
+    }
+    drop(sentinel_runtime::entry("safety-Quiet-One"));
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    let r = get(addr, "/api/resources");
+    assert!(
+        !r.body.contains("safety-Quiet-One"),
+        "the test needs it outside the 200"
+    );
+    let r = get(addr, "/api/resources?search=quiet-o");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["resource"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["safety-Quiet-One"]);
+    assert_eq!(r.header("x-sentinel-resources-matched"), Some("1"));
+    // Percent-encoded, and bounded.
+    let r = get(addr, "/api/resources?search=safety%2Dbusy%2D20");
+    assert_eq!(
+        r.header("x-sentinel-resources-matched"),
+        Some("10"),
+        "{}",
+        r.body
+    );
+    let long = "x".repeat(300);
+    assert_eq!(
+        get(addr, &format!("/api/resources?search={long}")).status,
+        400
+    );
+}
+
+#[test]
+fn breaker_transitions_are_told_in_words_with_the_count_that_tripped_them() {
+    const R: &str = "safety-breaker-words";
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_circuit_breaker_rules(vec![
+        sentinel_runtime::rules::CircuitBreakerRule::error_count(R, 2)
+            .min_requests(1)
+            .recovery(Duration::from_secs(5)),
+    ])
+    .unwrap();
+    let dash = start(Dashboard::new());
+    let mut events = Stream::open(dash.local_addr());
+    for _ in 0..2 {
+        sentinel_runtime::entry(R).unwrap().set_error();
+    }
+    let words = "OPENED: 2 errors within 1 s reached its limit of 2; calls are refused for 5 s, \
+                 then probed";
+    events.until(|s| s.contains(r#""type":"breaker""#));
+    assert!(events.seen.contains(words), "{}", events.seen);
+    let system = get(dash.local_addr(), "/api/system");
+    assert!(system.body.contains(words), "{}", system.body);
+    rules::load(RuleSet::default()).unwrap();
+}
+
+#[test]
+fn a_named_hotspot_parameter_is_shown_by_its_name() {
+    const R: &str = "safety-hot-named";
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    rules::load_hotspot_rules(vec![sentinel_runtime::rules::HotspotRule::qps_by_name(
+        R, "user", 1.0,
+    )])
+    .unwrap();
+    for _ in 0..3 {
+        let _ = sentinel_runtime::EntryBuilder::new(R)
+            .param_names(&["region", "user"])
+            .param("eu")
+            .param("alice")
+            .enter();
+    }
+    let dash = start(Dashboard::new());
+    let system: serde_json::Value =
+        serde_json::from_str(&get(dash.local_addr(), "/api/system").body).unwrap();
+    let rule = system["hotspot"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == R)
+        .cloned()
+        .unwrap_or_else(|| panic!("{system}"));
+    assert_eq!(rule["param"], "user", "{rule}");
+    assert_eq!(rule["param_index"], 1, "{rule}");
+    rules::load(RuleSet::default()).unwrap();
+}
+
+#[test]
+fn the_process_cpu_is_sampled_while_the_page_is_open_without_a_system_rule() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    // Work the process hard while the page polls; no system rule is loaded.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let (seen, last) = loop {
+        let system: serde_json::Value =
+            serde_json::from_str(&get(addr, "/api/system").body).unwrap();
+        let cpu = system["cpu_usage"].as_f64().unwrap_or(0.0);
+        if cpu > 0.1 || Instant::now() > deadline {
+            break (cpu, system);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().unwrap();
+    assert!(seen > 0.1, "CPU {seen} while a thread spun: {last}");
+    assert!(last["cpu_source"].is_string(), "{last}");
+}

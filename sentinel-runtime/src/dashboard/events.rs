@@ -90,6 +90,7 @@ fn on_transition(change: &StateChange) {
         "from": state_name(change.from),
         "to": state_name(change.to),
         "figure": change.figure,
+        "words": super::words::transition(change),
         "at_ms": change.at_nanos / 1_000_000,
     });
     let buses: Vec<Arc<Bus>> = BUSES

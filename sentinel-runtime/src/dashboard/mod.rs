@@ -21,22 +21,29 @@
 //!
 //! `GET /` serves one HTML page with its script and [uPlot](https://github.com/leeoniya/uPlot)
 //! (MIT, vendored: the npm package's minified build), all embedded in the binary: no CDN, no
-//! outbound request of any kind. It lists every resource (the 200 busiest when there are more)
-//! with pass/s, block/s, errors/s, average response time, concurrency and its limit, and the
-//! circuit breaker's state; a chart of the selected resource's last 5 minutes; system
-//! protection (CPU, load, inbound traffic against the system rules); the events as they
-//! happen; and an editor of the rules in force.
+//! outbound request of any kind. It lists every resource (the 200 busiest when there are more;
+//! its search box searches all of them on the server) with pass/s beside the QPS limit in
+//! force, block/s, errors/s, average response time, concurrency and its limit, and the
+//! circuit breaker's state; a chart of the selected resource's last 5 minutes; the process's
+//! CPU usage and load (sampled while the page is open, with or without a system rule) and the
+//! system rules; breaker transitions in words, with the figure that caused them; hotspot
+//! rules' most blocked values, by parameter name; the events as they happen (at most one
+//! block line per resource per second, the five most blocked; block lines and the others are
+//! capped apart, so a flood of blocks never pushes a breaker event out); and an editor of the
+//! rules in force that never loses typed text (a newer version arriving during an edit is
+//! shown beside it with a diff; Save sends the version the edit started from, and a conflict
+//! keeps the text).
 //!
 //! # The HTTP API
 //!
 //! | request | answer |
 //! |---|---|
-//! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest): `resource`, `pass_qps`, `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule` |
+//! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest; with `?search=text`, the busiest 200 of all the resources whose name contains the text, ignoring case; headers `x-sentinel-resources-total` and `x-sentinel-resources-matched`): `resource`, `pass_qps`, `qps_limit` (the smallest QPS limit in force, per second, or `null`), `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule` |
 //! | `GET /api/resources/{name}/history` | the last 300 seconds, one point a second: `second`, `pass`, `block`, `error`, `avg_rt_ms` |
-//! | `GET /api/system` | CPU usage, load per core, inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
+//! | `GET /api/system` | the process's CPU usage (`cpu_usage`, 0..=1 of `effective_cores`, read from `cpu_source`) and load per core, sampled once a second while the page asks (else what the system rules' sampler read), inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
 //! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag` |
 //! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` (or `If-Match: *`, which is no version) |
-//! | `GET /api/events` | server-sent events: `blocks` (per second, by resource and rule kind), `breaker` (every transition), `rule_load` (loads and refusals, by kind), `rules_saved` / `rules_refused` (edits made here) |
+//! | `GET /api/events` | server-sent events: `blocks` (per second, by resource and rule kind), `breaker` (every transition, with `words`: what happened and the figure that caused it), `rule_load` (loads and refusals, by kind), `rules_saved` / `rules_refused` (edits made here) |
 //!
 //! History is kept for the 200 busiest resources, 300 points of one second each, in a bounded
 //! ring per resource; a resource that leaves the 200 loses its ring (its last minute is still
@@ -93,7 +100,8 @@
 //! at most 16 distinct blocked values, else an upper bound with its `error`), written only when
 //! a call is blocked (never on an admitted call, and never waiting: a block that finds the
 //! summary busy is counted in `missed` instead). `GET /api/system`'s `hotspot` lists, per rule,
-//! `resource`, `param_index`, `threshold`, `missed` and `top_blocked`: `[{ value, value_hash,
+//! `resource`, `param_index`, `param` (the parameter's name where the resource's parameters
+//! are named, else null), `threshold`, `missed` and `top_blocked`: `[{ value, value_hash,
 //! blocked, error }]`, most blocked first. The call path keeps only values' hashes, so `value`
 //! is the text where it is known: a value the rule lists as an exception with a text, or a value
 //! the tower layer supplied (a client's address, a custom parameter's string), whose text the
@@ -115,11 +123,13 @@ mod error;
 mod events;
 mod handle;
 mod history;
+mod load;
 mod page;
 mod rules_api;
 mod save;
 mod server;
 mod settings;
+mod words;
 
 pub use error::DashboardError;
 pub use handle::DashboardHandle;

@@ -20,6 +20,7 @@ use super::auth;
 use super::conn::{Bounded, Busy, Conns, Limits, Tag};
 use super::events::{Bus, Deltas};
 use super::history::{History, TRACKED};
+use super::load::ProcessLoad;
 use super::rules_api::{self, Editor, Put};
 use super::{api, page, Dashboard, DashboardError, DashboardHandle};
 use crate::{clock, metrics};
@@ -40,6 +41,7 @@ struct Shared {
     conns: Arc<Conns>,
     streams: Arc<Semaphore>,
     max_streams: usize,
+    load: ProcessLoad,
 }
 
 /// Stops a running server: ends its listener, its sampler and its event streams; the server's
@@ -112,6 +114,7 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
         conns: Arc::new(Conns::default()),
         streams: Arc::new(Semaphore::new(d.max_event_streams)),
         max_streams: d.max_event_streams,
+        load: ProcessLoad::default(),
     });
     let thread = match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
@@ -190,6 +193,7 @@ fn sample(shared: &Shared, deltas: &mut Deltas) {
         shared.bus.send(event);
     }
     deltas.prime();
+    shared.load.sample();
 }
 
 /// Every request: the checks and the route, then the security headers on whatever answers.
@@ -247,13 +251,31 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
     match path.as_str() {
         "/" if read => html(page::index()),
         "/api/resources" if read => {
-            let (rows, total) = api::resources();
+            let search = match query_param(req.uri().query(), "search") {
+                Some(q) if q.len() > api::MAX_SEARCH => {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &json!({ "error": format!(
+                            "`search` is at most {} bytes", api::MAX_SEARCH
+                        ) }),
+                    )
+                }
+                Some(q) => Some(q),
+                None => None,
+            };
+            let (rows, total, matched) =
+                api::resources(search.as_deref().filter(|q| !q.is_empty()));
             let mut res = json_response(StatusCode::OK, &rows);
             res.headers_mut()
                 .insert("x-sentinel-resources-total", HeaderValue::from(total));
+            res.headers_mut()
+                .insert("x-sentinel-resources-matched", HeaderValue::from(matched));
             res
         }
-        "/api/system" if read => json_response(StatusCode::OK, &api::system(&shared.bus)),
+        "/api/system" if read => {
+            let own = shared.load.asked();
+            json_response(StatusCode::OK, &api::system(&shared.bus, own))
+        }
         "/api/rules" if read => {
             let (status, body, tag) = rules_api::get();
             let mut res = json_response(StatusCode::from_u16(status).unwrap_or_default(), &body);
@@ -446,6 +468,16 @@ fn percent_decode(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+/// The percent-decoded value of the query parameter `name` (`+` is a space), if given.
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    let raw = query?
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)?
+        .1;
+    percent_decode(&raw.replace('+', " "))
 }
 
 /// Whether a query string has a `token` parameter.
