@@ -331,6 +331,17 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         )
         .await;
 
+        // The limit in force beside the traffic, the transition in words.
+        assert_eq!(c.execute(&cell(ORDERS, "qps_limit"), vec![]).await.unwrap(), "10");
+        let transitions = c
+            .execute("return document.getElementById('transitions').textContent;", vec![])
+            .await
+            .unwrap();
+        assert!(
+            transitions.as_str().is_some_and(|t| t.contains("OPENED: 2 errors within 1 s reached its limit of 2")),
+            "{transitions}"
+        );
+
         let png = c.screenshot().await.unwrap();
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
         std::fs::write(&out, &png).unwrap();
@@ -338,6 +349,35 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
             let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/dashboard.png");
             std::fs::write(docs, &png).unwrap();
         }
+
+        // A flood of blocks (300 seconds of 40 blocked resources each) does not push the
+        // breaker's event out of the list, and each second lists at most one line per
+        // resource.
+        c.execute(
+            "for (var s = 0; s < 300; s++) { var rs = []; \
+               for (var i = 0; i < 40; i++) rs.push({resource: 'flood-' + i, blocked: 100 - i, by_rule: {flow: 100 - i}}); \
+               window.sentinelDashboard.onEvent(JSON.stringify({type: 'blocks', second: s, resources: rs, more: 3})); } \
+             return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+        let lines = c
+            .execute(
+                "return Array.prototype.map.call(document.querySelectorAll('#events li'), function (l) { return l.textContent; });",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let lines: Vec<&str> = lines.as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+        assert!(
+            lines.iter().any(|l| l.contains(&format!("breaker {FLAKY}: closed -> open"))),
+            "the breaker event was crowded out: {lines:?}"
+        );
+        let blocks = lines.iter().filter(|l| l.contains("blocked: ")).count();
+        assert!(blocks <= 60, "{blocks} block lines");
+        assert!(lines.iter().any(|l| l.contains("blocked: flood-0 100 (flow 100)")), "{lines:?}");
+        assert!(lines.iter().any(|l| l.contains("blocked: 38 more resources")), "{lines:?}");
 
         // A rule edit through the page's form: a bad one shows its field and changes nothing,
         // a good one is applied at once.

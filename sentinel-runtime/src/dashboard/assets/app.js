@@ -41,12 +41,15 @@
 
   // ---- resources -------------------------------------------------------------------------
   function refresh() {
-    api("/api/resources").then(function (r) {
+    // A filter searches every resource on the server, not only the busiest listed.
+    var search = state.filter;
+    api("/api/resources" + (search ? "?search=" + encodeURIComponent(search) : "")).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status);
-      var total = r.headers.get("x-sentinel-resources-total");
-      return r.json().then(function (rows) { return [rows, total]; });
+      var total = r.headers.get("x-sentinel-resources-total"), matched = r.headers.get("x-sentinel-resources-matched");
+      return r.json().then(function (rows) { return [rows, total, matched]; });
     }).then(function (res) {
-      var now = Date.now(), rows = res[0], total = res[1];
+      if (search !== state.filter) return;
+      var now = Date.now(), rows = res[0], total = res[1], matched = res[2];
       rows.forEach(function (row) {
         var p = state.prev[row.resource];
         var by = {};
@@ -59,7 +62,9 @@
         state.prev[row.resource] = { at: now, by: row.block_total_by_rule };
       });
       state.rows = rows;
-      $("count").textContent = rows.length + (total && +total > rows.length ? " of " + total + " (busiest shown)" : " resources");
+      $("count").textContent = search
+        ? matched + " of " + total + " match" + (+matched > rows.length ? " (busiest " + rows.length + " shown)" : "")
+        : rows.length + (total && +total > rows.length ? " of " + total + " (busiest shown)" : " resources");
       $("status").textContent = "live, updated " + new Date().toLocaleTimeString();
       render();
       if (!state.selected && rows.length) select(rows[0].resource);
@@ -75,7 +80,7 @@
         return parts.join(" ");
       }).join("; ");
       var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
-        return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + " (" + fmt(t.figure, 2) + ")");
+        return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + ": " + (t.words || fmt(t.figure, 2)));
       });
       if (!items.length) items = [el("li", "muted", "none since the dashboard started")];
       list.replaceChildren.apply(list, items);
@@ -84,12 +89,15 @@
         var values = r.top_blocked.map(function (v) {
           return (v.value !== null ? v.value : "#" + v.value_hash) + " " + v.blocked;
         });
-        rows.push(el("li", values.length ? "" : "muted", r.resource + " [param " + r.param_index +
-          ", " + r.threshold + "/value]: " + (values.length ? values.join(", ") : "none blocked")));
+        var param = r.param ? r.param : "parameter #" + r.param_index;
+        rows.push(el("li", values.length ? "" : "muted", r.resource + " by " + param + " (" + r.threshold +
+          " per value): " + (values.length ? values.join(", ") : "none blocked")));
       });
       if (!rows.length) rows = [el("li", "muted", "no hotspot rules")];
       hot.replaceChildren.apply(hot, rows);
-      $("system").textContent = "CPU " + fmt(s.cpu_usage * 100, 1) + "%  load/core " + fmt(s.load_per_core, 2) +
+      var cores = s.effective_cores ? " of " + fmt(s.effective_cores, s.effective_cores % 1 ? 1 : 0) + " cores" : "";
+      $("system").textContent = "CPU " + fmt(s.cpu_usage * 100, 1) + "%" + cores + (s.cpu_source ? " (" + s.cpu_source + ")" : "") +
+        "  load/core " + fmt(s.load_per_core, 2) +
         "  inbound " + fmt(s.inbound.pass_qps) + "/s, inside " + s.inbound.concurrency +
         (rules ? "  system rules: " + rules : "");
     }).catch(function () {});
@@ -115,6 +123,7 @@
       if (r.resource === state.selected) tr.className = "selected";
       tr.appendChild(el("td", "resource", r.resource));
       tr.appendChild(el("td", "num pass_qps", fmt(r.pass_qps)));
+      tr.appendChild(el("td", "num qps_limit muted", r.qps_limit === null ? "-" : fmt(r.qps_limit, r.qps_limit % 1 ? 1 : 0)));
       tr.appendChild(el("td", "num block_qps" + (r.block_qps > 0 ? " blocking" : ""), fmt(r.block_qps)));
       tr.appendChild(el("td", "num blocked_by", Object.keys(r.blocked_by).map(function (k) {
         return k + " " + fmt(r.blocked_by[k], 1);
@@ -192,10 +201,8 @@
   // ---- events ----------------------------------------------------------------------------
   function describe(e) {
     switch (e.type) {
-      case "blocks": return "blocked: " + e.resources.map(function (r) {
-        return r.resource + " " + r.blocked + " (" + Object.keys(r.by_rule).map(function (k) { return k + " " + r.by_rule[k]; }).join(", ") + ")";
-      }).join("; ");
-      case "breaker": return "breaker " + e.resource + ": " + e.from + " -> " + e.to + " (" + fmt(e.figure, 2) + ")";
+      case "blocks": return "blocked";
+      case "breaker": return "breaker " + e.resource + ": " + e.from + " -> " + e.to + ": " + (e.words || fmt(e.figure, 2));
       case "rule_load": return (e.loaded ? "rules loaded: " : "rules REFUSED: ") + e.kind + " x" + e.count;
       case "rules_saved": return "rules saved from the dashboard (" + e.etag + ")";
       case "rules_refused": return "rule edit refused: " + e.error;
@@ -203,15 +210,36 @@
       default: return JSON.stringify(e);
     }
   }
+  // The events list: block lines (at most one per resource per second, the 5 most blocked
+  // resources of each second) and the rest (breakers, rule loads and edits) are capped apart,
+  // so a flood of blocks never pushes a breaker event out.
+  var MAX_BLOCK_LINES = 60, MAX_OTHER_LINES = 200, BLOCKED_PER_SECOND = 5;
+  function addLine(cls, text) {
+    var list = $("events");
+    list.insertBefore(el("li", cls, new Date().toLocaleTimeString() + "  " + text), list.firstChild);
+    var blocks = list.querySelectorAll("li.blocks"), others = list.querySelectorAll("li:not(.blocks)");
+    for (var i = MAX_BLOCK_LINES; i < blocks.length; i++) list.removeChild(blocks[i]);
+    for (var j = MAX_OTHER_LINES; j < others.length; j++) list.removeChild(others[j]);
+  }
   function onEvent(data) {
     var e;
     try { e = JSON.parse(data); } catch (x) { return; }
-    var li = el("li", e.type, new Date().toLocaleTimeString() + "  " + describe(e));
-    var list = $("events");
-    list.insertBefore(li, list.firstChild);
-    while (list.children.length > 200) list.removeChild(list.lastChild);
+    if (e.type === "blocks") {
+      var shown = e.resources.slice(0, BLOCKED_PER_SECOND), rest = e.resources.length - shown.length + (e.more || 0);
+      if (rest > 0) addLine("blocks", "blocked: " + rest + " more resource" + (rest === 1 ? "" : "s"));
+      shown.reverse().forEach(function (r) {
+        addLine("blocks", "blocked: " + r.resource + " " + r.blocked + " (" + Object.keys(r.by_rule).map(function (k) {
+          return k + " " + r.by_rule[k];
+        }).join(", ") + ")");
+      });
+    } else {
+      addLine(e.type, describe(e));
+    }
     if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) editor.load(false);
   }
+  // How the browser test feeds the list a flood of events.
+  window.sentinelDashboard = { onEvent: onEvent };
+
   // Server-sent events read with fetch, so the token goes in a header (EventSource sends
   // none); reconnects after a pause when the stream ends.
   function listen() {
@@ -248,7 +276,13 @@
       render();
     });
   });
-  $("filter").addEventListener("input", function (e) { state.filter = e.target.value; render(); });
+  var searching = null;
+  $("filter").addEventListener("input", function (e) {
+    state.filter = e.target.value;
+    render();
+    clearTimeout(searching);
+    searching = setTimeout(refresh, 200);
+  });
   refresh();
   editor.load(true);
   listen();
