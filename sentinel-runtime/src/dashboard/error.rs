@@ -3,6 +3,9 @@
 use std::fmt;
 use std::net::SocketAddr;
 
+#[cfg(doc)]
+use super::Dashboard;
+
 /// Why a dashboard could not start.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -17,7 +20,7 @@ pub enum DashboardError {
     Bind(SocketAddr, std::io::Error),
     /// The server's thread or runtime could not be started.
     Runtime(std::io::Error),
-    /// The rules file given to [`Dashboard::rules_file`](super::Dashboard::rules_file) is
+    /// The rules file given to [`Dashboard::rules_file`] is
     /// there but was refused (nothing was loaded): its path and the reasons, by field.
     RulesFile(std::path::PathBuf, crate::rules::RuleSetError),
     /// A setting is out of its range: the setting's name and the range.

@@ -55,7 +55,7 @@ impl ProcessLoad {
     pub(crate) fn sample(&self) {
         let mut guard = self.state();
         let s = &mut *guard;
-        if !s.asked.is_some_and(|t| t.elapsed() <= OPEN_FOR) {
+        if s.asked.is_none_or(|t| t.elapsed() > OPEN_FOR) {
             s.last = None;
             return;
         }

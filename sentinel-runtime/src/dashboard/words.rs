@@ -119,7 +119,7 @@ mod tests {
                 CircuitState::Closed,
                 CircuitState::Open,
                 5.0,
-                &[count.clone()]
+                std::slice::from_ref(&count)
             ),
             "OPENED: 5 errors within 1 s reached its limit of 5; calls are refused for 30 s, \
              then probed"
@@ -133,7 +133,7 @@ mod tests {
                 CircuitState::Open,
                 CircuitState::HalfOpen,
                 10_048.0,
-                &[count.clone()]
+                std::slice::from_ref(&count)
             ),
             "half-open after 10.0 s open: letting 1 probe call through"
         );
@@ -142,7 +142,7 @@ mod tests {
                 CircuitState::HalfOpen,
                 CircuitState::Open,
                 812.0,
-                &[count.clone()]
+                std::slice::from_ref(&count)
             ),
             "RE-OPENED: a probe call failed or was slow (812 ms)"
         );
