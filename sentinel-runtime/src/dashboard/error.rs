@@ -3,24 +3,21 @@
 use std::fmt;
 use std::net::SocketAddr;
 
-#[cfg(doc)]
-use super::Dashboard;
-
 /// Why a dashboard could not start.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum DashboardError {
-    /// The address is not loopback and [`Dashboard::allow_remote`] was not called.
+    /// The address is not loopback and [`Dashboard::allow_remote`](crate::dashboard::Dashboard::allow_remote) was not called.
     NotLoopback(SocketAddr),
-    /// The token given to [`Dashboard::token`] is unfit (the reason).
+    /// The token given to [`Dashboard::token`](crate::dashboard::Dashboard::token) is unfit (the reason).
     Token(&'static str),
-    /// No random token could be made (no `/dev/urandom`): give one with [`Dashboard::token`].
+    /// No random token could be made (no `/dev/urandom`): give one with [`Dashboard::token`](crate::dashboard::Dashboard::token).
     Random(std::io::Error),
     /// The address could not be bound.
     Bind(SocketAddr, std::io::Error),
     /// The server's thread or runtime could not be started.
     Runtime(std::io::Error),
-    /// The rules file given to [`Dashboard::rules_file`] is
+    /// The rules file given to [`Dashboard::rules_file`](crate::dashboard::Dashboard::rules_file) is
     /// there but was refused (nothing was loaded): its path and the reasons, by field.
     RulesFile(std::path::PathBuf, crate::rules::RuleSetError),
     /// A setting is out of its range: the setting's name and the range.

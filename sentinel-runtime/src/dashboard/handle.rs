@@ -2,15 +2,16 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::thread::JoinHandle;
 
-use super::server;
+use tokio::sync::watch;
 
 /// A running dashboard; dropping it stops the server (and ends its event streams).
 #[must_use = "the dashboard stops when its handle is dropped"]
 pub struct DashboardHandle {
     pub(super) addr: SocketAddr,
     pub(super) token: String,
-    pub(super) stop: Option<server::Stop>,
+    pub(super) stop: Option<Stop>,
 }
 
 impl DashboardHandle {
@@ -46,6 +47,29 @@ impl Drop for DashboardHandle {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             stop.stop();
+        }
+    }
+}
+
+/// Stops a running server: ends its listener, its sampler and its event streams; the server's
+/// own thread (outside a runtime) is joined.
+pub(crate) struct Stop {
+    tx: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Stop {
+    /// Stops by `tx`; joins `thread` (the server's own, outside a runtime), if any.
+    pub(crate) fn new(tx: watch::Sender<bool>, thread: Option<JoinHandle<()>>) -> Stop {
+        Stop { tx, thread }
+    }
+
+    pub(crate) fn stop(mut self) {
+        let _ = self.tx.send(true);
+        if let Some(thread) = self.thread.take() {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
         }
     }
 }

@@ -4,7 +4,6 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::body::{to_bytes, Body};
@@ -19,6 +18,7 @@ use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 use super::auth;
 use super::conn::{Bounded, Busy, Conns, Limits, Tag};
 use super::events::{Bus, Deltas};
+use super::handle::Stop;
 use super::history::{History, TRACKED};
 use super::load::ProcessLoad;
 use super::rules_api::{self, Editor, Put};
@@ -44,26 +44,18 @@ struct Shared {
     load: ProcessLoad,
 }
 
-/// Stops a running server: ends its listener, its sampler and its event streams; the server's
-/// own thread (outside a runtime) is joined.
-pub(crate) struct Stop {
-    tx: watch::Sender<bool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Stop {
-    pub(crate) fn stop(mut self) {
-        let _ = self.tx.send(true);
-        if let Some(thread) = self.thread.take() {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
-        }
+impl Dashboard {
+    /// Binds the address and starts serving: on the current tokio runtime if called inside
+    /// one, else on a thread of its own. Fails if the address is not loopback (without
+    /// [`allow_remote`](Self::allow_remote)), cannot be bound, the token is unfit, a limit is
+    /// out of range, or the [`rules_file`](Self::rules_file) is invalid.
+    pub fn start(self) -> Result<DashboardHandle, DashboardError> {
+        start(self)
     }
 }
 
 /// [`Dashboard::start`].
-pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
+fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     if !d.allow_remote && !d.addr.ip().is_loopback() {
         return Err(DashboardError::NotLoopback(d.addr));
     }
@@ -143,7 +135,7 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     Ok(DashboardHandle {
         addr,
         token,
-        stop: Some(Stop { tx, thread }),
+        stop: Some(Stop::new(tx, thread)),
     })
 }
 

@@ -4,7 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{server, DashboardError, DashboardHandle};
+use super::DashboardError;
 
 /// The default address: Sentinel's dashboard port, on loopback.
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8719);
@@ -61,7 +61,7 @@ impl Dashboard {
         }
     }
 
-    /// The address to listen on (port 0: any free port, see [`DashboardHandle::local_addr`]).
+    /// The address to listen on (port 0: any free port, see [`DashboardHandle::local_addr`](crate::dashboard::DashboardHandle::local_addr)).
     /// It must be a loopback address unless [`allow_remote`](Self::allow_remote) is called.
     pub fn bind(mut self, addr: SocketAddr) -> Dashboard {
         self.addr = addr;
@@ -165,13 +165,5 @@ impl Dashboard {
             return bad("idle_timeout", "must be between 1 ms and 10 minutes");
         }
         Ok(())
-    }
-
-    /// Binds the address and starts serving: on the current tokio runtime if called inside
-    /// one, else on a thread of its own. Fails if the address is not loopback (without
-    /// [`allow_remote`](Self::allow_remote)), cannot be bound, the token is unfit, a limit is
-    /// out of range, or the [`rules_file`](Self::rules_file) is invalid.
-    pub fn start(self) -> Result<DashboardHandle, DashboardError> {
-        server::start(self)
     }
 }
