@@ -19,17 +19,27 @@ fn temp_affixes(target: &Path) -> Option<(OsString, &'static str)> {
     Some((prefix, ".tmp"))
 }
 
-/// The file `path` names, through any symlinks (a file not there yet: `path` itself, with its
-/// directory resolved).
+/// The file `path` names, through any symlinks (also a link whose file is not there yet: the
+/// first save creates that file and the link stays), with its directory resolved.
 pub(crate) fn target(path: &Path) -> PathBuf {
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return real;
+    let mut p = path.to_owned();
+    // As the kernel does, give up after 40 links (a loop).
+    for _ in 0..40 {
+        let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        let Some(next) = is_link.then(|| std::fs::read_link(&p).ok()).flatten() else {
+            break;
+        };
+        // Relative to the link's directory (an absolute target replaces it).
+        p = match p.parent() {
+            Some(dir) => dir.join(next),
+            None => next,
+        };
     }
-    match (path.parent(), path.file_name()) {
+    match (p.parent(), p.file_name()) {
         (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => std::fs::canonicalize(dir)
             .map(|d| d.join(name))
-            .unwrap_or_else(|_| path.to_owned()),
-        _ => path.to_owned(),
+            .unwrap_or(p),
+        _ => p,
     }
 }
 
@@ -83,10 +93,12 @@ impl Staged {
         let tmp = target.with_file_name(name);
         let mut open = std::fs::OpenOptions::new();
         open.write(true).create_new(true);
+        let existing = std::fs::metadata(&target).ok();
         #[cfg(unix)]
-        {
+        if existing.is_some() {
             use std::os::unix::fs::OpenOptionsExt;
             // Owner only until it is complete; the target's permissions are copied below.
+            // (A new file gets the default mode under the umask, as `File::create` gives.)
             open.mode(0o600);
         }
         let mut file = open
@@ -98,7 +110,7 @@ impl Staged {
             committed: false,
         };
         let written = (|| {
-            if let Ok(meta) = std::fs::metadata(&staged.target) {
+            if let Some(meta) = &existing {
                 file.set_permissions(meta.permissions())?;
             }
             file.write_all(text.as_bytes())?;
@@ -162,6 +174,25 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![OsString::from("rules.json")]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_a_file_not_there_yet_stays_a_link() {
+        let d = dir("dangling");
+        std::fs::create_dir_all(d.join("data")).unwrap();
+        let link = d.join("rules.json");
+        std::os::unix::fs::symlink("data/rules.json", &link).unwrap();
+        Staged::write(&link, "{}").unwrap().commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(d.join("data/rules.json")).unwrap(),
+            "{}"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 }
