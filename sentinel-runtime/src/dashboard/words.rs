@@ -4,29 +4,24 @@
 use std::time::Duration;
 
 use crate::breaker::{CircuitState, StateChange};
-use crate::rules::{self, BreakerStrategy, CircuitBreakerRule};
+use crate::rules::{BreakerStrategy, CircuitBreakerRule};
 
 /// The transition in words: what happened and the figure that made it happen, in the terms
-/// of the resource's breaker rule when it has one (the rules in force, else its defaults).
+/// of the resource's breaker rule when it has one.
 pub(crate) fn transition(change: &StateChange) -> String {
-    let rules = breaker_rules(change.resource);
-    describe(change.from, change.to, change.figure, &rules)
+    describe(
+        change.from,
+        change.to,
+        change.figure,
+        &breaker_rules(change.resource),
+    )
 }
 
-/// The breaker rules in force on `resource`: the loaded ones that name it, else the ones of
-/// its definition.
+/// The breaker rules in force on `resource`, read from its published chain: no lock (the
+/// listener runs inside the breaker's transition, on the caller's thread).
 fn breaker_rules(resource: &str) -> Vec<CircuitBreakerRule> {
-    let loaded: Vec<CircuitBreakerRule> = rules::circuit_breaker_rules()
-        .into_iter()
-        .filter(|r| r.resource == resource)
-        .collect();
-    if !loaded.is_empty() {
-        return loaded;
-    }
-    crate::registry::all()
-        .into_iter()
-        .find(|n| n.name() == resource)
-        .map(|n| n.default_circuit_breaker_rules())
+    crate::registry::get(resource)
+        .map(|node| node.with_chain(|c| c.breakers.iter().map(|b| b.rule.clone()).collect()))
         .unwrap_or_default()
 }
 
