@@ -1,7 +1,10 @@
 //! The dashboard in a real browser: Debian's headless Chromium, driven through chromedriver
-//! (WebDriver, the `fantoccini` crate). The page loads with the token, shows the resources with
+//! (WebDriver, the `fantoccini` crate). The page loads with the token (from the link's
+//! fragment into sessionStorage, no cookie), shows the resources with
 //! numbers that change within 2 s of the traffic changing, draws a chart, shows a breaker OPEN
-//! after forced errors, and saves a rule edit through its own form.
+//! after forced errors, and saves a rule edit through its own form; an edit typed while
+//! another writer saves keeps its text, names the newer version beside it, and gets a
+//! conflict on Save instead of a silent overwrite.
 //!
 //! Without `chromium` and `chromedriver` on PATH the test is skipped with a line saying how to
 //! install them (`apt-get install chromium chromium-driver`); with `SENTINEL_REQUIRE_SERVERS=1`
@@ -14,7 +17,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::{Client, ClientBuilder, Locator};
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::dashboard::Dashboard;
 use sentinel_runtime::entry;
@@ -147,6 +150,38 @@ async fn wait_for(
     }
 }
 
+/// Another writer: reads the version in force and saves `body` over it (plain HTTP); the
+/// status.
+fn other_writer_saves(addr: SocketAddr, token: &str, body: &str) -> u16 {
+    use std::io::Read;
+    let ask = |req: String| -> String {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let got = ask(format!(
+        "GET /api/rules HTTP/1.1\r\nHost: {addr}\r\nX-Sentinel-Token: {token}\r\nConnection: close\r\n\r\n"
+    ));
+    let etag = got
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("etag: ")
+                .or_else(|| l.strip_prefix("ETag: "))
+        })
+        .unwrap_or_else(|| panic!("no ETag in {got}"))
+        .trim()
+        .to_owned();
+    let put = ask(format!(
+        "PUT /api/rules HTTP/1.1\r\nHost: {addr}\r\nX-Sentinel-Token: {token}\r\nIf-Match: {etag}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    put[9..12].parse().unwrap()
+}
+
 fn cell(resource: &str, class: &str) -> String {
     format!(
         "var c = document.querySelector('tr[data-resource=\"{resource}\"] td.{class}'); \
@@ -227,6 +262,14 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         let url = c.current_url().await.unwrap();
         assert_eq!(url.path(), "/");
         assert_eq!(url.query(), None, "the token stays in the address bar: {url}");
+        assert_eq!(url.fragment(), None, "the token stays in the address bar: {url}");
+        // The token is in this origin's sessionStorage, and no cookie was set.
+        let stored = c
+            .execute("return sessionStorage.getItem('sentinel-dashboard-token');", vec![])
+            .await
+            .unwrap();
+        assert_eq!(stored, dash.token());
+        assert_eq!(c.get_all_cookies().await.unwrap().len(), 0, "a cookie was set");
         wait_for(&c, Duration::from_secs(10), "the resources table", &cell(ORDERS, "resource"), |v| {
             v == ORDERS
         })
@@ -288,6 +331,17 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         )
         .await;
 
+        // The limit in force beside the traffic, the transition in words.
+        assert_eq!(c.execute(&cell(ORDERS, "qps_limit"), vec![]).await.unwrap(), "10");
+        let transitions = c
+            .execute("return document.getElementById('transitions').textContent;", vec![])
+            .await
+            .unwrap();
+        assert!(
+            transitions.as_str().is_some_and(|t| t.contains("OPENED: 2 errors within 1 s reached its limit of 2")),
+            "{transitions}"
+        );
+
         let png = c.screenshot().await.unwrap();
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
         std::fs::write(&out, &png).unwrap();
@@ -295,6 +349,35 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
             let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/dashboard.png");
             std::fs::write(docs, &png).unwrap();
         }
+
+        // A flood of blocks (300 seconds of 40 blocked resources each) does not push the
+        // breaker's event out of the list, and each second lists at most one line per
+        // resource.
+        c.execute(
+            "for (var s = 0; s < 300; s++) { var rs = []; \
+               for (var i = 0; i < 40; i++) rs.push({resource: 'flood-' + i, blocked: 100 - i, by_rule: {flow: 100 - i}}); \
+               window.sentinelDashboard.onEvent(JSON.stringify({type: 'blocks', second: s, resources: rs, more: 3})); } \
+             return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+        let lines = c
+            .execute(
+                "return Array.prototype.map.call(document.querySelectorAll('#events li'), function (l) { return l.textContent; });",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let lines: Vec<&str> = lines.as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+        assert!(
+            lines.iter().any(|l| l.contains(&format!("breaker {FLAKY}: closed -> open"))),
+            "the breaker event was crowded out: {lines:?}"
+        );
+        let blocks = lines.iter().filter(|l| l.contains("blocked: ")).count();
+        assert!(blocks <= 60, "{blocks} block lines");
+        assert!(lines.iter().any(|l| l.contains("blocked: flood-0 100 (flow 100)")), "{lines:?}");
+        assert!(lines.iter().any(|l| l.contains("blocked: 38 more resources")), "{lines:?}");
 
         // A rule edit through the page's form: a bad one shows its field and changes nothing,
         // a good one is applied at once.
@@ -317,7 +400,9 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         })
         .await;
         assert_eq!(rules::current(), before);
-        c.execute("document.getElementById('rules-reload').click(); return null;", vec![]).await.unwrap();
+        // Reload discards an edit only once confirmed.
+        c.find(Locator::Id("rules-reload")).await.unwrap().click().await.unwrap();
+        c.accept_alert().await.expect("Reload asks before discarding the edit");
         wait_for(&c, Duration::from_secs(3), "the reloaded rules", "return document.getElementById('rules-text').value;", |v| {
             v.as_str().is_some_and(|t| !t.contains("browser-edited"))
         })
@@ -329,6 +414,44 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         .await;
         assert!(rules::flow_rules().contains(&FlowRule::qps("browser-edited", 42.0)));
         assert!(rules::flow_rules().contains(&FlowRule::qps(ORDERS, 10.0)));
+
+        // Typed text is never lost: type an edit, another writer saves meanwhile.
+        let mine = r#"{"flow": [{"resource": "browser-mine", "threshold": 5}]}"#;
+        c.execute(
+            "var t = document.getElementById('rules-text'); t.value = ''; t.focus(); return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+        c.find(Locator::Id("rules-text")).await.unwrap().send_keys(mine).await.unwrap();
+        let typed = "return document.getElementById('rules-text').value;";
+        assert_eq!(c.execute(typed, vec![]).await.unwrap(), mine);
+        let theirs = r#"{"flow": [{"resource": "browser-theirs", "threshold": 3}]}"#;
+        let saved = other_writer_saves(dash.local_addr(), dash.token(), theirs);
+        assert_eq!(saved, 200, "the other writer's save");
+        // The newer version is named beside the text, which stays as typed.
+        wait_for(&c, Duration::from_secs(5), "the notice of a newer version",
+            "var n = document.getElementById('rules-notice'); \
+             return n.hidden ? null : n.textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains("Someone else saved") && t.contains("browser-theirs")),
+        )
+        .await;
+        assert_eq!(c.execute(typed, vec![]).await.unwrap(), mine);
+        // Save sends the version the edit started from: a conflict, the text kept.
+        c.find(Locator::Id("rules-save")).await.unwrap().click().await.unwrap();
+        wait_for(&c, Duration::from_secs(3), "the conflict", "return document.getElementById('rules-status').textContent;", |v| {
+            v.as_str().is_some_and(|t| t.contains("conflict: not saved"))
+        })
+        .await;
+        assert_eq!(c.execute(typed, vec![]).await.unwrap(), mine);
+        assert_eq!(rules::flow_rules(), vec![FlowRule::qps("browser-theirs", 3.0)], "the other writer's rules stay");
+        // Saving over theirs is a choice made knowingly.
+        c.find(Locator::Id("rules-overwrite")).await.unwrap().click().await.unwrap();
+        wait_for(&c, Duration::from_secs(3), "the save over theirs", "return document.getElementById('rules-status').textContent;", |v| {
+            v == "saved and applied"
+        })
+        .await;
+        assert_eq!(rules::flow_rules(), vec![FlowRule::qps("browser-mine", 5.0)]);
 
         c.close().await.unwrap();
     });

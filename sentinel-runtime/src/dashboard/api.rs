@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::events::{state_name, Bus};
 use super::history::{History, TRACKED};
+use super::load::Reading;
 use crate::metrics::{self, ResourceStats};
 use crate::node::ResourceNode;
 use crate::registry;
@@ -37,49 +38,93 @@ pub(crate) fn ranked() -> Vec<(&'static ResourceNode, ResourceStats)> {
     all
 }
 
-/// `GET /api/resources`: the [`TRACKED`] busiest resources, and how many there are in all.
-pub(crate) fn resources() -> (Value, usize) {
+/// The longest search text `GET /api/resources?search=` takes (resource names are capped
+/// shorter).
+pub(crate) const MAX_SEARCH: usize = 256;
+
+/// `GET /api/resources`: the [`TRACKED`] busiest resources (of those whose name contains
+/// `search`, ignoring case, when given: the search runs over every resource, not only the
+/// busiest), and how many there are in all and how many matched.
+pub(crate) fn resources(search: Option<&str>) -> (Value, usize, usize) {
     let ranked = ranked();
     let total = ranked.len();
-    let loaded = loaded_concurrency_limits();
-    let rows: Vec<Value> = ranked
+    let search = search.map(str::to_lowercase);
+    let matched: Vec<&(&'static ResourceNode, ResourceStats)> = ranked
+        .iter()
+        .filter(|(node, _)| {
+            search
+                .as_deref()
+                .is_none_or(|q| node.name().to_lowercase().contains(q))
+        })
+        .collect();
+    let limits = Limits::in_force();
+    let rows: Vec<Value> = matched
         .iter()
         .take(TRACKED)
-        .map(|(node, s)| resource_json(node, s, &loaded))
+        .map(|(node, s)| resource_json(node, s, &limits))
         .collect();
-    (Value::Array(rows), total)
+    (Value::Array(rows), total, matched.len())
 }
 
-/// The smallest concurrency threshold of the loaded flow rules, by resource (`None`: the
-/// loaded rules name the resource without a concurrency limit).
-fn loaded_concurrency_limits() -> HashMap<String, Option<u64>> {
-    let mut limits: HashMap<String, Option<u64>> = HashMap::new();
-    for rule in rules::flow_rules() {
-        let limit = limits.entry(rule.resource.clone()).or_insert(None);
-        if let Some(t) = concurrency_threshold(&rule) {
-            *limit = Some(limit.map_or(t, |l| l.min(t)));
+/// The limits of the loaded flow rules, by resource (a resource the loaded rules name has
+/// those only; others have their definition's).
+struct Limits {
+    concurrency: HashMap<String, Option<u64>>,
+    qps: HashMap<String, Option<f64>>,
+}
+
+impl Limits {
+    fn in_force() -> Limits {
+        let rules = rules::flow_rules();
+        Limits {
+            concurrency: smallest(&rules, concurrency_threshold),
+            qps: smallest(&rules, qps_per_second),
         }
     }
-    limits
+}
+
+/// The smallest of `limit` over the rules of each resource (`None`: the rules name the
+/// resource without such a limit).
+fn smallest<T: PartialOrd + Copy>(
+    rules: &[FlowRule],
+    limit: fn(&FlowRule) -> Option<T>,
+) -> HashMap<String, Option<T>> {
+    let mut out: HashMap<String, Option<T>> = HashMap::new();
+    for rule in rules {
+        let entry = out.entry(rule.resource.clone()).or_insert(None);
+        if let Some(t) = limit(rule) {
+            *entry = Some(match *entry {
+                Some(l) if l < t => l,
+                _ => t,
+            });
+        }
+    }
+    out
+}
+
+/// A QPS rule's threshold per second (a rule may count over a window other than a second).
+fn qps_per_second(rule: &FlowRule) -> Option<f64> {
+    let window = rule.window.as_secs_f64();
+    (rule.metric == FlowMetric::Qps && window > 0.0).then(|| rule.threshold / window)
 }
 
 fn concurrency_threshold(rule: &FlowRule) -> Option<u64> {
     (rule.metric == FlowMetric::Concurrency).then_some(rule.threshold as u64)
 }
 
-fn resource_json(
-    node: &ResourceNode,
-    s: &ResourceStats,
-    loaded: &HashMap<String, Option<u64>>,
-) -> Value {
+fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Value {
     // Loaded flow rules replace the definition's for the resources they name.
-    let limit = match loaded.get(node.name()) {
+    let defaults = || node.default_flow_rules();
+    let limit = match limits.concurrency.get(node.name()) {
         Some(limit) => *limit,
-        None => node
-            .default_flow_rules()
+        None => defaults().iter().filter_map(concurrency_threshold).min(),
+    };
+    let qps_limit = match limits.qps.get(node.name()) {
+        Some(limit) => *limit,
+        None => defaults()
             .iter()
-            .filter_map(concurrency_threshold)
-            .min(),
+            .filter_map(qps_per_second)
+            .min_by(f64::total_cmp),
     };
     let by_rule: serde_json::Map<String, Value> = s
         .block_total_by_rule
@@ -90,6 +135,7 @@ fn resource_json(
     json!({
         "resource": node.name(),
         "pass_qps": s.pass_qps,
+        "qps_limit": qps_limit,
         "block_qps": s.block_qps,
         "error_qps": s.error_qps,
         "complete_qps": s.complete_qps,
@@ -113,10 +159,14 @@ pub(crate) fn history(history: &History, name: &str) -> Option<Value> {
     Some(json!({ "resource": name, "now_second": now_second, "points": points }))
 }
 
-/// `GET /api/system`: what the system rules compare against, the rules, and the breakers'
-/// transitions (counts since start, and the latest ones this dashboard saw).
-pub(crate) fn system(bus: &Bus) -> Value {
-    let (cpu, load) = metrics::system_load();
+/// `GET /api/system`: the process's CPU usage and load (and where they are read from), the
+/// system rules, and the breakers' transitions (counts since start, and the latest ones this
+/// dashboard saw).
+pub(crate) fn system(bus: &Bus, own: Reading) -> Value {
+    // The dashboard's own reading (sampled while the page is open) where it has one, else
+    // what the system rules' sampler read.
+    let (rule_cpu, rule_load) = metrics::system_load();
+    let (cpu, load) = (own.cpu.unwrap_or(rule_cpu), own.load.unwrap_or(rule_load));
     let inbound = metrics::inbound();
     let rules: Vec<Value> = rules::system_rules()
         .iter()
@@ -133,6 +183,8 @@ pub(crate) fn system(bus: &Bus) -> Value {
     json!({
         "cpu_usage": cpu,
         "load_per_core": load,
+        "cpu_source": own.source,
+        "effective_cores": own.cores,
         "inbound": {
             "pass_qps": inbound.pass_qps,
             "block_qps": inbound.block_qps,
@@ -164,6 +216,7 @@ fn hotspot_blocked() -> Vec<Value> {
     nodes.sort_by_key(|n| n.name());
     let mut out = Vec::new();
     for node in nodes {
+        let names = node.param_names().unwrap_or_default();
         for rule in node.hotspot_blocked(now) {
             let values: Vec<Value> = rule
                 .top
@@ -181,6 +234,7 @@ fn hotspot_blocked() -> Vec<Value> {
             out.push(json!({
                 "resource": node.name(),
                 "param_index": rule.param_index,
+                "param": names.get(rule.param_index).cloned().flatten(),
                 "threshold": rule.threshold,
                 "top_blocked": values,
                 "missed": rule.missed,

@@ -84,20 +84,25 @@ impl Bus {
 /// The breaker listener: runs on the thread that caused the transition, so it only formats
 /// and sends (a broadcast send never waits for subscribers).
 fn on_transition(change: &StateChange) {
-    let event = json!({
-        "type": "breaker",
-        "resource": change.resource,
-        "from": state_name(change.from),
-        "to": state_name(change.to),
-        "figure": change.figure,
-        "at_ms": change.at_nanos / 1_000_000,
-    });
     let buses: Vec<Arc<Bus>> = BUSES
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
         .filter_map(Weak::upgrade)
         .collect();
+    // No dashboard running (the listener stays registered): nothing to format.
+    if buses.is_empty() {
+        return;
+    }
+    let event = json!({
+        "type": "breaker",
+        "resource": change.resource,
+        "from": state_name(change.from),
+        "to": state_name(change.to),
+        "figure": change.figure,
+        "words": super::words::transition(change),
+        "at_ms": change.at_nanos / 1_000_000,
+    });
     for bus in buses {
         bus.remember(&event);
         bus.send(event.clone());

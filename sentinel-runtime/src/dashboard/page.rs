@@ -4,22 +4,23 @@
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
+const EDITOR_JS: &str = include_str!("assets/editor.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const UPLOT_JS: &str = include_str!("assets/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("assets/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("assets/uPlot.LICENSE");
 
-/// The page, with the token for the script's changes (`PUT` needs it in a header; the page is
-/// only served to a request that proved it knows the token, and no other origin can read it).
-/// The token has only URL-safe characters (checked at start), so it needs no escaping.
-pub(crate) fn index(token: &str) -> String {
-    INDEX.replace("{{TOKEN}}", token)
+/// The page: no data and no token (its script takes the token from the link's fragment and
+/// asks the API with it), so it is served without one.
+pub(crate) fn index() -> String {
+    INDEX.to_owned()
 }
 
 /// The asset named `name`: its content type and content.
 pub(crate) fn asset(name: &str) -> Option<(&'static str, &'static str)> {
     Some(match name {
         "app.js" => ("text/javascript; charset=utf-8", APP_JS),
+        "editor.js" => ("text/javascript; charset=utf-8", EDITOR_JS),
         "app.css" => ("text/css; charset=utf-8", APP_CSS),
         "uPlot.iife.min.js" => ("text/javascript; charset=utf-8", UPLOT_JS),
         "uPlot.min.css" => ("text/css; charset=utf-8", UPLOT_CSS),
@@ -37,7 +38,7 @@ mod tests {
     /// with the system's `gzip -9` when it is there (no compression crate just for a test).
     #[test]
     fn the_page_s_assets_fit_80_kb_gzipped() {
-        let all = [INDEX, APP_JS, APP_CSS, UPLOT_JS, UPLOT_CSS].concat();
+        let all = [INDEX, APP_JS, EDITOR_JS, APP_CSS, UPLOT_JS, UPLOT_CSS].concat();
         let Ok(mut child) = std::process::Command::new("gzip")
             .arg("-9c")
             .stdin(std::process::Stdio::piped())
@@ -64,9 +65,15 @@ mod tests {
 
     #[test]
     fn the_page_names_only_its_own_assets() {
-        let page = index("tok-0123456789abcdef");
-        assert!(page.contains("tok-0123456789abcdef"));
-        for name in ["app.js", "app.css", "uPlot.iife.min.js", "uPlot.min.css"] {
+        let page = index();
+        assert!(!page.contains("{{"), "no template left");
+        for name in [
+            "app.js",
+            "editor.js",
+            "app.css",
+            "uPlot.iife.min.js",
+            "uPlot.min.css",
+        ] {
             assert!(page.contains(&format!("/assets/{name}")), "{name}");
             assert!(asset(name).is_some());
         }

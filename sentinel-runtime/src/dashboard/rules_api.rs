@@ -2,12 +2,12 @@
 //! applied whole, saved atomically to the rules file, refused on a stale version.
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
+use super::save::Staged;
 use crate::rules::{self, RuleSet, RuleSetError};
 
 /// The version of a rule set: a hash of everything in it, quoted as an `ETag` is.
@@ -70,11 +70,13 @@ impl Editor {
     /// renames the copy over the file.
     pub(crate) fn put(&self, if_match: Option<&str>, body: &str, yaml: bool) -> Put {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(if_match) = if_match else {
+        // `*` ("whatever is there") would skip the check that keeps two editors from
+        // overwriting each other: a version is required.
+        let Some(if_match) = if_match.map(str::trim).filter(|v| *v != "*") else {
             return Put::NoVersion;
         };
         let current = etag(&rules::current());
-        if if_match.trim() != current && if_match.trim() != "*" {
+        if if_match != current {
             return Put::Stale(current);
         }
         let parsed = if yaml {
@@ -88,34 +90,28 @@ impl Editor {
         };
         let staged = match &self.file {
             Some(file) => match stage(file, &set) {
-                Ok(tmp) => Some((file, tmp)),
+                Ok(staged) => Some(staged),
                 Err(e) => return Put::CannotSave(e),
             },
             None => None,
         };
+        // A refused load drops the staged copy, which removes it.
         if let Err(e) = rules::load(set.clone()) {
-            if let Some((_, tmp)) = staged {
-                let _ = std::fs::remove_file(tmp);
-            }
             return Put::Refused(e);
         }
         let tag = etag(&rules::current());
-        if let Some((file, tmp)) = staged {
-            if let Err(e) = std::fs::rename(&tmp, file) {
-                let _ = std::fs::remove_file(&tmp);
-                return Put::NotSaved(
-                    tag,
-                    format!("applied, but {} was not written: {e}", file.display()),
-                );
+        if let Some(staged) = staged {
+            if let Err(e) = staged.commit() {
+                return Put::NotSaved(tag, format!("applied, but {e}"));
             }
         }
         Put::Applied(tag)
     }
 }
 
-/// Writes `set` in `file`'s format to a temporary file beside it (same directory: the rename
-/// is atomic), synced; returns its path.
-fn stage(file: &Path, set: &RuleSet) -> Result<PathBuf, String> {
+/// Writes `set` in `file`'s format to a new temporary file beside the file it resolves to
+/// (same directory: the rename is atomic), synced.
+fn stage(file: &Path, set: &RuleSet) -> Result<Staged, String> {
     let ext = file
         .extension()
         .and_then(|e| e.to_str())
@@ -126,22 +122,17 @@ fn stage(file: &Path, set: &RuleSet) -> Result<PathBuf, String> {
         _ => set.to_json(),
     }
     .map_err(|e| format!("cannot write the rules file: {e}"))?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "rules".to_owned());
-    let tmp = file.with_file_name(format!(".{name}.dashboard-{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    match written {
-        Ok(()) => Ok(tmp),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(format!("cannot write {}: {e}", tmp.display()))
-        }
+    Staged::write(file, &text)
+}
+
+/// Loads the rules file `file` at start, if it is there (else the rules in force stay until
+/// the first save), after removing the temporary copies an interrupted save left beside it.
+pub(crate) fn load_at_start(file: &Path) -> Result<(), RuleSetError> {
+    super::save::remove_stale(file);
+    if !file.exists() {
+        return Ok(());
     }
+    rules::load(RuleSet::from_path(file)?)
 }
 
 /// A refused set as the API writes it: a message and each problem with its field.

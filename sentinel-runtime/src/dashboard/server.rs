@@ -4,21 +4,23 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::body::{to_bytes, Body};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderValue, Method, Response, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use axum::Router;
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 
-use super::auth::{self, Proof};
+use super::auth;
+use super::conn::{Bounded, Busy, Conns, Limits, Tag};
 use super::events::{Bus, Deltas};
+use super::handle::Stop;
 use super::history::{History, TRACKED};
+use super::load::ProcessLoad;
 use super::rules_api::{self, Editor, Put};
 use super::{api, page, Dashboard, DashboardError, DashboardHandle};
 use crate::{clock, metrics};
@@ -30,37 +32,34 @@ const MAX_BODY: usize = 1 << 20;
 struct Shared {
     addr: SocketAddr,
     token: String,
-    cookie: String,
     hosts: Vec<String>,
     editor: Editor,
     history: History,
     bus: Arc<Bus>,
     stopped: watch::Receiver<bool>,
+    limits: Limits,
+    conns: Arc<Conns>,
+    streams: Arc<Semaphore>,
+    max_streams: usize,
+    load: ProcessLoad,
 }
 
-/// Stops a running server: ends its listener, its sampler and its event streams; the server's
-/// own thread (outside a runtime) is joined.
-pub(crate) struct Stop {
-    tx: watch::Sender<bool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Stop {
-    pub(crate) fn stop(mut self) {
-        let _ = self.tx.send(true);
-        if let Some(thread) = self.thread.take() {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
-        }
+impl Dashboard {
+    /// Binds the address and starts serving: on the current tokio runtime if called inside
+    /// one, else on a thread of its own. Fails if the address is not loopback (without
+    /// [`allow_remote`](Self::allow_remote)), cannot be bound, the token is unfit, a limit is
+    /// out of range, or the [`rules_file`](Self::rules_file) is invalid.
+    pub fn start(self) -> Result<DashboardHandle, DashboardError> {
+        start(self)
     }
 }
 
 /// [`Dashboard::start`].
-pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
+fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     if !d.allow_remote && !d.addr.ip().is_loopback() {
         return Err(DashboardError::NotLoopback(d.addr));
     }
+    d.check_limits()?;
     let token = match d.token {
         Some(token) => {
             auth::check_token(&token)?;
@@ -76,6 +75,9 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     let addr = listener
         .local_addr()
         .map_err(|e| DashboardError::Bind(d.addr, e))?;
+    if let Some(file) = &d.rules_file {
+        rules_api::load_at_start(file).map_err(|e| DashboardError::RulesFile(file.clone(), e))?;
+    }
     // The totals that later samples report differences from, taken now: whatever happens
     // after `start` returns is reported, however late the server's first tick runs.
     let mut deltas = Deltas::default();
@@ -90,13 +92,21 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     let (tx, stopped) = watch::channel(false);
     let shared = Arc::new(Shared {
         addr,
-        cookie: auth::cookie_name(addr),
         token: token.clone(),
         hosts: d.hosts,
         editor: Editor::new(d.rules_file),
         history: History::default(),
         bus: Bus::new(),
         stopped,
+        limits: Limits {
+            max_connections: d.max_connections,
+            header_timeout: d.header_timeout,
+            idle_timeout: d.idle_timeout,
+        },
+        conns: Arc::new(Conns::default()),
+        streams: Arc::new(Semaphore::new(d.max_event_streams)),
+        max_streams: d.max_event_streams,
+        load: ProcessLoad::default(),
     });
     let thread = match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
@@ -125,7 +135,7 @@ pub(crate) fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
     Ok(DashboardHandle {
         addr,
         token,
-        stop: Some(Stop { tx, thread }),
+        stop: Some(Stop::new(tx, thread)),
     })
 }
 
@@ -134,12 +144,20 @@ async fn serve(shared: Arc<Shared>, listener: tokio::net::TcpListener, deltas: D
     let mut stopped = shared.stopped.clone();
     let app = Router::new()
         .fallback(handle)
-        .with_state(Arc::clone(&shared));
+        .with_state(Arc::clone(&shared))
+        .into_make_service_with_connect_info::<Tag>();
+    let bounded = Bounded {
+        listener,
+        conns: Arc::clone(&shared.conns),
+        limits: shared.limits,
+    };
     tokio::select! {
-        _ = axum::serve(listener, app) => {}
+        _ = axum::serve(bounded, app) => {}
         _ = sample_every_second(Arc::clone(&shared), deltas) => {}
         _ = stopped.wait_for(|s| *s) => {}
     }
+    // The connections' tasks outlive the server's: tell them to close.
+    shared.conns.close_all();
 }
 
 async fn sample_every_second(shared: Arc<Shared>, mut deltas: Deltas) {
@@ -167,11 +185,17 @@ fn sample(shared: &Shared, deltas: &mut Deltas) {
         shared.bus.send(event);
     }
     deltas.prime();
+    shared.load.sample();
 }
 
 /// Every request: the checks and the route, then the security headers on whatever answers.
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response<Body> {
-    let mut res = route(&shared, req).await;
+    // No timeout closes the connection while its request is handled.
+    let busy = req
+        .extensions()
+        .get::<ConnectInfo<Tag>>()
+        .map(|ConnectInfo(Tag(conn))| conn.busy());
+    let mut res = route(&shared, req, busy.as_ref()).await;
     let h = res.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -190,7 +214,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response<Bod
     res
 }
 
-async fn route(shared: &Shared, req: Request) -> Response<Body> {
+async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<Body> {
     if !auth::host_allowed(req.headers(), shared.addr, &shared.hosts) {
         return text(
             StatusCode::FORBIDDEN,
@@ -199,41 +223,51 @@ async fn route(shared: &Shared, req: Request) -> Response<Body> {
     }
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
-    if path == "/" && method == Method::GET {
-        if let Some(given) = query_token(req.uri().query()) {
-            return if auth::same(given, &shared.token) {
-                Response::builder()
-                    .status(StatusCode::SEE_OTHER)
-                    .header(header::LOCATION, "/")
-                    .header(
-                        header::SET_COOKIE,
-                        format!(
-                            "{}={}; Path=/; HttpOnly; SameSite=Strict",
-                            shared.cookie, shared.token
-                        ),
-                    )
-                    .body(Body::empty())
-                    .unwrap_or_default()
-            } else {
-                unauthorized()
-            };
-        }
+    // Query strings end up in logs and histories: the token never travels in one.
+    if has_token_param(req.uri().query()) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the token never goes in a query string (logs and histories keep it): open \
+             /#token=<token> (the part after # stays in the browser), or send it in the \
+             Authorization or X-Sentinel-Token header",
+        );
     }
-    let proof = auth::proof(req.headers(), &shared.token, &shared.cookie);
-    if proof == Proof::None {
+    // The page and its assets hold no data (the page asks the API, with the token from its
+    // link's fragment); everything else needs the token in a header. A cookie is never
+    // enough: cookies are per host, not per port, so every server on this host gets them.
+    let public = path == "/" || path.starts_with("/assets/");
+    if !public && !auth::has_token(req.headers(), &shared.token) {
         return unauthorized();
     }
     let read = method == Method::GET || method == Method::HEAD;
     match path.as_str() {
-        "/" if read => html(page::index(&shared.token)),
+        "/" if read => html(page::index()),
         "/api/resources" if read => {
-            let (rows, total) = api::resources();
+            let search = match query_param(req.uri().query(), "search") {
+                Some(q) if q.len() > api::MAX_SEARCH => {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &json!({ "error": format!(
+                            "`search` is at most {} bytes", api::MAX_SEARCH
+                        ) }),
+                    )
+                }
+                Some(q) => Some(q),
+                None => None,
+            };
+            let (rows, total, matched) =
+                api::resources(search.as_deref().filter(|q| !q.is_empty()));
             let mut res = json_response(StatusCode::OK, &rows);
             res.headers_mut()
                 .insert("x-sentinel-resources-total", HeaderValue::from(total));
+            res.headers_mut()
+                .insert("x-sentinel-resources-matched", HeaderValue::from(matched));
             res
         }
-        "/api/system" if read => json_response(StatusCode::OK, &api::system(&shared.bus)),
+        "/api/system" if read => {
+            let own = shared.load.asked();
+            json_response(StatusCode::OK, &api::system(&shared.bus, own))
+        }
         "/api/rules" if read => {
             let (status, body, tag) = rules_api::get();
             let mut res = json_response(StatusCode::from_u16(status).unwrap_or_default(), &body);
@@ -242,8 +276,8 @@ async fn route(shared: &Shared, req: Request) -> Response<Body> {
             }
             res
         }
-        "/api/rules" if method == Method::PUT => put_rules(shared, proof, req).await,
-        "/api/events" if read => events(shared),
+        "/api/rules" if method == Method::PUT => put_rules(shared, req).await,
+        "/api/events" if read => events(shared, busy),
         "/" | "/api/resources" | "/api/system" | "/api/events" => not_allowed("GET, HEAD"),
         "/api/rules" => not_allowed("GET, HEAD, PUT"),
         p => {
@@ -276,14 +310,7 @@ async fn route(shared: &Shared, req: Request) -> Response<Body> {
 }
 
 /// `PUT /api/rules`.
-async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body> {
-    if proof != Proof::Header {
-        return json_response(
-            StatusCode::FORBIDDEN,
-            &json!({ "error": "changes need the token in the Authorization or X-Sentinel-Token \
-                               header; the cookie alone is not enough" }),
-        );
-    }
+async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
     let if_match = req
         .headers()
         .get(header::IF_MATCH)
@@ -294,12 +321,19 @@ async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.contains("yaml"));
-    let body = match to_bytes(req.into_body(), MAX_BODY).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
+    let timeout = shared.limits.header_timeout;
+    let body = match tokio::time::timeout(timeout, to_bytes(req.into_body(), MAX_BODY)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
             return json_response(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &json!({ "error": format!("a rule set is at most {MAX_BODY} bytes") }),
+            )
+        }
+        Err(_) => {
+            return json_response(
+                StatusCode::REQUEST_TIMEOUT,
+                &json!({ "error": format!("the body did not arrive within {timeout:?}") }),
             )
         }
     };
@@ -322,7 +356,8 @@ async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body
         }
         Put::NoVersion => json_response(
             StatusCode::PRECONDITION_REQUIRED,
-            &json!({ "error": "send the version read from GET /api/rules in If-Match" }),
+            &json!({ "error": "send the version read from GET /api/rules in If-Match \
+                               (`*` is not a version)" }),
         ),
         Put::Stale(current) => {
             let mut res = json_response(
@@ -354,11 +389,30 @@ async fn put_rules(shared: &Shared, proof: Proof, req: Request) -> Response<Body
 }
 
 /// `GET /api/events`: every event of the bus from now on, until the client leaves or the
-/// dashboard stops. A client too slow for the bus is told how many events it missed.
-fn events(shared: &Shared) -> Response<Body> {
+/// dashboard stops. A client too slow for the bus is told how many events it missed. At most
+/// `max_event_streams` at once (`503` past it); the connection stays busy (no timeout, never
+/// evicted) while the stream is open.
+fn events(shared: &Shared, busy: Option<&Busy>) -> Response<Body> {
+    let Ok(permit) = Arc::clone(&shared.streams).try_acquire_owned() else {
+        let mut res = json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({ "error": format!(
+                "too many event streams open (at most {}); close one, or poll /api/system",
+                shared.max_streams
+            ) }),
+        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return res;
+    };
+    let open = Open {
+        _permit: permit,
+        _busy: busy.map(Busy::again),
+    };
     let rx = shared.bus.subscribe();
     let stopped = shared.stopped.clone();
-    let stream = futures_util::stream::unfold((rx, stopped), |(mut rx, mut stopped)| async move {
+    let state = (rx, stopped, open);
+    let stream = futures_util::stream::unfold(state, |(mut rx, mut stopped, open)| async move {
         let next = tokio::select! {
             _ = stopped.wait_for(|s| *s) => None,
             r = rx.recv() => Some(r),
@@ -370,11 +424,17 @@ fn events(shared: &Shared) -> Response<Body> {
             }
             Err(broadcast::error::RecvError::Closed) => return None,
         };
-        Some((Ok::<Event, Infallible>(event), (rx, stopped)))
+        Some((Ok::<Event, Infallible>(event), (rx, stopped, open)))
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// What an open event stream holds: its place under the cap, and its connection busy.
+struct Open {
+    _permit: OwnedSemaphorePermit,
+    _busy: Option<Busy>,
 }
 
 /// The resource name of `/api/resources/{name}/history` (percent-decoded).
@@ -402,13 +462,22 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The `token` parameter of a query string.
-fn query_token(query: Option<&str>) -> Option<&str> {
-    query?
+/// The percent-decoded value of the query parameter `name` (`+` is a space), if given.
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    let raw = query?
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == "token")
-        .map(|(_, v)| v)
+        .find(|(k, _)| *k == name)?
+        .1;
+    percent_decode(&raw.replace('+', " "))
+}
+
+/// Whether a query string has a `token` parameter.
+fn has_token_param(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        q.split('&')
+            .any(|kv| kv.split_once('=').map_or(kv, |(k, _)| k) == "token")
+    })
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
@@ -437,8 +506,8 @@ fn html(body: String) -> Response<Body> {
 fn unauthorized() -> Response<Body> {
     let mut res = text(
         StatusCode::UNAUTHORIZED,
-        "unauthorized: open the dashboard's URL with its token (/?token=...), or send \
-         Authorization: Bearer <token>",
+        "unauthorized: open the dashboard's link with its token (/#token=...), or send \
+         Authorization: Bearer <token> or X-Sentinel-Token: <token>",
     );
     res.headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -471,9 +540,10 @@ mod tests {
     }
 
     #[test]
-    fn the_token_is_read_from_the_query() {
-        assert_eq!(query_token(Some("a=1&token=xyz")), Some("xyz"));
-        assert_eq!(query_token(Some("tokens=1")), None);
-        assert_eq!(query_token(None), None);
+    fn a_token_in_the_query_is_seen() {
+        assert!(has_token_param(Some("a=1&token=xyz")));
+        assert!(has_token_param(Some("token")));
+        assert!(!has_token_param(Some("tokens=1")));
+        assert!(!has_token_param(None));
     }
 }

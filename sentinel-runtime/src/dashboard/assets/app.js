@@ -1,8 +1,20 @@
 // The dashboard's page: polls the API once a second, streams the events, edits the rules.
-// Same origin only; the token for changes comes from the page itself (never from the URL).
+// The token comes in the link's fragment (`/#token=...`, which no server sees); it moves to
+// sessionStorage (scoped to this origin, so to this port) and leaves the address bar, and
+// every API call carries it in a header. No cookie is ever set or sent.
 (function () {
   "use strict";
-  var TOKEN = document.querySelector('meta[name="sentinel-token"]').content;
+  var KEY = "sentinel-dashboard-token";
+  var TOKEN = (function () {
+    var m = /(?:^#|&)token=([^&]*)/.exec(location.hash), t = null;
+    if (m) {
+      t = decodeURIComponent(m[1]);
+      try { sessionStorage.setItem(KEY, t); } catch (e) { /* private mode: this page only */ }
+      history.replaceState(null, "", location.pathname);
+    }
+    if (!t) { try { t = sessionStorage.getItem(KEY); } catch (e) { t = null; } }
+    return t || "";
+  })();
   var RULES = ["flow", "concurrency", "circuit_breaker", "hotspot", "system", "authority", "custom"];
   var state = { rows: [], prev: {}, sortKey: "traffic", sortDesc: true, filter: "", selected: null, etag: null, chart: null };
 
@@ -16,19 +28,28 @@
   }
   function api(path, opts) {
     opts = opts || {};
-    opts.credentials = "same-origin";
+    var h = opts.headers || {};
+    h["X-Sentinel-Token"] = TOKEN;
+    opts.headers = h;
+    opts.credentials = "omit";
     opts.cache = "no-store";
-    return fetch(path, opts);
+    return fetch(path, opts).then(function (r) {
+      if (r.status === 401) $("status").textContent = "no access: open the link the service printed (it ends in #token=...)";
+      return r;
+    });
   }
 
   // ---- resources -------------------------------------------------------------------------
   function refresh() {
-    api("/api/resources").then(function (r) {
+    // A filter searches every resource on the server, not only the busiest listed.
+    var search = state.filter;
+    api("/api/resources" + (search ? "?search=" + encodeURIComponent(search) : "")).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status);
-      var total = r.headers.get("x-sentinel-resources-total");
-      return r.json().then(function (rows) { return [rows, total]; });
+      var total = r.headers.get("x-sentinel-resources-total"), matched = r.headers.get("x-sentinel-resources-matched");
+      return r.json().then(function (rows) { return [rows, total, matched]; });
     }).then(function (res) {
-      var now = Date.now(), rows = res[0], total = res[1];
+      if (search !== state.filter) return;
+      var now = Date.now(), rows = res[0], total = res[1], matched = res[2];
       rows.forEach(function (row) {
         var p = state.prev[row.resource];
         var by = {};
@@ -41,7 +62,9 @@
         state.prev[row.resource] = { at: now, by: row.block_total_by_rule };
       });
       state.rows = rows;
-      $("count").textContent = rows.length + (total && +total > rows.length ? " of " + total + " (busiest shown)" : " resources");
+      $("count").textContent = search
+        ? matched + " of " + total + " match" + (+matched > rows.length ? " (busiest " + rows.length + " shown)" : "")
+        : rows.length + (total && +total > rows.length ? " of " + total + " (busiest shown)" : " resources");
       $("status").textContent = "live, updated " + new Date().toLocaleTimeString();
       render();
       if (!state.selected && rows.length) select(rows[0].resource);
@@ -57,7 +80,7 @@
         return parts.join(" ");
       }).join("; ");
       var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
-        return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + " (" + fmt(t.figure, 2) + ")");
+        return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + ": " + (t.words || fmt(t.figure, 2)));
       });
       if (!items.length) items = [el("li", "muted", "none since the dashboard started")];
       list.replaceChildren.apply(list, items);
@@ -66,12 +89,15 @@
         var values = r.top_blocked.map(function (v) {
           return (v.value !== null ? v.value : "#" + v.value_hash) + " " + v.blocked;
         });
-        rows.push(el("li", values.length ? "" : "muted", r.resource + " [param " + r.param_index +
-          ", " + r.threshold + "/value]: " + (values.length ? values.join(", ") : "none blocked")));
+        var param = r.param ? r.param : "parameter #" + r.param_index;
+        rows.push(el("li", values.length ? "" : "muted", r.resource + " by " + param + " (" + r.threshold +
+          " per value): " + (values.length ? values.join(", ") : "none blocked")));
       });
       if (!rows.length) rows = [el("li", "muted", "no hotspot rules")];
       hot.replaceChildren.apply(hot, rows);
-      $("system").textContent = "CPU " + fmt(s.cpu_usage * 100, 1) + "%  load/core " + fmt(s.load_per_core, 2) +
+      var cores = s.effective_cores ? " of " + fmt(s.effective_cores, s.effective_cores % 1 ? 1 : 0) + " cores" : "";
+      $("system").textContent = "CPU " + fmt(s.cpu_usage * 100, 1) + "%" + cores + (s.cpu_source ? " (" + s.cpu_source + ")" : "") +
+        "  load/core " + fmt(s.load_per_core, 2) +
         "  inbound " + fmt(s.inbound.pass_qps) + "/s, inside " + s.inbound.concurrency +
         (rules ? "  system rules: " + rules : "");
     }).catch(function () {});
@@ -97,6 +123,7 @@
       if (r.resource === state.selected) tr.className = "selected";
       tr.appendChild(el("td", "resource", r.resource));
       tr.appendChild(el("td", "num pass_qps", fmt(r.pass_qps)));
+      tr.appendChild(el("td", "num qps_limit muted", r.qps_limit === null ? "-" : fmt(r.qps_limit, r.qps_limit % 1 ? 1 : 0)));
       tr.appendChild(el("td", "num block_qps" + (r.block_qps > 0 ? " blocking" : ""), fmt(r.block_qps)));
       tr.appendChild(el("td", "num blocked_by", Object.keys(r.blocked_by).map(function (k) {
         return k + " " + fmt(r.blocked_by[k], 1);
@@ -174,10 +201,8 @@
   // ---- events ----------------------------------------------------------------------------
   function describe(e) {
     switch (e.type) {
-      case "blocks": return "blocked: " + e.resources.map(function (r) {
-        return r.resource + " " + r.blocked + " (" + Object.keys(r.by_rule).map(function (k) { return k + " " + r.by_rule[k]; }).join(", ") + ")";
-      }).join("; ");
-      case "breaker": return "breaker " + e.resource + ": " + e.from + " -> " + e.to + " (" + fmt(e.figure, 2) + ")";
+      case "blocks": return "blocked";
+      case "breaker": return "breaker " + e.resource + ": " + e.from + " -> " + e.to + ": " + (e.words || fmt(e.figure, 2));
       case "rule_load": return (e.loaded ? "rules loaded: " : "rules REFUSED: ") + e.kind + " x" + e.count;
       case "rules_saved": return "rules saved from the dashboard (" + e.etag + ")";
       case "rules_refused": return "rule edit refused: " + e.error;
@@ -185,55 +210,63 @@
       default: return JSON.stringify(e);
     }
   }
+  // The events list: block lines (at most one per resource per second, the 5 most blocked
+  // resources of each second) and the rest (breakers, rule loads and edits) are capped apart,
+  // so a flood of blocks never pushes a breaker event out.
+  var MAX_BLOCK_LINES = 60, MAX_OTHER_LINES = 200, BLOCKED_PER_SECOND = 5;
+  function addLine(cls, text) {
+    var list = $("events");
+    list.insertBefore(el("li", cls, new Date().toLocaleTimeString() + "  " + text), list.firstChild);
+    var blocks = list.querySelectorAll("li.blocks"), others = list.querySelectorAll("li:not(.blocks)");
+    for (var i = MAX_BLOCK_LINES; i < blocks.length; i++) list.removeChild(blocks[i]);
+    for (var j = MAX_OTHER_LINES; j < others.length; j++) list.removeChild(others[j]);
+  }
+  function onEvent(data) {
+    var e;
+    try { e = JSON.parse(data); } catch (x) { return; }
+    if (e.type === "blocks") {
+      var shown = e.resources.slice(0, BLOCKED_PER_SECOND), rest = e.resources.length - shown.length + (e.more || 0);
+      if (rest > 0) addLine("blocks", "blocked: " + rest + " more resource" + (rest === 1 ? "" : "s"));
+      shown.reverse().forEach(function (r) {
+        addLine("blocks", "blocked: " + r.resource + " " + r.blocked + " (" + Object.keys(r.by_rule).map(function (k) {
+          return k + " " + r.by_rule[k];
+        }).join(", ") + ")");
+      });
+    } else {
+      addLine(e.type, describe(e));
+    }
+    if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) editor.load(false);
+  }
+  // How the browser test feeds the list a flood of events.
+  window.sentinelDashboard = { onEvent: onEvent };
+
+  // Server-sent events read with fetch, so the token goes in a header (EventSource sends
+  // none); reconnects after a pause when the stream ends.
   function listen() {
-    var src = new EventSource("/api/events");
-    src.onmessage = function (m) {
-      var e;
-      try { e = JSON.parse(m.data); } catch (x) { return; }
-      var li = el("li", e.type, new Date().toLocaleTimeString() + "  " + describe(e));
-      var list = $("events");
-      list.insertBefore(li, list.firstChild);
-      while (list.children.length > 200) list.removeChild(list.lastChild);
-      if (e.type === "rules_saved" || (e.type === "rule_load" && e.loaded)) loadRules(false);
-    };
+    api("/api/events", { headers: { Accept: "text/event-stream" } }).then(function (r) {
+      if (!r.ok || !r.body) throw new Error("HTTP " + r.status);
+      var reader = r.body.getReader(), dec = new TextDecoder(), buf = "";
+      function pump() {
+        return reader.read().then(function (c) {
+          if (c.done) throw new Error("the stream ended");
+          buf += dec.decode(c.value, { stream: true }).replace(/\r\n/g, "\n");
+          var i;
+          while ((i = buf.indexOf("\n\n")) >= 0) {
+            var data = buf.slice(0, i).split("\n").filter(function (l) {
+              return l.indexOf("data:") === 0;
+            }).map(function (l) { return l.slice(5).replace(/^ /, ""); }).join("\n");
+            buf = buf.slice(i + 2);
+            if (data) onEvent(data);
+          }
+          return pump();
+        });
+      }
+      return pump();
+    }).catch(function () { setTimeout(listen, 3000); });
   }
 
-  // ---- rules -----------------------------------------------------------------------------
-  function loadRules(force) {
-    var text = $("rules-text");
-    if (!force && document.activeElement === text) return; // never overwrite an edit in progress
-    api("/api/rules").then(function (r) {
-      state.etag = r.headers.get("etag");
-      return r.json().then(function (b) { return [r.ok, b]; });
-    }).then(function (res) {
-      if (res[0]) text.value = JSON.stringify(res[1], null, 2);
-      else status(res[1].error, true);
-    }).catch(function (e) { status(e.message, true); });
-  }
-  function status(msg, bad) {
-    var s = $("rules-status");
-    s.textContent = msg;
-    s.className = bad ? "error" : "ok";
-  }
-  function save(ev) {
-    ev.preventDefault();
-    api("/api/rules", {
-      method: "PUT",
-      headers: { "Content-Type": "application/json", "X-Sentinel-Token": TOKEN, "If-Match": state.etag || "" },
-      body: $("rules-text").value
-    }).then(function (r) {
-      return r.json().then(function (b) { return [r.status, b]; });
-    }).then(function (res) {
-      var code = res[0], b = res[1];
-      if (code === 200) { state.etag = b.etag; status("saved and applied", false); }
-      else if (code === 422) {
-        status("refused, nothing changed:\n" + b.problems.map(function (p) {
-          return (p.kind ? p.kind + "[" + p.index + "]" : "") + (p.field ? " field `" + p.field + "`" : "") + ": " + p.message;
-        }).join("\n"), true);
-      } else if (code === 409) status("the rules changed meanwhile: press Reload, then edit again", true);
-      else status(b.error || ("HTTP " + code), true);
-    }).catch(function (e) { status(e.message, true); });
-  }
+  // ---- rules: assets/editor.js ---------------------------------------------------------
+  var editor = window.sentinelEditor(api);
 
   // ---- wiring ----------------------------------------------------------------------------
   document.querySelectorAll("#resources th").forEach(function (th) {
@@ -243,11 +276,15 @@
       render();
     });
   });
-  $("filter").addEventListener("input", function (e) { state.filter = e.target.value; render(); });
-  $("rules-form").addEventListener("submit", save);
-  $("rules-reload").addEventListener("click", function () { loadRules(true); status("", false); });
+  var searching = null;
+  $("filter").addEventListener("input", function (e) {
+    state.filter = e.target.value;
+    render();
+    clearTimeout(searching);
+    searching = setTimeout(refresh, 200);
+  });
   refresh();
-  loadRules(true);
+  editor.load(true);
   listen();
   setInterval(function () { refresh(); drawHistory(); }, 1000);
 })();

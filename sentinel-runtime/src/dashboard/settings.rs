@@ -1,0 +1,169 @@
+//! The dashboard's settings: the builder [`Dashboard`], checked by `start`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::DashboardError;
+
+/// The default address: Sentinel's dashboard port, on loopback.
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8719);
+
+/// The dashboard's settings; [`start`](Dashboard::start) serves it.
+///
+/// ```no_run
+/// use sentinel_runtime::dashboard::Dashboard;
+/// let dash = Dashboard::new().bind("127.0.0.1:0".parse()?).token("my-own-token").start()?;
+/// assert!(dash.url().ends_with("/#token=my-own-token"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Dashboard {
+    pub(super) addr: SocketAddr,
+    pub(super) token: Option<String>,
+    pub(super) rules_file: Option<PathBuf>,
+    pub(super) allow_remote: bool,
+    pub(super) hosts: Vec<String>,
+    pub(super) max_connections: usize,
+    pub(super) max_event_streams: usize,
+    pub(super) header_timeout: Duration,
+    pub(super) idle_timeout: Duration,
+}
+
+/// The default cap on open connections ([`Dashboard::max_connections`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+/// The default cap on open event streams ([`Dashboard::max_event_streams`]).
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 16;
+/// The default header timeout ([`Dashboard::header_timeout`]).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default idle timeout ([`Dashboard::idle_timeout`]).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Dashboard::new()
+    }
+}
+
+impl Dashboard {
+    /// A dashboard on [`DEFAULT_ADDR`] (`127.0.0.1:8719`) with a random 256-bit token.
+    pub fn new() -> Dashboard {
+        Dashboard {
+            addr: DEFAULT_ADDR,
+            token: None,
+            rules_file: None,
+            allow_remote: false,
+            hosts: Vec::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+
+    /// The address to listen on (port 0: any free port, see [`DashboardHandle::local_addr`](crate::dashboard::DashboardHandle::local_addr)).
+    /// It must be a loopback address unless [`allow_remote`](Self::allow_remote) is called.
+    pub fn bind(mut self, addr: SocketAddr) -> Dashboard {
+        self.addr = addr;
+        self
+    }
+
+    /// The token instead of a random one: 16 to 256 characters among `A-Z a-z 0-9 - . _ ~`
+    /// (it travels in a URL's fragment and a header). [`start`](Self::start) refuses others.
+    pub fn token(mut self, token: impl Into<String>) -> Dashboard {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Where rule edits made on the page are saved, in the format its extension names
+    /// (`.yaml`/`.yml`, `.toml`, else JSON), so that they survive a restart: [`start`]
+    /// loads the file when it is there (an invalid one fails `start`, naming the file and
+    /// the fields, and nothing is loaded; a missing one leaves the rules in force until the
+    /// first save). A save writes a new file under an unpredictable name (`O_CREAT |
+    /// O_EXCL`) in the directory of the file the path resolves to, syncs it and renames it
+    /// over that file: a symlinked rules file stays a link. Without it, edits apply to the
+    /// running process only.
+    ///
+    /// [`start`]: Self::start
+    pub fn rules_file(mut self, path: impl Into<PathBuf>) -> Dashboard {
+        self.rules_file = Some(path.into());
+        self
+    }
+
+    /// Allows binding an address that is not loopback. The dashboard speaks plain HTTP: put
+    /// TLS in front of it (a reverse proxy) and keep the token secret. The `Host` check still
+    /// applies: add the names clients use with [`allow_host`](Self::allow_host).
+    pub fn allow_remote(mut self) -> Dashboard {
+        self.allow_remote = true;
+        self
+    }
+
+    /// Accepts requests whose `Host` header names `host` (with or without a port), besides the
+    /// bound address, `localhost`, `127.0.0.1` and `[::1]`.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Dashboard {
+        self.hosts.push(host.into().to_ascii_lowercase());
+        self
+    }
+
+    /// The most connections open at once (default [`DEFAULT_MAX_CONNECTIONS`], 64): the
+    /// dashboard runs inside the service's process and must not use up its file descriptors.
+    /// Past the cap, the connection idle the longest is closed to make room; when none is
+    /// idle (every one is in a request or an event stream), the new connection is closed.
+    /// At least 2, and more than [`max_event_streams`](Self::max_event_streams).
+    pub fn max_connections(mut self, n: usize) -> Dashboard {
+        self.max_connections = n;
+        self
+    }
+
+    /// The most event streams (`GET /api/events`) open at once (default
+    /// [`DEFAULT_MAX_EVENT_STREAMS`], 16); one more gets `503`. Event streams are exempt from
+    /// the timeouts (they are busy for as long as they are open) and are never closed to make
+    /// room, so they have this cap of their own, below
+    /// [`max_connections`](Self::max_connections). At least 1.
+    pub fn max_event_streams(mut self, n: usize) -> Dashboard {
+        self.max_event_streams = n;
+        self
+    }
+
+    /// How long a request may take to arrive, from its first byte to the end of its headers,
+    /// and a `PUT`'s body after them (default [`DEFAULT_HEADER_TIMEOUT`], 10 s); a connection
+    /// past it is closed. Between 1 ms and 10 minutes.
+    pub fn header_timeout(mut self, timeout: Duration) -> Dashboard {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may stay open sending nothing, before its first request and
+    /// between requests (default [`DEFAULT_IDLE_TIMEOUT`], 20 s); it is closed then. The page
+    /// asks every second, so its connections never idle that long. Between 1 ms and 10
+    /// minutes.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Dashboard {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Checks the limits, naming the setting at fault.
+    pub(super) fn check_limits(&self) -> Result<(), DashboardError> {
+        let bad = |field, why| Err(DashboardError::Setting { field, why });
+        let timeouts = Duration::from_millis(1)..=Duration::from_secs(600);
+        if self.max_event_streams == 0 {
+            return bad("max_event_streams", "must be at least 1");
+        }
+        if self.max_connections < 2 {
+            return bad("max_connections", "must be at least 2");
+        }
+        if self.max_event_streams >= self.max_connections {
+            return bad(
+                "max_event_streams",
+                "must be below max_connections (streams are never closed to make room)",
+            );
+        }
+        if !timeouts.contains(&self.header_timeout) {
+            return bad("header_timeout", "must be between 1 ms and 10 minutes");
+        }
+        if !timeouts.contains(&self.idle_timeout) {
+            return bad("idle_timeout", "must be between 1 ms and 10 minutes");
+        }
+        Ok(())
+    }
+}
