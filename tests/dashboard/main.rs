@@ -2,3 +2,4 @@
 
 mod dashboard;
 mod dashboard_browser;
+mod dashboard_safety;
