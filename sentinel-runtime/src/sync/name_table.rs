@@ -24,7 +24,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
 
-use super::AtomicWord;
+use super::atomic_word::AtomicWord;
 
 /// Whether two names are equal: an inlined compare (names are short; a call to `memcmp` cost
 /// more than the rest of the lookup). Differences are OR-ed together rather than returned early,

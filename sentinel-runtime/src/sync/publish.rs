@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 use crossbeam_utils::CachePadded;
 
 use super::thread_slot::{thread_slot, MAX_SLOTS};
-use super::AtomicWord;
+use super::atomic_word::AtomicWord;
 
 /// Hazard words per thread: how deeply reads may nest before they take the slow path.
 const DEPTH: usize = 4;

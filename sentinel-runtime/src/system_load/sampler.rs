@@ -76,7 +76,7 @@ fn run(stop: &(Mutex<bool>, Condvar)) {
     let host = std::thread::available_parallelism().map_or(1, usize::from);
     let source = CpuSource::detect(Path::new("/"), host);
     if let Some(source) = &source {
-        super::publish_source(source.kind(), source.effective_cores());
+        super::readings::publish_source(source.kind(), source.effective_cores());
     }
     let mut last: Option<(CpuReading, Instant)> = None;
     let mut smoothed: Option<f64> = None;
@@ -89,11 +89,11 @@ fn run(stop: &(Mutex<bool>, Condvar)) {
                 if let Some(usage) = source.usage(before, after, wall) {
                     let value = smooth(smoothed, usage);
                     smoothed = Some(value);
-                    super::publish(Some(value), None);
+                    super::readings::publish(Some(value), None);
                 }
             }
             last = reading.map(|r| (r, now));
-            super::publish(None, source.load_per_core());
+            super::readings::publish(None, source.load_per_core());
         }
         if stopped(stop) {
             return;

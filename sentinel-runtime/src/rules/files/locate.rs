@@ -127,7 +127,7 @@ fn path_parts(path: &str) -> impl Iterator<Item = Part<'_>> {
 /// if the pass does not manage (positions are then left out, the errors stay).
 pub(crate) fn tree(text: &str, format: Format) -> Option<Tree> {
     #[cfg(test)]
-    super::tests::count_parse();
+    super::parse_counts::count_parse();
     match format {
         Format::Json => JsonScan {
             text,
@@ -164,7 +164,7 @@ pub(crate) fn line_columns(text: &str, positions: &[Pos]) -> Vec<(usize, usize)>
                 }
                 for c in text[at..offset].chars() {
                     #[cfg(test)]
-                    super::tests::count_scanned(c.len_utf8());
+                    super::parse_counts::count_scanned(c.len_utf8());
                     if c == '\n' {
                         line += 1;
                         column = 1;

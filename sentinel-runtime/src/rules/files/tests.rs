@@ -7,23 +7,7 @@ use super::text::{strip_json_comments, MAX_LISTED};
 use crate::rules::{AuthorityRule, CircuitBreakerRule, FlowRule, SystemRule};
 use std::cell::Cell;
 
-thread_local! {
-    /// How many times this thread handed a rule file's text to a parser.
-    static PARSES: Cell<u64> = const { Cell::new(0) };
-}
-
-pub(crate) fn count_parse() {
-    PARSES.with(|p| p.set(p.get() + 1));
-}
-
-thread_local! {
-    /// How many bytes of text this thread walked to turn positions into lines and columns.
-    static SCANNED: Cell<usize> = const { Cell::new(0) };
-}
-
-pub(crate) fn count_scanned(bytes: usize) {
-    SCANNED.with(|s| s.set(s.get() + bytes));
-}
+use super::parse_counts::{PARSES, SCANNED};
 
 /// The parses `f` made on this thread.
 fn parses_of<T>(f: impl FnOnce() -> T) -> (T, u64) {

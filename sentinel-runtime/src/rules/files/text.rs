@@ -103,7 +103,7 @@ fn without_location(message: String, line: usize, column: usize) -> String {
 
 fn parse_doc(text: &str, format: Format) -> Result<RawDoc, RuleSetError> {
     #[cfg(test)]
-    super::tests::count_parse();
+    super::parse_counts::count_parse();
     match format {
         Format::Json => serde_json::from_str(text).map_err(|e| {
             let (line, column) = (e.line(), e.column());
