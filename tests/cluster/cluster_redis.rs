@@ -8,8 +8,7 @@
 //! asks for 10 s; the bounds are scaled the same way: R x T + R + R x lease TTL above, 0.9 x R x
 //! T below). The tests run one at a time (they share the CPU and the one cluster per process).
 
-#[path = "../support/redis_harness.rs"]
-mod harness;
+use crate::harness;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;

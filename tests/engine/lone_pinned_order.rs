@@ -9,8 +9,7 @@
 //! calls inbound while the rules shut; once such a call is blocked, it calls outbound: that
 //! call must be blocked too (the next reload, which opens again, waits for the observer).
 
-#[path = "../support/reload_rounds.rs"]
-mod reload_rounds;
+use crate::reload_rounds;
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::rules::{self, FlowRule, SystemRule};

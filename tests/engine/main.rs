@@ -2,6 +2,10 @@
 //! system, authority and adaptive rules, reloads and hardening cases. Tests that load rules or
 //! need a still clock install the MockClock, which also runs them one after another.
 
+// Support code shared by several modules (declared once: a file may be one module only).
+#[path = "../support/reload_rounds.rs"]
+mod reload_rounds;
+
 mod adaptive_concurrency;
 mod adaptive_overload;
 mod async_entry;

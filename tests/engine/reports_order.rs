@@ -9,8 +9,7 @@
 //! the breaker, so its exit reports the error to it and the next call is blocked (the next
 //! reload, which removes the breaker, waits for the observer).
 
-#[path = "../support/reload_rounds.rs"]
-mod reload_rounds;
+use crate::reload_rounds;
 
 use std::time::Duration;
 

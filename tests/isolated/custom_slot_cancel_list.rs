@@ -4,8 +4,7 @@
 //!
 //! Own test binary: a registered slot stays for the process's life.
 
-#[path = "../support/throttled.rs"]
-mod throttled;
+use crate::throttled;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -6,8 +6,7 @@
 //! Own test binary: a registered slot stays for the process's life. One test: the slots are
 //! registered once, and each case has its own resource.
 
-#[path = "../support/throttled.rs"]
-mod throttled;
+use crate::throttled;
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};

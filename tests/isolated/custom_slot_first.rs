@@ -4,8 +4,7 @@
 //! returned. Own test binary: it must run before anything else in the process touches the
 //! registry.
 
-#[path = "../support/block_prefix.rs"]
-mod block_prefix;
+use crate::block_prefix;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};

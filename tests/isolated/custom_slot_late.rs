@@ -4,8 +4,7 @@
 //! being registered, and on the shared node of the resources beyond the cap. Own test binary:
 //! registering a slot and the cap are process-wide.
 
-#[path = "../support/block_prefix.rs"]
-mod block_prefix;
+use crate::block_prefix;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};

@@ -13,8 +13,7 @@
 //! Names: `flood-*` and `cap-*` are created by name without rules (they count against the cap);
 //! `defined-*` (the attribute) and `named-*` (mentioned by loaded rules) never do.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 use common::rss_kb;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};

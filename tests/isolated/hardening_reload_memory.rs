@@ -5,8 +5,7 @@
 //! the reloads belongs to them alone. The test installs the MockClock (entries on a throttled
 //! resource move it forward instead of sleeping) and unloads the rules it loaded.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 use common::rss_kb;
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,7 @@
 //! bounded (the table is allocated once), and the rule keeps limiting. Its own test binary, so
 //! the process's RSS is this test's.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 use common::rss_kb;
 use std::time::Duration;
 
