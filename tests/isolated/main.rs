@@ -10,12 +10,12 @@
 //! needs its line in [`own_process!`]: `every_ignored_test_has_a_wrapper` fails otherwise.
 
 // Support code shared by several modules (declared once: a file may be one module only).
-#[path = "../support/throttled.rs"]
-mod throttled;
 #[path = "../support/block_prefix.rs"]
 mod block_prefix;
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../support/throttled.rs"]
+mod throttled;
 
 mod clock_resumes;
 mod cold_start;

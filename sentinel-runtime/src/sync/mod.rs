@@ -21,4 +21,3 @@ pub(crate) use publish::{prepare, Held, Published};
 #[cfg(test)]
 pub(crate) use publish::{Domain, Hazards};
 pub(crate) use thread_slot::{assigned, thread_slot, thread_slot_if_assigned, MAX_SLOTS};
-

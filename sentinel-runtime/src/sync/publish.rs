@@ -39,8 +39,8 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 
 use crossbeam_utils::CachePadded;
 
-use super::thread_slot::{thread_slot, MAX_SLOTS};
 use super::atomic_word::AtomicWord;
+use super::thread_slot::{thread_slot, MAX_SLOTS};
 
 /// Hazard words per thread: how deeply reads may nest before they take the slow path.
 const DEPTH: usize = 4;

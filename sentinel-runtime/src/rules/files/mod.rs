@@ -87,6 +87,6 @@ fn read_file(path: &Path) -> Result<(String, Format), RuleSetError> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
-#[cfg(test)]
 mod parse_counts;
+#[cfg(test)]
+pub(crate) mod tests;
