@@ -320,7 +320,7 @@ fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
     let holding: Vec<usize> = cluster
         .nodes
         .iter()
-        .map(|n| keys(n, "{rc:cluster-test:p0:*"))
+        .map(|n| keys(n, "rc:hot:cluster-test:p0:*"))
         .collect();
     assert_eq!(
         holding.iter().sum::<usize>(),
@@ -347,7 +347,7 @@ fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
         cluster
             .nodes
             .iter()
-            .map(|n| keys(n, "{spread:spread:p0:*"))
+            .map(|n| keys(n, "spread:hot:spread:p0:*"))
             .collect()
     };
     // Each value's first call asked for its lease: wait (at most 2 s) for the 20 keys.

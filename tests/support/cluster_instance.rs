@@ -13,7 +13,8 @@
 //! Arguments: `--redis URL` (repeat with `--redis-cluster` for a Redis Cluster; none: no
 //! cluster), `--namespace NS`, `--rule flow|hot`, `--threshold R`, `--offer PER_SECOND`,
 //! `--secs S`, `--skew-ms MS` (run on a mock clock that far ahead of the real one),
-//! `--per-instance` (a per-instance cluster rule instead of a global one).
+//! `--per-instance` (a per-instance cluster rule instead of a global one), `--resource NAME`
+//! (the rule's resource, default `cluster-test`).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ struct Args {
     secs: f64,
     skew_ms: u64,
     per_instance: bool,
+    resource: &'static str,
 }
 
 fn parse() -> Result<Args, String> {
@@ -49,6 +51,7 @@ fn parse() -> Result<Args, String> {
         secs: 3.0,
         skew_ms: 0,
         per_instance: false,
+        resource: "cluster-test",
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,6 +67,8 @@ fn parse() -> Result<Args, String> {
             "--secs" => args.secs = number(value()?)?,
             "--skew-ms" => args.skew_ms = number(value()?)? as u64,
             "--per-instance" => args.per_instance = true,
+            // Leaked once: entries take a `&'static str`.
+            "--resource" => args.resource = Box::leak(value()?.into_boxed_str()),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -135,11 +140,11 @@ fn run(args: &Args) -> ExitCode {
     };
     let loaded = if args.hot {
         rules::load_hotspot_rules(vec![
-            HotspotRule::qps("cluster-test", 0, args.threshold).cluster(threshold)
+            HotspotRule::qps(args.resource, 0, args.threshold).cluster(threshold)
         ])
     } else {
         rules::load_flow_rules(vec![
-            FlowRule::qps("cluster-test", args.threshold).cluster(threshold)
+            FlowRule::qps(args.resource, args.threshold).cluster(threshold)
         ])
     };
     if let Err(e) = loaded {
@@ -238,11 +243,11 @@ fn offer(
             offered += 1;
             let call = Instant::now();
             let result = if args.hot {
-                EntryBuilder::new("cluster-test")
+                EntryBuilder::new(args.resource)
                     .param(VALUES[value])
                     .enter()
             } else {
-                EntryBuilder::new("cluster-test").enter()
+                EntryBuilder::new(args.resource).enter()
             };
             let took = call.elapsed().as_micros();
             max_call = max_call.max(took);

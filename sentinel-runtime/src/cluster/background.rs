@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tokio::time::{timeout, Instant};
 
 use super::error::ClusterError;
+use super::keys::Keys;
 use super::scripts::Scripts;
 use crate::clock;
 use crate::rules::ClusterThreshold;
@@ -40,6 +41,7 @@ pub(crate) struct Config {
     pub(crate) instance_id: String,
     pub(crate) command_timeout: Duration,
     pub(crate) connect_timeout: Duration,
+    pub(crate) keys: Keys,
 }
 
 /// A connection to one Redis or to a Redis Cluster (both cheap to clone: multiplexed).
@@ -239,7 +241,7 @@ async fn share_value_key(
     });
     let mut invocation = scripts.value_key.prepare_invoke();
     invocation
-        .key(format!("{{{}}}:value-key", config.namespace))
+        .key(config.keys.value_key())
         .arg(mine.to_string());
     let theirs: String = call(conn, invocation, config.command_timeout).await?;
     let shared = theirs.parse::<u64>().is_ok_and(crate::param::share_key);
@@ -258,7 +260,7 @@ async fn share_value_key(
 
 /// One heartbeat: this instance is live; the instances live.
 async fn heartbeat(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<u32, Failure> {
-    let key = format!("{{{}}}:instances", config.namespace);
+    let key = config.keys.instances();
     let mut invocation = scripts.heartbeat.prepare_invoke();
     invocation
         .key(key)
@@ -504,11 +506,7 @@ async fn refill(
     };
     let cap = burst / u64::from(shared::instances());
     let size = slot.next_size(now, LEASE_HORIZON_NANOS, cap);
-    let redis_key = if table.per_value {
-        format!("{{{}:{}:{key:016x}}}", config.namespace, table.name)
-    } else {
-        format!("{{{}:{}}}", config.namespace, table.name)
-    };
+    let (redis_key, _bucket) = config.keys.lease(table, key);
     let mut invocation = scripts.lease.prepare_invoke();
     invocation
         .key(redis_key)

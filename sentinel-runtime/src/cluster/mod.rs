@@ -48,11 +48,16 @@
 //! with a [`retry_after`](crate::BlockError::retry_after)); its
 //! [`reason`](crate::BlockError::reason) starts with `cluster limit`.
 //!
-//! Redis keys carry a hash tag (`{namespace:resource:w<window ms>}` for a flow rule,
-//! `{namespace:resource:p<index>:w<window ms>:<value hash>}` for a hotspot value), so a script
-//! never touches two slots of a Redis Cluster while the values of one hotspot rule spread over
-//! the cluster's nodes. Idle keys expire. Two cluster flow rules of one resource with the same
-//! window share one key.
+//! Redis keys are encoded, never concatenated: the namespace and the resource are escaped
+//! (`%`, `:`, `{`, `}` become `%25`, `%3A`, `%7B`, `%7D`) before they are joined with `:`, so no
+//! two (namespace, resource, value) triples share a key (`shop` + `eu:checkout` and `shop:eu` +
+//! `checkout` are two limits). A flow rule's key is `<namespace>:flow:<resource>:w<window
+//! ms>:{<tag>}`, a hotspot value's `<namespace>:hot:<resource>:p<index>:w<window ms>:<value
+//! hash>:{<tag>}`. The hash tag is one of 64 tags spread evenly over the 16 384 slots of a Redis
+//! Cluster, picked by the value's hash (a flow rule's: its resource and window): a script
+//! never touches two slots, and the values of one hotspot rule spread over the masters in
+//! proportion to their slots, whatever the resource holds (`GET:/users/{id}` included). Idle
+//! keys expire. Two cluster flow rules of one resource with the same window share one key.
 //!
 //! # Instances, failures and fallback
 //!
@@ -85,6 +90,8 @@ pub use status::{ClusterState, ClusterStatus};
 mod background;
 #[cfg(feature = "redis")]
 mod error;
+#[cfg(feature = "redis")]
+mod keys;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "redis")]

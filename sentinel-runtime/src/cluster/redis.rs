@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::background::{self, Config};
 use super::error::ClusterError;
+use super::keys::Keys;
 use super::status::{ClusterState, ClusterStatus};
 use crate::slot::cluster::shared::{self, MODE_CONNECTED, MODE_NONE};
 
@@ -181,6 +182,7 @@ impl ClusterBuilder {
             instance_id: background::instance_id(),
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
+            keys: Keys::new(&self.namespace),
         });
         shared::set_lease_wait_nanos(self.lease_wait.as_nanos() as u64);
         let stop = Arc::new(tokio::sync::Notify::new());

@@ -107,8 +107,8 @@ impl ClusterGate {
     pub(crate) fn new(rule: &FlowRule, now: u64) -> ClusterGate {
         let threshold = rule.cluster.unwrap_or(ClusterThreshold::Global);
         let leases = shared::leases(
-            format!("{}:w{}", rule.resource, rule.window_ms()),
-            false,
+            &rule.resource,
+            None,
             threshold,
             rule.threshold,
             0,
@@ -217,8 +217,8 @@ impl ClusterHot {
         let threshold = rule.cluster?;
         let window_ms = rule.window.as_millis() as u64;
         let leases = shared::leases(
-            format!("{}:p{}:w{}", rule.resource, rule.param_index, window_ms),
-            true,
+            &rule.resource,
+            Some(rule.param_index),
             threshold,
             rule.threshold,
             u64::from(rule.burst),

@@ -98,11 +98,10 @@ pub(crate) fn wake() {
 /// work, written when rules load.
 #[derive(Debug)]
 pub(crate) struct RuleLeases {
-    /// The rule's key in the store, without the namespace: `resource` for a flow rule,
-    /// `resource:p<index>` for a hotspot rule (values add `:<hash>`).
-    pub(crate) name: String,
-    /// Whether the slots are hotspot values (keys add the value).
-    pub(crate) per_value: bool,
+    /// The rule's resource (the store's keys encode it).
+    pub(crate) resource: String,
+    /// A hotspot rule's parameter index (its slots are values); `None` for a flow rule.
+    pub(crate) param_index: Option<usize>,
     pub(crate) threshold: ClusterThreshold,
     /// The threshold per window (`f64` bits).
     threshold_bits: AtomicU64,
@@ -126,11 +125,13 @@ impl RuleLeases {
 
 static TABLES: Mutex<Vec<Weak<RuleLeases>>> = Mutex::new(Vec::new());
 
-/// The lease table of the rule named `name` (shared by every gate of that rule, also across
+/// The lease table of the rule of `resource` (and parameter `param_index`, for a hotspot rule;
+/// shared by every gate of that rule, also across
 /// reloads), made if none is alive.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn leases(
-    name: String,
-    per_value: bool,
+    resource: &str,
+    param_index: Option<usize>,
     threshold: ClusterThreshold,
     limit: f64,
     extra_burst: u64,
@@ -140,8 +141,8 @@ pub(crate) fn leases(
     let mut tables = TABLES.lock().unwrap_or_else(PoisonError::into_inner);
     tables.retain(|t| t.strong_count() > 0);
     for t in tables.iter().filter_map(Weak::upgrade) {
-        if t.name == name
-            && t.per_value == per_value
+        if t.resource == resource
+            && t.param_index == param_index
             && t.threshold == threshold
             && t.window_ms == window_ms
             && t.extra_burst == extra_burst
@@ -151,8 +152,8 @@ pub(crate) fn leases(
         }
     }
     let t = Arc::new(RuleLeases {
-        name,
-        per_value,
+        resource: resource.to_owned(),
+        param_index,
         threshold,
         threshold_bits: AtomicU64::new(limit.to_bits()),
         extra_burst,
