@@ -10,11 +10,14 @@
 #[path = "support/redis_harness.rs"]
 mod harness;
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use harness::{instance_args, require, Instances, RedisCluster, RedisServer, Report};
-use sentinel_runtime::cluster::{Cluster, ClusterThreshold};
+use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterThreshold};
 use sentinel_runtime::rules::{self, HotspotRule};
 use sentinel_runtime::EntryBuilder;
 
@@ -61,6 +64,41 @@ fn offering(r: f64, offer: f64, secs: f64, extra: &[&str]) -> Vec<String> {
     ];
     rest.extend(extra.iter().map(|s| (*s).to_owned()));
     rest
+}
+
+/// The most admitted by all instances together in one second (ten consecutive 100 ms ticks)
+/// among the seconds that begin at or after `from_ms` and end by `to_ms` (ms since go).
+fn busiest_second(reports: &[Report], from_ms: u64, to_ms: u64) -> (u64, u64) {
+    let mut per_tick = std::collections::BTreeMap::<u64, u64>::new();
+    for r in reports {
+        for (ms, n, _) in &r.ticks {
+            *per_tick.entry(*ms).or_default() += n;
+        }
+    }
+    // Tick `ms` counts the calls of (ms - 100, ms].
+    let mut best = (0, 0);
+    let mut start = from_ms;
+    while start + 1_000 <= to_ms {
+        let n: u64 = per_tick
+            .range(start + 100..=start + 1_000)
+            .map(|(_, n)| n)
+            .sum();
+        if n > best.0 {
+            best = (n, start);
+        }
+        start += 100;
+    }
+    best
+}
+
+/// Whether some instance reported `health` at a tick within `from_ms..=to_ms`.
+fn reported(reports: &[Report], health: &str, from_ms: u64, to_ms: u64) -> bool {
+    reports.iter().any(|r| {
+        r.ticks
+            .iter()
+            .zip(&r.healths)
+            .any(|((ms, _, _), h)| *ms >= from_ms && *ms <= to_ms && h == health)
+    })
 }
 
 /// Polls `f` every 5 ms for at most `limit`; whether it held.
@@ -169,4 +207,364 @@ fn a_routes_hotspot_values_spread_over_three_masters() {
             "master {i} holds {n} of {values} keys: {holding:?}"
         );
     }
+}
+
+/// Three instances, each offered 1.5 R of a global rule of R, for `secs`; `on_tick(ms)` is
+/// called once at each 100 ms tick the first instance reaches (ms since go).
+fn three_instances(
+    urls: &[Vec<String>; 3],
+    ns: &str,
+    r: f64,
+    secs: f64,
+    mut on_tick: impl FnMut(u64),
+) -> Vec<Report> {
+    let args: Vec<Vec<String>> = urls
+        .iter()
+        .map(|u| {
+            let rest = offering(r, 1.5 * r, secs, &[]);
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            instance_args(u, false, ns, &rest)
+        })
+        .collect();
+    let mut running = Instances::spawn(&args);
+    running.go(Duration::from_secs(20));
+    let mut last = 0;
+    running.collect(Duration::from_secs_f64(secs + 20.0), |line| {
+        let mut words = line.text.split_whitespace();
+        if words.next() == Some("tick") {
+            let ms = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+            if ms > last {
+                last = ms;
+                on_tick(ms);
+            }
+        }
+    })
+}
+
+#[test]
+fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let (r, secs) = (500.0, 4.5);
+    let url = vec![redis.url()];
+    // FLUSHALL at 1, 2, 3 and 4 s: each time the store forgets every bucket and instance.
+    let reports = three_instances(&[url.clone(), url.clone(), url], "flush", r, secs, |ms| {
+        if ms % 1_000 == 0 && (1_000..=4_000).contains(&ms) {
+            redis.cli(&["FLUSHALL"]);
+        }
+    });
+    let (most, at) = busiest_second(&reports, 1_000, 4_500);
+    let losses: u64 = reports.iter().map(|r| r.get("state_losses")).sum();
+    eprintln!(
+        "FLUSHALL every second, R = {r}: at most {most} admitted in a second (from {at} ms), \
+         {losses} losses found, admitted {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        most as f64 <= 1.25 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.25 * r
+    );
+    assert!(losses > 0, "no instance found the state lost");
+    assert!(
+        reported(&reports, "degraded", 1_000, 4_500),
+        "no instance said it was degraded"
+    );
+}
+
+#[test]
+fn an_evicting_policy_is_reported_and_a_refused_config_get_is_not_an_error() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let evicting = RedisServer::start(&["--maxmemory-policy", "allkeys-lru"]);
+    let cluster = Cluster::redis(evicting.url())
+        .namespace("evicting")
+        .start()
+        .expect("the cluster starts");
+    let status = cluster.status();
+    assert!(
+        status.degraded.contains(&ClusterDegraded::KeysEvictable),
+        "{status:?}"
+    );
+    assert_eq!(status.eviction_policy.as_deref(), Some("allkeys-lru"));
+    assert_eq!(status.health(), "degraded");
+    assert!(sentinel_runtime::metrics::cluster().keys_evictable);
+    let text = sentinel_runtime::metrics::prometheus::encode_text();
+    assert!(text.contains("sentinel_cluster_keys_evictable 1"), "{text}");
+    drop(cluster);
+    // Managed Redis often refuses CONFIG: the cluster starts, the policy unknown.
+    let refusing = RedisServer::start_with(Some("rename-command CONFIG \"\"\n"), &[]);
+    let cluster = Cluster::redis(refusing.url())
+        .namespace("refusing")
+        .start()
+        .expect("the cluster starts without CONFIG");
+    let status = cluster.status();
+    assert_eq!(status.eviction_policy, None, "{status:?}");
+    assert!(!status.is_degraded(), "{status:?}");
+}
+
+#[test]
+fn a_slow_redis_is_ridden_out_at_most_1_15_r_without_flapping() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&["--enable-debug-command", "local"]);
+    let (r, secs) = (500.0, 4.0);
+    let url = vec![redis.url()];
+    // From 1 s to 3.5 s, Redis stops answering for 50 ms every 250 ms (DEBUG SLEEP 0.05):
+    // more than the 20 ms command timeout, less than the failures that make an instance leave.
+    let slowing = AtomicBool::new(false);
+    let port = redis.port;
+    let reports = std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !slowing.load(Ordering::Relaxed) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let until = Instant::now() + Duration::from_millis(2_500);
+            while Instant::now() < until {
+                harness::cli(port, &["DEBUG", "SLEEP", "0.05"]);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let reports = three_instances(&[url.clone(), url.clone(), url], "slow", r, secs, |ms| {
+            if ms == 1_000 {
+                slowing.store(true, Ordering::Relaxed);
+            }
+        });
+        slowing.store(true, Ordering::Relaxed);
+        reports
+    });
+    let (most, at) = busiest_second(&reports, 1_000, 4_000);
+    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    eprintln!(
+        "DEBUG SLEEP 0.05 every 250 ms, R = {r}: at most {most} admitted in a second (from {at} \
+         ms), fallbacks {fallbacks:?}, failures ridden out {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("ridden_out"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        most as f64 <= 1.15 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.15 * r
+    );
+    assert!(
+        fallbacks.iter().all(|&n| n <= 1),
+        "flapping: fallbacks {fallbacks:?}"
+    );
+}
+
+/// A TCP proxy on loopback to `upstream` that forwards both ways until stalled: then it holds
+/// every byte (and new connections get nothing), as a network partition does.
+struct Proxy {
+    port: u16,
+    stalled: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking listener");
+        let stalled = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stalled2, stop2) = (Arc::clone(&stalled), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                            continue;
+                        };
+                        for (from, to) in [
+                            (client.try_clone(), server.try_clone()),
+                            (server.try_clone(), client.try_clone()),
+                        ] {
+                            if let (Ok(from), Ok(to)) = (from, to) {
+                                let (stalled, stop) = (Arc::clone(&stalled2), Arc::clone(&stop2));
+                                std::thread::spawn(move || pump(from, to, &stalled, &stop));
+                            }
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        Proxy {
+            port,
+            stalled,
+            stop,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Copies `from` to `to`, holding what it read while `stalled`.
+fn pump(mut from: TcpStream, mut to: TcpStream, stalled: &AtomicBool, stop: &AtomicBool) {
+    let _ = from.set_read_timeout(Some(Duration::from_millis(5)));
+    let mut buf = [0u8; 16 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(_) => break,
+        };
+        while stalled.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+#[test]
+fn two_of_three_instances_cut_off_admit_at_most_1_25_r_together() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let proxy = Proxy::start(redis.port);
+    let (r, secs) = (500.0, 4.5);
+    // Instances 1 and 2 reach Redis through the proxy, stalled from 1 s to 2.5 s: they fall
+    // back to their local share while instance 0 stays connected.
+    let reports = three_instances(
+        &[vec![redis.url()], vec![proxy.url()], vec![proxy.url()]],
+        "partition",
+        r,
+        secs,
+        |ms| {
+            if ms == 1_000 {
+                proxy.stalled.store(true, Ordering::Relaxed);
+            }
+            if ms == 2_500 {
+                proxy.stalled.store(false, Ordering::Relaxed);
+            }
+        },
+    );
+    let (most, at) = busiest_second(&reports, 1_000, 4_500);
+    eprintln!(
+        "2 of 3 instances cut off 1.5 s, R = {r}: at most {most} admitted in a second (from {at} \
+         ms), admitted {:?}, fallbacks {:?}, charged back {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>(),
+        reports
+            .iter()
+            .map(|r| r.get("fallbacks"))
+            .collect::<Vec<_>>(),
+        reports
+            .iter()
+            .map(|r| r.get("charged_back"))
+            .collect::<Vec<_>>(),
+    );
+    for (i, r) in reports.iter().enumerate() {
+        eprintln!(
+            "instance {i}: {:?}",
+            r.ticks
+                .iter()
+                .zip(&r.healths)
+                .map(|((ms, n, _), h)| format!("{ms}:{n}:{}", &h[..1]))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        reported(&reports, "fallback", 1_000, 2_500),
+        "the cut-off instances fell back"
+    );
+    assert!(
+        most as f64 <= 1.25 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.25 * r
+    );
+}
+
+#[test]
+fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runtime() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let cluster = Cluster::redis(redis.url())
+        .namespace("flood")
+        .start()
+        .expect("the cluster starts");
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("flood", 0, 10.0).cluster(ClusterThreshold::Global)
+    ])
+    .expect("the rule loads");
+    let before = sentinel_runtime::metrics::cluster();
+    // Distinct values, each new, entered with `enter_async` on a current-thread runtime: for
+    // at most 200 000 calls or 2 s.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (calls, slow, longest) = runtime.block_on(async {
+        let start = Instant::now();
+        let (mut calls, mut slow, mut longest) = (0u64, 0u64, Duration::ZERO);
+        while calls < 200_000 && start.elapsed() < Duration::from_secs(2) {
+            let call = Instant::now();
+            let _ = EntryBuilder::new("flood").param(&calls).enter_async().await;
+            let took = call.elapsed();
+            longest = longest.max(took);
+            if took > Duration::from_millis(1) {
+                slow += 1;
+            }
+            calls += 1;
+        }
+        (calls, slow, longest)
+    });
+    let after = sentinel_runtime::metrics::cluster();
+    let status = cluster.status();
+    std::thread::sleep(Duration::from_millis(1));
+    drop(cluster);
+    rules::load_hotspot_rules(vec![]).expect("rules cleared");
+    let redis_calls = after.redis_calls - before.redis_calls;
+    eprintln!(
+        "{calls} new values: {redis_calls} Redis calls, {slow} calls over 1 ms, the longest \
+         {longest:?}, {} values past the lease cap, {} Redis errors, {status:?}",
+        after.values_over_cap - before.values_over_cap,
+        after.redis_errors - before.redis_errors,
+    );
+    assert!(
+        redis_calls as f64 <= 0.05 * calls as f64,
+        "{redis_calls} Redis calls for {calls} calls"
+    );
+    assert!(slow * 100 <= calls, "{slow} of {calls} calls over 1 ms");
 }

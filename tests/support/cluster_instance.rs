@@ -4,9 +4,11 @@
 //!
 //! - `ready` once the rule is loaded (and the cluster connected),
 //! - `state <connected|fallback> <wall µs>` at every change of the cluster's state,
-//! - `tick <ms since go> <admitted in the tick> <state>` every 100 ms,
+//! - `tick <ms since go> <admitted in the tick> <state> <health>` every 100 ms (health:
+//!   `connected`, `degraded` or `fallback`),
 //! - `done admitted=<n> blocked=<n> max_call_us=<n> cluster_blocks=<n> slow_calls=<n> redis_calls=<n>
-//!   crossslot=<n> leases=<n> fallbacks=<n> start_us=<wall> end_us=<wall> <value>=<n>...` (the
+//!   crossslot=<n> leases=<n> fallbacks=<n> state_losses=<n> charged_back=<n> ridden_out=<n>
+//!   start_us=<wall> end_us=<wall> <value>=<n>...` (the
 //!   counts of `metrics::cluster()`, when the calls began and ended, and the admitted calls per
 //!   hotspot value).
 //!
@@ -166,6 +168,10 @@ fn run(args: &Args) -> ExitCode {
         Some(c) => c.status().state,
         None => ClusterState::Fallback,
     };
+    let health = || match &cluster {
+        Some(c) => c.status().health(),
+        None => "fallback",
+    };
     let done = AtomicBool::new(false);
     let start_us = wall_us();
     let (admitted, blocked, max_call, cluster_blocks, slow, per_value) = std::thread::scope(|s| {
@@ -181,7 +187,7 @@ fn run(args: &Args) -> ExitCode {
                 }
             }
         });
-        let result = offer(args, &say, &state);
+        let result = offer(args, &say, &state, &health);
         done.store(true, Ordering::Relaxed);
         result
     });
@@ -195,11 +201,15 @@ fn run(args: &Args) -> ExitCode {
     say(format!(
         "done admitted={admitted} blocked={blocked} max_call_us={max_call} \
          cluster_blocks={cluster_blocks} slow_calls={slow} redis_calls={} crossslot={} leases={} \
-         fallbacks={} start_us={start_us} end_us={end_us} {}",
+         fallbacks={} state_losses={} charged_back={} ridden_out={} start_us={start_us} \
+         end_us={end_us} {}",
         m.redis_calls,
         m.crossslot_errors,
         m.leases_taken,
         m.fallbacks,
+        m.state_losses,
+        m.charged_back,
+        m.failures_ridden_out,
         values.join(" ")
     ));
     drop(cluster);
@@ -213,6 +223,7 @@ fn offer(
     args: &Args,
     say: &dyn Fn(String),
     state: &dyn Fn() -> ClusterState,
+    health: &dyn Fn() -> &'static str,
 ) -> (u64, u64, u128, u64, u64, [u64; 3]) {
     let start = Instant::now();
     let end = Duration::from_secs_f64(args.secs);
@@ -226,9 +237,10 @@ fn offer(
         let elapsed = start.elapsed();
         if elapsed >= next_tick {
             say(format!(
-                "tick {} {tick_admitted} {}",
+                "tick {} {tick_admitted} {} {}",
                 next_tick.as_millis(),
-                state()
+                state(),
+                health()
             ));
             tick_admitted = 0;
             next_tick += Duration::from_millis(100);

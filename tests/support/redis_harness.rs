@@ -251,6 +251,8 @@ pub struct Report {
     pub states: Vec<(u128, String)>,
     /// (ms since go, admitted in the 100 ms, state at the tick).
     pub ticks: Vec<(u64, u64, String)>,
+    /// The health at each tick (`connected`, `degraded`, `fallback`), in tick order.
+    pub healths: Vec<String>,
 }
 
 impl Report {
@@ -342,6 +344,7 @@ impl Instances {
                     let ms = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
                     let n = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
                     r.ticks.push((ms, n, words.next().unwrap_or("").to_owned()));
+                    r.healths.push(words.next().unwrap_or("").to_owned());
                 }
                 Some("done") => {
                     for word in words {

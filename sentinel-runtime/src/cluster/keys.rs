@@ -128,7 +128,6 @@ impl Keys {
     }
 
     /// The epoch key of `bucket` (no TTL: its loss means the bucket's keys were lost).
-    #[allow(dead_code)] // the lost-state checks come next
     pub(crate) fn epoch(&self, bucket: usize) -> String {
         format!("{}:epoch:{{{}}}", self.ns, tags()[bucket % BUCKETS])
     }

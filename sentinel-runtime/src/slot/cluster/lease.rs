@@ -43,6 +43,9 @@ pub(crate) struct Book {
     pub(crate) after: i64,
     /// When the last refill arrived (runtime clock), 0: never.
     pub(crate) at: u64,
+    /// Until when (µs of the store's clock) the key's state must exist in the store: this
+    /// instance wrote it and its TTL runs until then (0: not known).
+    pub(crate) alive_until: u64,
 }
 
 /// What [`Tokens::take`] found.
@@ -155,6 +158,11 @@ pub(crate) struct LeaseSlot {
     /// Not before this time (runtime clock) will a refill be asked (the store said it has no
     /// tokens until about then).
     next_ask: AtomicU64,
+    /// Calls admitted against the local share while the key had no lease: charged to the
+    /// shared bucket with the next lease.
+    owed: AtomicU64,
+    /// The key asked for is waiting for the cap of new values leased per second.
+    deferred: AtomicBool,
     book: Mutex<Book>,
 }
 
@@ -211,6 +219,7 @@ impl LeaseSlot {
             return None;
         }
         self.asked.store(false, Release);
+        self.deferred.store(false, Relaxed);
         let key = self.wanted.load(Relaxed);
         if key == 0 {
             self.busy.store(false, Release);
@@ -223,13 +232,6 @@ impl LeaseSlot {
             self.next_ask.store(0, Release);
         }
         Some(key)
-    }
-
-    /// Whether a refill may arrive by `deadline` (one is in flight, or may be asked by then):
-    /// else a caller that found the slot dry does not wait for one.
-    #[inline]
-    pub(crate) fn may_refill_by(&self, deadline: u64) -> bool {
-        self.busy.load(Acquire) || self.next_ask.load(Acquire) <= deadline
     }
 
     /// Whether the slot asked for a refill it has not begun (one of the background's checks).
@@ -273,14 +275,56 @@ impl LeaseSlot {
         if granted > 0 {
             self.expires
                 .store(now.saturating_add(LEASE_TTL_NANOS), Release);
+        } else if self.expires.load(Acquire) == 0 {
+            // Answered, with nothing: no longer a key waiting for its first lease.
+            self.expires.store(1, Release);
         }
-        *self.book_mut() = Book {
-            size,
-            after,
-            at: now,
-        };
+        {
+            let mut book = self.book_mut();
+            book.size = size;
+            book.after = after;
+            book.at = now;
+        }
         self.next_ask.store(retry_at, Release);
         self.busy.store(false, Release);
+    }
+
+    /// Until when the store must hold the key's state (see [`Book::alive_until`]).
+    pub(crate) fn alive_until(&self) -> u64 {
+        self.book().alive_until
+    }
+
+    pub(crate) fn set_alive_until(&self, until: u64) {
+        self.book_mut().alive_until = until;
+    }
+
+    /// Whether the slot asks for a key other than the one it holds (a new hotspot value).
+    pub(crate) fn asks_for_new_key(&self) -> bool {
+        self.asked.load(Acquire) && self.wanted.load(Relaxed) != self.tokens.owner()
+    }
+
+    /// Whether the slot never held a lease for `key` (a value new to this instance, or one
+    /// whose slot another value took): its calls are admitted against the local share until
+    /// its lease arrives.
+    #[inline]
+    pub(crate) fn never_leased(&self, key: u64) -> bool {
+        self.tokens.owner() != key || self.expires.load(Acquire) == 0
+    }
+
+    /// Marks the key asked for as waiting for the cap of new values; whether it was not yet.
+    pub(crate) fn defer(&self) -> bool {
+        !self.deferred.swap(true, Relaxed)
+    }
+
+    /// Counts `count` calls admitted against the local share while the key had no lease.
+    #[inline]
+    pub(crate) fn owe(&self, count: u32) {
+        self.owed.fetch_add(u64::from(count), Relaxed);
+    }
+
+    /// The calls owed, now charged (see [`owe`](Self::owe)).
+    pub(crate) fn take_owed(&self) -> u64 {
+        self.owed.swap(0, AcqRel)
     }
 
     /// A refill that failed: the slot may ask again at once.

@@ -7,18 +7,18 @@
 //! A dry lease asks the background work for a refill and waits for it at most the cluster's
 //! lease wait (default 2 ms, real time), else blocks.
 
+pub(crate) mod health;
 pub(crate) mod lease;
 pub(crate) mod shared;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::lease::{key_of, Take, FLOW_KEY};
-use self::shared::{RuleLeases, MODE_CONNECTED};
-use super::param_table::ParamTable;
+use self::shared::{RuleLeases, MODE_CONNECTED, MODE_FALLBACK};
+use super::param_table::{ParamTable, RateDecision};
 use super::qps::QpsGate;
-use crate::clock;
 use crate::error::BlockError;
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
 use crate::rule_data::flow::FlowRule;
@@ -33,42 +33,33 @@ pub(crate) const CLUSTER_LOCAL: &str = "cluster rule limiting locally (no cluste
 /// Hotspot values a cluster hotspot rule leases at once, at most.
 const MAX_HOT_SLOTS: usize = 4_096;
 
-/// Spends `count` of `key`'s leased tokens, waiting at most the lease wait for a refill.
-fn spend(leases: &RuleLeases, key: u64, count: u32, now: u64) -> bool {
+/// What spending a lease found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Spent {
+    /// Leased tokens were spent.
+    Leased,
+    /// The lease is dry: the instances together used the tokens.
+    Dry,
+    /// The key has no lease yet (new to this instance, or its slot was taken by another key):
+    /// admit against the local share until its lease arrives; the passes are charged with it.
+    Unleased,
+}
+
+/// Spends `count` of `key`'s leased tokens. Never waits: a dry lease asks for a refill (the
+/// background work is woken) and the call is decided at once.
+#[inline]
+fn spend(leases: &RuleLeases, key: u64, count: u32, now: u64) -> Spent {
     let (took, asked) = leases.lease.take(key, count, now);
     if asked {
         shared::wake();
     }
     if took == Take::Spent {
-        return true;
+        return Spent::Leased;
     }
-    wait_for_refill(leases, key, count, now)
-}
-
-#[cold]
-#[inline(never)]
-fn wait_for_refill(leases: &RuleLeases, key: u64, count: u32, now: u64) -> bool {
-    let wait = Duration::from_nanos(shared::lease_wait_nanos());
-    let slot = leases.lease.slot(key);
-    if wait.is_zero() || !slot.may_refill_by(now.saturating_add(wait.as_nanos() as u64)) {
-        // No refill can come within the wait: the store said its tokens come later.
-        return false;
+    if leases.lease.slot(key).never_leased(key) {
+        return Spent::Unleased;
     }
-    let start = Instant::now();
-    loop {
-        let left = wait.saturating_sub(start.elapsed());
-        if left.is_zero() || shared::mode() != MODE_CONNECTED {
-            return false;
-        }
-        std::thread::sleep(left.min(Duration::from_micros(100)));
-        let (took, asked) = leases.lease.take(key, count, clock::now_nanos().max(now));
-        if asked {
-            shared::wake();
-        }
-        if took == Take::Spent {
-            return true;
-        }
-    }
+    Spent::Dry
 }
 
 /// When `count` more tokens come at `limit` per `window_ms`: the retry hint of a cluster block.
@@ -150,24 +141,59 @@ impl ClusterGate {
             self.divisor.store(n, Relaxed);
         }
         if shared::mode() == MODE_CONNECTED {
-            if spend(&self.leases, FLOW_KEY, count, now) {
-                // Counted in the local window too, up to the local share (refused beyond it:
-                // the window is full), so that a switch to local limiting starts from this
-                // instance's own recent passes instead of a fresh window.
-                let _ = self.local.try_acquire(now, count);
-                return Ok(now);
+            match spend(&self.leases, FLOW_KEY, count, now) {
+                Spent::Leased => {
+                    // Counted in the local window too, up to the local share (refused beyond
+                    // it: the window is full), so that a switch to local limiting starts from
+                    // this instance's own recent passes instead of a fresh window.
+                    let _ = self.local.try_acquire(now, count);
+                    return Ok(now);
+                }
+                Spent::Dry => return Err(self.cluster_block(resource, count)),
+                Spent::Unleased => {
+                    return match self.local.try_acquire(now, count) {
+                        Some(at) => {
+                            self.leases.lease.slot(FLOW_KEY).owe(count);
+                            Ok(at)
+                        }
+                        None => Err(self.cluster_block(resource, count)),
+                    };
+                }
             }
-            return Err(self.cluster_block(resource, count));
         }
+        self.local_fallback(resource, now, count)
+    }
+
+    /// Limits locally (or passes): no cluster, or the store cannot be reached. During a
+    /// fallback the passes are owed to the shared bucket, charged on return.
+    #[inline]
+    fn local_fallback(
+        &self,
+        resource: &'static str,
+        now: u64,
+        count: u32,
+    ) -> Result<u64, BlockError> {
         if self.fallback == ClusterFallback::Pass {
+            self.owe(count);
             return Ok(now);
         }
         match self.local.try_acquire(now, count) {
-            Some(at) => Ok(at),
+            Some(at) => {
+                self.owe(count);
+                Ok(at)
+            }
             None => Err(self
                 .local
                 .block(resource, now, count)
                 .because(CLUSTER_LOCAL)),
+        }
+    }
+
+    /// Counts `count` passes admitted locally during a fallback.
+    #[inline]
+    fn owe(&self, count: u32) {
+        if shared::mode() == MODE_FALLBACK {
+            self.leases.owed.fetch_add(u64::from(count), Relaxed);
         }
     }
 
@@ -195,6 +221,9 @@ enum HotDecision {
     Blocked(Option<Duration>),
     /// Limit locally, with the threshold's local share ([`ClusterHot::local_divisor`]).
     Local,
+    /// The value has no lease yet: admit against the local share, and charge the passes with
+    /// its lease.
+    Unleased,
     /// Admit (the rule passes everything while the store cannot be reached).
     Pass,
 }
@@ -255,6 +284,25 @@ impl ClusterHot {
                 let _ = table.acquire_rate(key, now, count, local.0, local.1, 0);
                 Some(Ok(()))
             }
+            HotDecision::Unleased => {
+                // A tenth of the local share's burst while the lease is on its way (at least
+                // one call): the passes are charged with the lease, and a value whose lease is
+                // slow must not run the shared bucket into debt.
+                let tolerance = (local.1 / 10).max(local.0);
+                match table.acquire_rate(key, now, count, local.0, tolerance, 0) {
+                    RateDecision::Pass | RateDecision::Wait(_) => {
+                        self.leases.lease.slot(key_of(key)).owe(count);
+                        Some(Ok(()))
+                    }
+                    RateDecision::Block { retry_after } => Some(Err(BlockError::hot_param(
+                        resource,
+                        self.given,
+                        self.param_index,
+                        (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
+                    )
+                    .because(CLUSTER_LIMIT))),
+                }
+            }
             HotDecision::Pass => Some(Ok(())),
             HotDecision::Blocked(retry) => Some(Err(BlockError::hot_param(
                 resource,
@@ -276,10 +324,13 @@ impl ClusterHot {
     #[inline]
     fn decide(&self, hash: u64, count: u32, now: u64) -> HotDecision {
         if shared::mode() == MODE_CONNECTED && shared::VALUES_SHARED.load(Relaxed) {
-            if spend(&self.leases, key_of(hash), count, now) {
-                return HotDecision::Leased;
-            }
-            return HotDecision::Blocked(retry_after(self.leases.limit(), self.window_ms, count));
+            return match spend(&self.leases, key_of(hash), count, now) {
+                Spent::Leased => HotDecision::Leased,
+                Spent::Dry => {
+                    HotDecision::Blocked(retry_after(self.leases.limit(), self.window_ms, count))
+                }
+                Spent::Unleased => HotDecision::Unleased,
+            };
         }
         match self.fallback {
             ClusterFallback::Pass => HotDecision::Pass,

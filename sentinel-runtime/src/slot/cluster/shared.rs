@@ -20,8 +20,9 @@ pub(crate) const MODE_FALLBACK: u8 = 2;
 
 static MODE: AtomicU8 = AtomicU8::new(MODE_NONE);
 static INSTANCES: AtomicU32 = AtomicU32::new(1);
-/// How long a call may wait for a dry lease's refill, in nanoseconds.
-static LEASE_WAIT: AtomicU64 = AtomicU64::new(2_000_000);
+/// The instances heard from recently (connected now), and within the grace period.
+static RECENT: AtomicU32 = AtomicU32::new(1);
+static KNOWN: AtomicU32 = AtomicU32::new(1);
 
 pub(crate) static LEASES_TAKEN: AtomicU64 = AtomicU64::new(0);
 pub(crate) static CALLS_OK: AtomicU64 = AtomicU64::new(0);
@@ -66,14 +67,15 @@ pub(crate) fn set_instances(n: u32) {
     INSTANCES.store(n.max(1), Relaxed);
 }
 
-/// How long a call may wait for a dry lease's refill.
-#[inline]
-pub(crate) fn lease_wait_nanos() -> u64 {
-    LEASE_WAIT.load(Relaxed)
+/// The instances heard from recently, and within the grace period (some of these may be cut
+/// off from the store and limiting locally).
+pub(crate) fn sharing() -> (u32, u32) {
+    (RECENT.load(Relaxed).max(1), KNOWN.load(Relaxed).max(1))
 }
 
-pub(crate) fn set_lease_wait_nanos(nanos: u64) {
-    LEASE_WAIT.store(nanos, Relaxed);
+pub(crate) fn set_sharing(recent: u32, known: u32) {
+    RECENT.store(recent.max(1), Relaxed);
+    KNOWN.store(known.max(recent).max(1), Relaxed);
 }
 
 pub(crate) fn last_error() -> Option<String> {
@@ -110,6 +112,9 @@ pub(crate) struct RuleLeases {
     /// The window in milliseconds.
     pub(crate) window_ms: u64,
     pub(crate) lease: LeaseTable,
+    /// Calls admitted locally while the store could not be reached, to charge to the shared
+    /// bucket on return.
+    pub(crate) owed: AtomicU64,
 }
 
 impl RuleLeases {
@@ -159,6 +164,7 @@ pub(crate) fn leases(
         extra_burst,
         window_ms,
         lease: LeaseTable::new(slots),
+        owed: AtomicU64::new(0),
     });
     tables.push(Arc::downgrade(&t));
     t
