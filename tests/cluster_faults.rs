@@ -278,6 +278,101 @@ fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
     );
 }
 
+/// Writes 1 kB values under fresh keys to Redis on `port`, about `per_sec` a second, until
+/// `stop`: other writers that make an LRU store evict.
+fn write_junk(port: u16, per_sec: u64, stop: &AtomicBool) {
+    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
+        return;
+    };
+    let value = "x".repeat(1_000);
+    let batch = 50u64;
+    let mut n = 0u64;
+    let mut reply = [0u8; 64 * 1024];
+    let start = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let mut out = String::new();
+        for _ in 0..batch {
+            let key = format!("junk:{n}");
+            n += 1;
+            out.push_str(&format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{value}\r\n",
+                key.len(),
+                value.len()
+            ));
+        }
+        if conn.write_all(out.as_bytes()).is_err() {
+            return;
+        }
+        // Each reply is `+OK\r\n` (or an error line): read until `batch` lines came.
+        let mut lines = 0;
+        while lines < batch {
+            match conn.read(&mut reply) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => lines += reply[..k].iter().filter(|&&b| b == b'\n').count() as u64,
+            }
+        }
+        let due = Duration::from_secs_f64(n as f64 / per_sec as f64);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+#[test]
+fn an_lru_store_that_evicts_the_keys_admits_at_most_1_25_r() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let (r, secs) = (500.0, 4.0);
+    let url = vec![redis.url()];
+    // From 1 s: 2 MB of memory, allkeys-lru, and another writer of 5 000 values of 1 kB a
+    // second: the store evicts the cluster's keys among the others.
+    let stop = AtomicBool::new(false);
+    let go = AtomicBool::new(false);
+    let port = redis.port;
+    let reports = std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !go.load(Ordering::Relaxed) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            write_junk(port, 5_000, &stop);
+        });
+        let reports = three_instances(&[url.clone(), url.clone(), url], "evict", r, secs, |ms| {
+            if ms == 1_000 {
+                redis.cli(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+                redis.cli(&["CONFIG", "SET", "maxmemory", "2mb"]);
+                go.store(true, Ordering::Relaxed);
+            }
+        });
+        go.store(true, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        reports
+    });
+    let evicted = redis
+        .cli(&["INFO", "stats"])
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:").map(|v| v.trim().to_owned()))
+        .unwrap_or_default();
+    let (most, at) = busiest_second(&reports, 1_000, 4_000);
+    let losses: u64 = reports.iter().map(|r| r.get("state_losses")).sum();
+    eprintln!(
+        "allkeys-lru at 2 MB with another writer, R = {r}: at most {most} admitted in a second \
+         (from {at} ms), {evicted} keys evicted, {losses} losses found, admitted {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        most as f64 <= 1.25 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.25 * r
+    );
+}
+
 #[test]
 fn an_evicting_policy_is_reported_and_a_refused_config_get_is_not_an_error() {
     let _serial = serial();
