@@ -272,6 +272,13 @@ fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
         1.25 * r
     );
     assert!(losses > 0, "no instance found the state lost");
+    for (i, report) in reports.iter().enumerate() {
+        assert_eq!(
+            report.get("min_instances"),
+            3,
+            "instance {i}: status().instances while 3 ran"
+        );
+    }
     assert!(
         reported(&reports, "degraded", 1_000, 4_500),
         "no instance said it was degraded"
@@ -360,17 +367,80 @@ fn an_lru_store_that_evicts_the_keys_admits_at_most_1_25_r() {
     let losses: u64 = reports.iter().map(|r| r.get("state_losses")).sum();
     eprintln!(
         "allkeys-lru at 2 MB with another writer, R = {r}: at most {most} admitted in a second \
-         (from {at} ms), {evicted} keys evicted, {losses} losses found, admitted {:?}",
+         (from {at} ms), {evicted} keys evicted, {losses} losses found, admitted {:?}, fewest \
+         instances seen {:?}",
         reports
             .iter()
             .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>(),
+        reports
+            .iter()
+            .map(|r| r.get("min_instances"))
             .collect::<Vec<_>>()
     );
+    for (i, report) in reports.iter().enumerate() {
+        assert_eq!(
+            report.get("min_instances"),
+            3,
+            "instance {i}: status().instances while 3 ran"
+        );
+    }
     assert!(
         most as f64 <= 1.25 * r,
         "{most} admitted in the second from {at} ms, at most {}",
         1.25 * r
     );
+}
+
+#[test]
+fn a_value_key_written_anew_is_detected_reported_and_agreement_restored() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let hot = |secs: &str| {
+        instance_args(
+            &[redis.url()],
+            false,
+            "split",
+            &["--rule", "hot", "--offer", "300", "--secs", secs],
+        )
+    };
+    // A runs 3 s. Half a second in, the store loses the value key and B starts: B writes its
+    // own key. A's key has been in use for longer: A writes it back, and B finds itself split.
+    let mut a = Instances::spawn(&[hot("3")]);
+    a.go(Duration::from_secs(20));
+    let before = redis.cli(&["GET", "split:value-key"]);
+    let mut b = None;
+    let a_reports = a.collect(Duration::from_secs(30), |line| {
+        if line.text.starts_with("tick 500 ") && b.is_none() {
+            redis.cli(&["DEL", "split:value-key"]);
+            let mut started = Instances::spawn(&[hot("2")]);
+            started.go(Duration::from_secs(20));
+            b = Some(started);
+        }
+    });
+    let b_reports = b
+        .expect("B started")
+        .collect(Duration::from_secs(30), |_| {});
+    let after = redis.cli(&["GET", "split:value-key"]);
+    let key = |text: &str| text.split_whitespace().next().unwrap_or("").to_owned();
+    eprintln!(
+        "value key before {before:?}, after {after:?}; A: splits {} now {}, B: splits {} now {}",
+        a_reports[0].get("value_key_splits"),
+        a_reports[0].get("split_now"),
+        b_reports[0].get("value_key_splits"),
+        b_reports[0].get("split_now"),
+    );
+    assert_eq!(key(&after), key(&before), "A's key restored");
+    assert_eq!(a_reports[0].get("value_key_splits"), 0, "A agrees");
+    assert_eq!(a_reports[0].get("split_now"), 0, "A agrees");
+    assert!(
+        b_reports[0].get("value_key_splits") >= 1,
+        "B found the split"
+    );
+    assert_eq!(b_reports[0].get("split_now"), 1, "B says it is split");
 }
 
 #[test]

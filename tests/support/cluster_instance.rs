@@ -8,7 +8,8 @@
 //!   `connected`, `degraded` or `fallback`),
 //! - `done admitted=<n> blocked=<n> max_call_us=<n> cluster_blocks=<n> slow_calls=<n> redis_calls=<n>
 //!   crossslot=<n> leases=<n> fallbacks=<n> state_losses=<n> charged_back=<n> ridden_out=<n>
-//!   start_us=<wall> end_us=<wall> <value>=<n>...` (the
+//!   value_key_splits=<n> split_now=<0|1> min_instances=<n> start_us=<wall> end_us=<wall>
+//!   <value>=<n>...` (the
 //!   counts of `metrics::cluster()`, when the calls began and ended, and the admitted calls per
 //!   hotspot value).
 //!
@@ -20,7 +21,7 @@
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sentinel_runtime::clock::MockClock;
@@ -174,9 +175,12 @@ fn run(args: &Args) -> ExitCode {
     };
     let done = AtomicBool::new(false);
     let start_us = wall_us();
+    let min_instances = AtomicU64::new(u64::MAX);
     let (admitted, blocked, max_call, cluster_blocks, slow, per_value) = std::thread::scope(|s| {
-        // Watches the cluster's state every millisecond and reports each change.
+        // Watches the cluster's state every millisecond and reports each change, and the
+        // fewest instances it said were live while connected (`min_instances`).
         s.spawn(|| {
+            let watching = Instant::now();
             let mut last = state();
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(1));
@@ -184,6 +188,14 @@ fn run(args: &Args) -> ExitCode {
                 if now != last {
                     say(format!("state {now} {}", wall_us()));
                     last = now;
+                }
+                if let Some(c) = cluster.as_ref().filter(|_| now == ClusterState::Connected) {
+                    // From 200 ms after go: the instances started one after another, and
+                    // each counts the others from its next heartbeat (30 ms).
+                    if watching.elapsed() >= Duration::from_millis(200) {
+                        let n = c.status().instances as u64;
+                        min_instances.fetch_min(n, Ordering::Relaxed);
+                    }
                 }
             }
         });
@@ -201,8 +213,8 @@ fn run(args: &Args) -> ExitCode {
     say(format!(
         "done admitted={admitted} blocked={blocked} max_call_us={max_call} \
          cluster_blocks={cluster_blocks} slow_calls={slow} redis_calls={} crossslot={} leases={} \
-         fallbacks={} state_losses={} charged_back={} ridden_out={} start_us={start_us} \
-         end_us={end_us} {}",
+         fallbacks={} state_losses={} charged_back={} ridden_out={} value_key_splits={} \
+         split_now={} min_instances={} start_us={start_us} end_us={end_us} {}",
         m.redis_calls,
         m.crossslot_errors,
         m.leases_taken,
@@ -210,6 +222,13 @@ fn run(args: &Args) -> ExitCode {
         m.state_losses,
         m.charged_back,
         m.failures_ridden_out,
+        m.value_key_splits,
+        u8::from(cluster.as_ref().is_some_and(|c| {
+            c.status()
+                .degraded
+                .contains(&sentinel_runtime::cluster::ClusterDegraded::ValueKeySplit)
+        })),
+        min_instances.load(Ordering::Relaxed),
         values.join(" ")
     ));
     drop(cluster);

@@ -2,9 +2,10 @@
 //! connecting, heartbeats, lease refills, riding out short failures, falling back when failures
 //! persist, and coming back (with hysteresis, charging what was admitted locally meanwhile).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -83,6 +84,8 @@ pub(crate) struct Seen {
     recent: u32,
     /// Heard from within [`GRACE_MS`].
     known: u32,
+    /// The set of instances was missing: the store lost it.
+    fresh: bool,
 }
 
 /// One heartbeat: this instance is live; the instances seen.
@@ -94,21 +97,68 @@ async fn heartbeat(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Resul
         .arg(GRACE_MS)
         .arg(INSTANCE_TTL_MS)
         .arg(RECENT_MS);
-    let (live, recent, known): (u64, u64, u64) =
+    let (live, recent, known, fresh): (u64, u64, u64, u64) =
         call(conn, invocation, config.command_timeout).await?;
     let n = |v: u64| u32::try_from(v).unwrap_or(u32::MAX).max(1);
     Ok(Seen {
         live: n(live),
         recent: n(recent),
         known: n(known),
+        fresh: fresh != 0,
     })
 }
 
-/// Records what a heartbeat saw.
+/// How long the counts of instances are smoothed over: a heartbeat that comes late must not
+/// make `instances` dip.
+const SMOOTH_OVER: Duration = Duration::from_millis(300);
+
+/// The counts of instances lately seen.
+struct Counts {
+    history: VecDeque<(Instant, Seen)>,
+    /// When the store last lost the set of instances, and the counts before.
+    lost: Option<(Instant, u32, u32)>,
+}
+
+static COUNTS: Mutex<Counts> = Mutex::new(Counts {
+    history: VecDeque::new(),
+    lost: None,
+});
+
+/// Records what a heartbeat saw: the instances live and within the grace period as the most
+/// seen over [`SMOOTH_OVER`], and for [`INSTANCE_TTL_MS`] after the store lost the set of
+/// instances (they come back one heartbeat at a time); those connected as seen now. A count
+/// kept high holds back more, never less.
 fn seen(s: Seen) {
-    shared::set_instances(s.live);
-    shared::set_sharing(s.recent, s.known.max(s.recent));
-    health::HELD_BACK.store(u64::from(s.known.saturating_sub(s.recent)), Relaxed);
+    let now = Instant::now();
+    let (live, known) = {
+        let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.fresh {
+            counts.lost = Some((now, shared::instances(), shared::sharing().1));
+        }
+        let history = &mut counts.history;
+        while history
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > SMOOTH_OVER)
+        {
+            history.pop_front();
+        }
+        history.push_back((now, s));
+        let (mut live, mut known) = history.iter().fold((0, 0), |(live, known), (_, h)| {
+            (live.max(h.live), known.max(h.known))
+        });
+        let held = Duration::from_millis(INSTANCE_TTL_MS);
+        if let Some((_, l, k)) = counts
+            .lost
+            .filter(|(at, _, _)| now.duration_since(*at) < held)
+        {
+            live = live.max(l);
+            known = known.max(k);
+        }
+        (live, known)
+    };
+    shared::set_instances(live);
+    shared::set_sharing(s.recent, known.max(s.recent));
+    health::HELD_BACK.store(u64::from(known.saturating_sub(s.recent)), Relaxed);
 }
 
 /// The thread's body: connect, report to `start`, then serve until `stop`.

@@ -108,17 +108,19 @@ return e
 /// Records instance `ARGV[1]` as live in the sorted set `KEYS[1]` (scored by Redis `TIME` in
 /// ms), forgets instances silent for `ARGV[2]` ms (the grace period), and returns
 /// `{instances heard from in the last ARGV[3] ms, in the last ARGV[4] ms, in the grace period}`:
-/// the instances live, and those that heard from recently (the others may be cut off).
+/// the instances live, and those that heard from recently (the others may be cut off); and 1
+/// if the set was missing (the store lost it), else 0.
 pub(crate) const HEARTBEAT: &str = r"
 local t = redis.call('TIME')
 local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local grace = tonumber(ARGV[2])
+local fresh = 1 - redis.call('EXISTS', KEYS[1])
 redis.call('ZADD', KEYS[1], ms, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms - grace)
 redis.call('PEXPIRE', KEYS[1], grace * 4)
 local live = redis.call('ZCOUNT', KEYS[1], ms - tonumber(ARGV[3]), '+inf')
 local recent = redis.call('ZCOUNT', KEYS[1], ms - tonumber(ARGV[4]), '+inf')
-return {live, recent, redis.call('ZCARD', KEYS[1])}
+return {live, recent, redis.call('ZCARD', KEYS[1]), fresh}
 ";
 
 /// The hash key of parameter values the instances share, at `KEYS[1]` as `"<key> <since>"`
