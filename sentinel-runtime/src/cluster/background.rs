@@ -90,6 +90,16 @@ pub(crate) struct Seen {
 
 /// One heartbeat: this instance is live; the instances seen.
 async fn heartbeat(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<Seen, Failure> {
+    heartbeat_within(config, scripts, conn, config.command_timeout).await
+}
+
+/// [`heartbeat`] with an answer within `limit`.
+async fn heartbeat_within(
+    config: &Config,
+    scripts: &Scripts,
+    conn: &mut Conn,
+    limit: Duration,
+) -> Result<Seen, Failure> {
     let mut invocation = scripts.heartbeat.prepare_invoke();
     invocation
         .key(config.keys.instances())
@@ -97,8 +107,7 @@ async fn heartbeat(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Resul
         .arg(GRACE_MS)
         .arg(INSTANCE_TTL_MS)
         .arg(RECENT_MS);
-    let (live, recent, known, fresh): (u64, u64, u64, u64) =
-        call(conn, invocation, config.command_timeout).await?;
+    let (live, recent, known, fresh): (u64, u64, u64, u64) = call(conn, invocation, limit).await?;
     let n = |v: u64| u32::try_from(v).unwrap_or(u32::MAX).max(1);
     Ok(Seen {
         live: n(live),
@@ -183,7 +192,8 @@ pub(crate) fn thread_main(
         let scripts = Arc::new(Scripts::new());
         let first = async {
             let mut conn = connect(&config, &scripts).await?;
-            let n = heartbeat(&config, &scripts, &mut conn)
+            // Within the connect timeout: many instances starting at once load the store.
+            let n = heartbeat_within(&config, &scripts, &mut conn, config.connect_timeout)
                 .await
                 .map_err(|f| classify(&config, f))?;
             Ok::<_, ClusterError>((conn, n))

@@ -108,3 +108,32 @@ impl fmt::Display for ClusterDegraded {
         f.write_str(self.label())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_says_degraded_only_when_connected_with_something_wrong() {
+        let mut status = ClusterStatus {
+            state: ClusterState::Connected,
+            instances: 3,
+            last_error: None,
+            namespace: "n".into(),
+            instance_id: "i".into(),
+            degraded: Vec::new(),
+            eviction_policy: Some("noeviction".into()),
+            held_back: 0,
+        };
+        assert_eq!(status.health(), "connected");
+        status.degraded.push(ClusterDegraded::StateLost);
+        assert!(status.is_degraded());
+        assert_eq!(status.health(), "degraded");
+        status.state = ClusterState::Fallback;
+        assert_eq!(status.health(), "fallback");
+        assert_eq!(
+            ClusterDegraded::ValueKeySplit.to_string(),
+            "value_key_split"
+        );
+    }
+}

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use super::lease::LeaseTable;
+use super::table::LeaseTable;
 use crate::rule_data::cluster::ClusterThreshold;
 
 /// No cluster is started: cluster rules limit locally.
