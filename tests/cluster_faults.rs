@@ -15,7 +15,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use harness::{
-    instance_args, require, write_junk, Instances, Proxy, RedisCluster, RedisServer, Report,
+    busiest_second, instance_args, reported, require, write_junk, Instances, Proxy, RedisCluster,
+    RedisServer, Report,
 };
 use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterThreshold};
 use sentinel_runtime::rules::{self, HotspotRule};
@@ -64,41 +65,6 @@ fn offering(r: f64, offer: f64, secs: f64, extra: &[&str]) -> Vec<String> {
     ];
     rest.extend(extra.iter().map(|s| (*s).to_owned()));
     rest
-}
-
-/// The most admitted by all instances together in one second (ten consecutive 100 ms ticks)
-/// among the seconds that begin at or after `from_ms` and end by `to_ms` (ms since go).
-fn busiest_second(reports: &[Report], from_ms: u64, to_ms: u64) -> (u64, u64) {
-    let mut per_tick = std::collections::BTreeMap::<u64, u64>::new();
-    for r in reports {
-        for (ms, n, _) in &r.ticks {
-            *per_tick.entry(*ms).or_default() += n;
-        }
-    }
-    // Tick `ms` counts the calls of (ms - 100, ms].
-    let mut best = (0, 0);
-    let mut start = from_ms;
-    while start + 1_000 <= to_ms {
-        let n: u64 = per_tick
-            .range(start + 100..=start + 1_000)
-            .map(|(_, n)| n)
-            .sum();
-        if n > best.0 {
-            best = (n, start);
-        }
-        start += 100;
-    }
-    best
-}
-
-/// Whether some instance reported `health` at a tick within `from_ms..=to_ms`.
-fn reported(reports: &[Report], health: &str, from_ms: u64, to_ms: u64) -> bool {
-    reports.iter().any(|r| {
-        r.ticks
-            .iter()
-            .zip(&r.healths)
-            .any(|((ms, _, _), h)| *ms >= from_ms && *ms <= to_ms && h == health)
-    })
 }
 
 /// Polls `f` every 5 ms for at most `limit`; whether it held.
@@ -440,6 +406,38 @@ fn an_evicting_policy_is_reported_and_a_refused_config_get_is_not_an_error() {
     let status = cluster.status();
     assert_eq!(status.eviction_policy, None, "{status:?}");
     assert!(!status.is_degraded(), "{status:?}");
+}
+
+#[test]
+fn clients_killed_every_300ms_are_reconnected_without_falling_back() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let (r, secs) = (500.0, 4.0);
+    let url = vec![redis.url()];
+    // From 1 s to 3.4 s, every 300 ms: CLIENT KILL drops every instance's connection.
+    let reports = three_instances(&[url.clone(), url.clone(), url], "kill", r, secs, |ms| {
+        if (1_000..=3_400).contains(&ms) && ms % 300 == 100 {
+            redis.cli(&["CLIENT", "KILL", "TYPE", "normal"]);
+        }
+    });
+    let (most, at) = busiest_second(&reports, 1_000, 4_000);
+    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    eprintln!(
+        "CLIENT KILL every 300 ms, R = {r}: at most {most} admitted in a second (from {at} ms), \
+         fallbacks {fallbacks:?}"
+    );
+    assert!(
+        fallbacks.iter().all(|&n| n <= 1),
+        "flapping: fallbacks {fallbacks:?}"
+    );
+    assert!(
+        most as f64 <= 1.15 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.15 * r
+    );
 }
 
 #[test]

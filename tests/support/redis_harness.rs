@@ -521,3 +521,38 @@ pub fn write_junk(port: u16, per_sec: u64, stop: &AtomicBool) {
         }
     }
 }
+
+/// The most admitted by all instances together in one second (ten consecutive 100 ms ticks)
+/// among the seconds that begin at or after `from_ms` and end by `to_ms` (ms since go).
+pub fn busiest_second(reports: &[Report], from_ms: u64, to_ms: u64) -> (u64, u64) {
+    let mut per_tick = std::collections::BTreeMap::<u64, u64>::new();
+    for r in reports {
+        for (ms, n, _) in &r.ticks {
+            *per_tick.entry(*ms).or_default() += n;
+        }
+    }
+    // Tick `ms` counts the calls of (ms - 100, ms].
+    let mut best = (0, 0);
+    let mut start = from_ms;
+    while start + 1_000 <= to_ms {
+        let n: u64 = per_tick
+            .range(start + 100..=start + 1_000)
+            .map(|(_, n)| n)
+            .sum();
+        if n > best.0 {
+            best = (n, start);
+        }
+        start += 100;
+    }
+    best
+}
+
+/// Whether some instance reported `health` at a tick within `from_ms..=to_ms`.
+pub fn reported(reports: &[Report], health: &str, from_ms: u64, to_ms: u64) -> bool {
+    reports.iter().any(|r| {
+        r.ticks
+            .iter()
+            .zip(&r.healths)
+            .any(|((ms, _, _), h)| *ms >= from_ms && *ms <= to_ms && h == health)
+    })
+}
