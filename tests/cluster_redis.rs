@@ -348,7 +348,13 @@ fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
     ])
     .unwrap();
     for value in 0..20u64 {
-        assert!(EntryBuilder::new("spread").param(&value).enter().is_ok());
+        let entered = EntryBuilder::new("spread").param(&value).enter();
+        assert!(
+            entered.is_ok(),
+            "value {value}: {:?} {:?}",
+            entered.err(),
+            spread.status()
+        );
     }
     let per_master = || -> Vec<usize> {
         cluster

@@ -144,7 +144,9 @@ pub(crate) fn classify(config: &Config, failure: Failure) -> ClusterError {
     }
 }
 
-/// Opens a connection (no scripts loaded, nothing checked).
+/// Opens a connection (no scripts loaded, nothing checked). The client's own response timeout
+/// is the connect timeout: each call is bounded by its caller (the command timeout while
+/// serving, the connect timeout while starting).
 async fn open(config: &Config) -> Result<Conn, ClusterError> {
     let url_error = |e: RedisError| ClusterError::Url {
         url: hide_passwords(&config.urls),
@@ -153,7 +155,7 @@ async fn open(config: &Config) -> Result<Conn, ClusterError> {
     if config.cluster_mode {
         let client = redis::cluster::ClusterClient::builder(config.urls.clone())
             .connection_timeout(config.connect_timeout)
-            .response_timeout(config.command_timeout)
+            .response_timeout(config.connect_timeout)
             .retries(1)
             .build()
             .map_err(url_error)?;
@@ -166,7 +168,7 @@ async fn open(config: &Config) -> Result<Conn, ClusterError> {
         let client = redis::Client::open(config.urls[0].as_str()).map_err(url_error)?;
         let settings = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.command_timeout));
+            .set_response_timeout(Some(config.connect_timeout));
         client
             .get_multiplexed_async_connection_with_config(&settings)
             .await

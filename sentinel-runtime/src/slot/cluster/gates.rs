@@ -55,6 +55,11 @@ fn spend(leases: &RuleLeases, key: u64, count: u32, now: u64) -> Spent {
     if leases.lease.slot(key).never_leased(key) {
         return Spent::Unleased;
     }
+    // The first lease may have arrived since the take (a thread descheduled between the two):
+    // one more try before the call is blocked.
+    if leases.lease.take(key, count, now).0 == Take::Spent {
+        return Spent::Leased;
+    }
     Spent::Dry
 }
 
