@@ -56,8 +56,10 @@
 //! - **Fallback share**: while the store cannot be reached, a [`ClusterThreshold::Global`] rule
 //!   admits R / n per window in each instance (n: the instances last seen), a
 //!   [`ClusterThreshold::PerInstance`] rule R, a rule with [`ClusterFallback::Pass`] everything.
-//!   On return the calls admitted locally are charged to the shared bucket (those of the last
-//!   window, pro rata when the fallback lasted longer; debt of at most one more window).
+//!   On return the calls a flow rule admitted locally are charged to the shared bucket (those
+//!   of the last window, pro rata when the fallback lasted longer; debt of at most one more
+//!   window). A hotspot rule's values admitted in a fallback are not charged back: after a
+//!   fallback a value may get its local share and the shared bucket's tokens in one window.
 //! - **Grace period, 2 s**: an instance heard from within 200 ms is connected; one heard from
 //!   within 2 s but not 200 ms may be cut off and admitting its local share, so the connected
 //!   instances hold its share back (a global rule leases at R × connected / heard-within-2-s; a
@@ -101,9 +103,11 @@
 //! # Instances, failures and fallback
 //!
 //! Each instance heartbeats into a sorted set every 30 ms; `status().instances` is the count
-//! of instances heard from in the last second; `status().held_back` those heard from within
-//! the grace period but not in the last 200 ms. A stopped cluster takes its instance out of the
-//! set.
+//! of instances heard from in the last second (the most seen over 300 ms, and held for a
+//! second after the store lost the set, so a late heartbeat or a flush does not make it dip);
+//! `status().held_back` those heard from within the grace period but not in the last 200 ms.
+//! A stopped cluster takes its instance out of the set; a killed one is forgotten a second
+//! later and no longer held back after the grace period.
 //!
 //! An instance leaves the store only when failures persist: a connection that drops is replaced
 //! at once, and only if the store refuses the new one does the instance fall back (within a few
