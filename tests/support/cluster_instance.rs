@@ -4,20 +4,24 @@
 //!
 //! - `ready` once the rule is loaded (and the cluster connected),
 //! - `state <connected|fallback> <wall µs>` at every change of the cluster's state,
-//! - `tick <ms since go> <admitted in the tick> <state>` every 100 ms,
+//! - `tick <ms since go> <admitted in the tick> <state> <health>` every 100 ms (health:
+//!   `connected`, `degraded` or `fallback`),
 //! - `done admitted=<n> blocked=<n> max_call_us=<n> cluster_blocks=<n> slow_calls=<n> redis_calls=<n>
-//!   crossslot=<n> leases=<n> fallbacks=<n> start_us=<wall> end_us=<wall> <value>=<n>...` (the
+//!   crossslot=<n> leases=<n> fallbacks=<n> state_losses=<n> charged_back=<n> ridden_out=<n>
+//!   value_key_splits=<n> split_now=<0|1> min_instances=<n> start_us=<wall> end_us=<wall>
+//!   <value>=<n>...` (the
 //!   counts of `metrics::cluster()`, when the calls began and ended, and the admitted calls per
 //!   hotspot value).
 //!
 //! Arguments: `--redis URL` (repeat with `--redis-cluster` for a Redis Cluster; none: no
 //! cluster), `--namespace NS`, `--rule flow|hot`, `--threshold R`, `--offer PER_SECOND`,
 //! `--secs S`, `--skew-ms MS` (run on a mock clock that far ahead of the real one),
-//! `--per-instance` (a per-instance cluster rule instead of a global one).
+//! `--per-instance` (a per-instance cluster rule instead of a global one), `--resource NAME`
+//! (the rule's resource, default `cluster-test`).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sentinel_runtime::clock::MockClock;
@@ -36,6 +40,7 @@ struct Args {
     secs: f64,
     skew_ms: u64,
     per_instance: bool,
+    resource: &'static str,
 }
 
 fn parse() -> Result<Args, String> {
@@ -49,6 +54,7 @@ fn parse() -> Result<Args, String> {
         secs: 3.0,
         skew_ms: 0,
         per_instance: false,
+        resource: "cluster-test",
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,6 +70,8 @@ fn parse() -> Result<Args, String> {
             "--secs" => args.secs = number(value()?)?,
             "--skew-ms" => args.skew_ms = number(value()?)? as u64,
             "--per-instance" => args.per_instance = true,
+            // Leaked once: entries take a `&'static str`.
+            "--resource" => args.resource = Box::leak(value()?.into_boxed_str()),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -135,11 +143,11 @@ fn run(args: &Args) -> ExitCode {
     };
     let loaded = if args.hot {
         rules::load_hotspot_rules(vec![
-            HotspotRule::qps("cluster-test", 0, args.threshold).cluster(threshold)
+            HotspotRule::qps(args.resource, 0, args.threshold).cluster(threshold)
         ])
     } else {
         rules::load_flow_rules(vec![
-            FlowRule::qps("cluster-test", args.threshold).cluster(threshold)
+            FlowRule::qps(args.resource, args.threshold).cluster(threshold)
         ])
     };
     if let Err(e) = loaded {
@@ -161,11 +169,18 @@ fn run(args: &Args) -> ExitCode {
         Some(c) => c.status().state,
         None => ClusterState::Fallback,
     };
+    let health = || match &cluster {
+        Some(c) => c.status().health(),
+        None => "fallback",
+    };
     let done = AtomicBool::new(false);
     let start_us = wall_us();
+    let min_instances = AtomicU64::new(u64::MAX);
     let (admitted, blocked, max_call, cluster_blocks, slow, per_value) = std::thread::scope(|s| {
-        // Watches the cluster's state every millisecond and reports each change.
+        // Watches the cluster's state every millisecond and reports each change, and the
+        // fewest instances it said were live while connected (`min_instances`).
         s.spawn(|| {
+            let watching = Instant::now();
             let mut last = state();
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(1));
@@ -174,9 +189,17 @@ fn run(args: &Args) -> ExitCode {
                     say(format!("state {now} {}", wall_us()));
                     last = now;
                 }
+                if let Some(c) = cluster.as_ref().filter(|_| now == ClusterState::Connected) {
+                    // From 200 ms after go: the instances started one after another, and
+                    // each counts the others from its next heartbeat (30 ms).
+                    if watching.elapsed() >= Duration::from_millis(200) {
+                        let n = c.status().instances as u64;
+                        min_instances.fetch_min(n, Ordering::Relaxed);
+                    }
+                }
             }
         });
-        let result = offer(args, &say, &state);
+        let result = offer(args, &say, &state, &health);
         done.store(true, Ordering::Relaxed);
         result
     });
@@ -190,11 +213,22 @@ fn run(args: &Args) -> ExitCode {
     say(format!(
         "done admitted={admitted} blocked={blocked} max_call_us={max_call} \
          cluster_blocks={cluster_blocks} slow_calls={slow} redis_calls={} crossslot={} leases={} \
-         fallbacks={} start_us={start_us} end_us={end_us} {}",
+         fallbacks={} state_losses={} charged_back={} ridden_out={} value_key_splits={} \
+         split_now={} min_instances={} start_us={start_us} end_us={end_us} {}",
         m.redis_calls,
         m.crossslot_errors,
         m.leases_taken,
         m.fallbacks,
+        m.state_losses,
+        m.charged_back,
+        m.failures_ridden_out,
+        m.value_key_splits,
+        u8::from(cluster.as_ref().is_some_and(|c| {
+            c.status()
+                .degraded
+                .contains(&sentinel_runtime::cluster::ClusterDegraded::ValueKeySplit)
+        })),
+        min_instances.load(Ordering::Relaxed),
         values.join(" ")
     ));
     drop(cluster);
@@ -208,6 +242,7 @@ fn offer(
     args: &Args,
     say: &dyn Fn(String),
     state: &dyn Fn() -> ClusterState,
+    health: &dyn Fn() -> &'static str,
 ) -> (u64, u64, u128, u64, u64, [u64; 3]) {
     let start = Instant::now();
     let end = Duration::from_secs_f64(args.secs);
@@ -221,9 +256,10 @@ fn offer(
         let elapsed = start.elapsed();
         if elapsed >= next_tick {
             say(format!(
-                "tick {} {tick_admitted} {}",
+                "tick {} {tick_admitted} {} {}",
                 next_tick.as_millis(),
-                state()
+                state(),
+                health()
             ));
             tick_admitted = 0;
             next_tick += Duration::from_millis(100);
@@ -238,11 +274,11 @@ fn offer(
             offered += 1;
             let call = Instant::now();
             let result = if args.hot {
-                EntryBuilder::new("cluster-test")
+                EntryBuilder::new(args.resource)
                     .param(VALUES[value])
                     .enter()
             } else {
-                EntryBuilder::new("cluster-test").enter()
+                EntryBuilder::new(args.resource).enter()
             };
             let took = call.elapsed().as_micros();
             max_call = max_call.max(took);

@@ -1,14 +1,17 @@
-//! Real redis-server processes and instance processes for the cluster tests: each started on a
+//! Real redis-server processes and instance processes for the cluster tests (and the faults:
+//! a TCP proxy that stalls, another writer): each started on a
 //! free loopback port in a temporary directory, each killed by its guard's `Drop`, also when a
 //! test fails.
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Whether `program` runs; without it, `None` after a line saying how to install it, or a panic
@@ -251,6 +254,8 @@ pub struct Report {
     pub states: Vec<(u128, String)>,
     /// (ms since go, admitted in the 100 ms, state at the tick).
     pub ticks: Vec<(u64, u64, String)>,
+    /// The health at each tick (`connected`, `degraded`, `fallback`), in tick order.
+    pub healths: Vec<String>,
 }
 
 impl Report {
@@ -342,6 +347,7 @@ impl Instances {
                     let ms = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
                     let n = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
                     r.ticks.push((ms, n, words.next().unwrap_or("").to_owned()));
+                    r.healths.push(words.next().unwrap_or("").to_owned());
                 }
                 Some("done") => {
                     for word in words {
@@ -389,4 +395,164 @@ pub fn instance_args(
     args.push(namespace.to_owned());
     args.extend(rest.iter().map(|s| (*s).to_owned()));
     args
+}
+
+/// A TCP proxy on loopback to `upstream` that forwards both ways until stalled: then it holds
+/// every byte (and new connections get nothing), as a network partition does.
+pub struct Proxy {
+    pub port: u16,
+    pub stalled: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    pub fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking listener");
+        let stalled = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stalled2, stop2) = (Arc::clone(&stalled), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                            continue;
+                        };
+                        for (from, to) in [
+                            (client.try_clone(), server.try_clone()),
+                            (server.try_clone(), client.try_clone()),
+                        ] {
+                            if let (Ok(from), Ok(to)) = (from, to) {
+                                let (stalled, stop) = (Arc::clone(&stalled2), Arc::clone(&stop2));
+                                std::thread::spawn(move || pump(from, to, &stalled, &stop));
+                            }
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        Proxy {
+            port,
+            stalled,
+            stop,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Copies `from` to `to`, holding what it read while `stalled`.
+fn pump(mut from: TcpStream, mut to: TcpStream, stalled: &AtomicBool, stop: &AtomicBool) {
+    let _ = from.set_read_timeout(Some(Duration::from_millis(5)));
+    let mut buf = [0u8; 16 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(_) => break,
+        };
+        while stalled.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Writes 1 kB values under fresh keys to Redis on `port`, about `per_sec` a second, until
+/// `stop`: other writers that make an LRU store evict.
+pub fn write_junk(port: u16, per_sec: u64, stop: &AtomicBool) {
+    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
+        return;
+    };
+    let value = "x".repeat(1_000);
+    let batch = 50u64;
+    let mut n = 0u64;
+    let mut reply = [0u8; 64 * 1024];
+    let start = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let mut out = String::new();
+        for _ in 0..batch {
+            let key = format!("junk:{n}");
+            n += 1;
+            out.push_str(&format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{value}\r\n",
+                key.len(),
+                value.len()
+            ));
+        }
+        if conn.write_all(out.as_bytes()).is_err() {
+            return;
+        }
+        // Each reply is `+OK\r\n` (or an error line): read until `batch` lines came.
+        let mut lines = 0;
+        while lines < batch {
+            match conn.read(&mut reply) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => lines += reply[..k].iter().filter(|&&b| b == b'\n').count() as u64,
+            }
+        }
+        let due = Duration::from_secs_f64(n as f64 / per_sec as f64);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// The most admitted by all instances together in one second (ten consecutive 100 ms ticks)
+/// among the seconds that begin at or after `from_ms` and end by `to_ms` (ms since go).
+pub fn busiest_second(reports: &[Report], from_ms: u64, to_ms: u64) -> (u64, u64) {
+    let mut per_tick = std::collections::BTreeMap::<u64, u64>::new();
+    for r in reports {
+        for (ms, n, _) in &r.ticks {
+            *per_tick.entry(*ms).or_default() += n;
+        }
+    }
+    // Tick `ms` counts the calls of (ms - 100, ms].
+    let mut best = (0, 0);
+    let mut start = from_ms;
+    while start + 1_000 <= to_ms {
+        let n: u64 = per_tick
+            .range(start + 100..=start + 1_000)
+            .map(|(_, n)| n)
+            .sum();
+        if n > best.0 {
+            best = (n, start);
+        }
+        start += 100;
+    }
+    best
+}
+
+/// Whether some instance reported `health` at a tick within `from_ms..=to_ms`.
+pub fn reported(reports: &[Report], health: &str, from_ms: u64, to_ms: u64) -> bool {
+    reports.iter().any(|r| {
+        r.ticks
+            .iter()
+            .zip(&r.healths)
+            .any(|((ms, _, _), h)| *ms >= from_ms && *ms <= to_ms && h == health)
+    })
 }

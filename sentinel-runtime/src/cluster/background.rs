@@ -1,37 +1,60 @@
 //! The cluster's background work, on its own thread and current-thread tokio runtime:
-//! connecting, heartbeats, lease refills, falling back and reconnecting with backoff.
+//! connecting, heartbeats, lease refills, riding out short failures, falling back when failures
+//! persist, and coming back (with hysteresis, charging what was admitted locally meanwhile).
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
-use redis::cluster_async::ClusterConnection;
-use redis::{ErrorKind, FromRedisValue, RedisError, RedisResult, ServerErrorKind};
 use tokio::task::JoinSet;
 use tokio::time::{timeout, Instant};
 
+use super::connect::{
+    call, classify, connect, deregister, read_epochs, read_policy, share_value_key, Conn, Failure,
+};
 use super::error::ClusterError;
+use super::keys::{Keys, BUCKETS};
+use super::refill::{charge_back, refill_asked};
 use super::scripts::Scripts;
-use crate::clock;
-use crate::rules::ClusterThreshold;
-use crate::slot::cluster::shared::{self, RuleLeases, MODE_CONNECTED, MODE_FALLBACK};
+use crate::slot::cluster::health;
+use crate::slot::cluster::shared::{self, MODE_CONNECTED, MODE_FALLBACK};
 
 /// How often an instance says it is live.
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(30);
-/// An instance not heard from for this long is no longer counted.
+/// How often it probes while calls fail (before it leaves the store).
+const PROBE_EVERY: Duration = Duration::from_millis(10);
+/// An instance not heard from for this long is no longer counted in `instances`.
 const INSTANCE_TTL_MS: u64 = 1_000;
+/// An instance heard from within this long is connected now; one heard from before (within
+/// the grace period) may be cut off from the store and limiting locally.
+const RECENT_MS: u64 = 200;
+/// How long the connected instances hold back the share of an instance that stopped
+/// heartbeating (it may be cut off from the store and admitting its local share).
+pub(crate) const GRACE_MS: u64 = 2_000;
 /// How often asks that could not be served at once are looked at again.
 const TICK: Duration = Duration::from_millis(5);
-/// The lease size follows this much of the instance's own traffic.
-const LEASE_HORIZON_NANOS: u64 = 50_000_000;
 /// Reconnection backoff: from this, doubling...
 const MIN_BACKOFF: Duration = Duration::from_millis(20);
 /// ...up to this.
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// Calls that time out make the instance leave the store only once they failed for this long
+/// in a row, with no call succeeding in between...
+pub(crate) const PERSIST: Duration = Duration::from_millis(150);
+/// ...and at least this many of them.
+const PERSIST_FAILURES: u32 = 5;
+/// After a reconnect, this many heartbeats in a row, `HEARTBEAT_EVERY` apart, must answer
+/// before the instance leases again.
+const STABLE_BEATS: u32 = 3;
+/// How often the shared hotspot value key is checked.
+const VALUE_KEY_EVERY: Duration = Duration::from_secs(1);
+/// How long a stopping cluster tries to take its instance out of the set.
+const DEREGISTER_WITHIN: Duration = Duration::from_millis(200);
+/// How often the store's eviction policy is read again.
+const POLICY_EVERY: Duration = Duration::from_secs(10);
 
-/// What the background work was started with.
+/// What the background work was started with, and the epochs it saw.
 #[derive(Debug)]
 pub(crate) struct Config {
     pub(crate) urls: Vec<String>,
@@ -40,232 +63,111 @@ pub(crate) struct Config {
     pub(crate) instance_id: String,
     pub(crate) command_timeout: Duration,
     pub(crate) connect_timeout: Duration,
+    pub(crate) keys: Keys,
+    /// The epoch of each bucket of keys as this instance last saw it (0: not yet).
+    pub(crate) epochs: Box<[AtomicU64]>,
 }
 
-/// A connection to one Redis or to a Redis Cluster (both cheap to clone: multiplexed).
-#[derive(Clone)]
-enum Conn {
-    One(MultiplexedConnection),
-    Many(ClusterConnection),
-}
-
-/// Why a call to the store failed.
-#[derive(Debug)]
-enum Failure {
-    Timeout,
-    Redis(RedisError),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Timeout => f.write_str("timed out"),
-            Failure::Redis(e) => write!(f, "{e}"),
-        }
+impl Config {
+    /// No epoch seen yet.
+    pub(crate) fn no_epochs() -> Box<[AtomicU64]> {
+        (0..BUCKETS).map(|_| AtomicU64::new(0)).collect()
     }
 }
 
-/// Runs `invocation` on `conn` within the command timeout, counting the call.
-async fn call<T: FromRedisValue>(
-    conn: &mut Conn,
-    invocation: redis::ScriptInvocation<'_>,
-    limit: Duration,
-) -> Result<T, Failure> {
-    let result = timeout(limit, async {
-        match conn {
-            Conn::One(c) => invocation.invoke_async(c).await,
-            Conn::Many(c) => invocation.invoke_async(c).await,
-        }
-    })
-    .await;
-    count(result)
+/// The instances as one heartbeat saw them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Seen {
+    /// Heard from within [`INSTANCE_TTL_MS`].
+    live: u32,
+    /// Heard from within [`RECENT_MS`].
+    recent: u32,
+    /// Heard from within [`GRACE_MS`].
+    known: u32,
+    /// The set of instances was missing: the store lost it.
+    fresh: bool,
 }
 
-fn count<T>(result: Result<RedisResult<T>, tokio::time::error::Elapsed>) -> Result<T, Failure> {
-    match result {
-        Ok(Ok(v)) => {
-            shared::CALLS_OK.fetch_add(1, Relaxed);
-            Ok(v)
-        }
-        Ok(Err(e)) => {
-            shared::CALLS_ERROR.fetch_add(1, Relaxed);
-            if e.kind() == ErrorKind::Server(ServerErrorKind::CrossSlot) {
-                shared::CROSSSLOT.fetch_add(1, Relaxed);
-            }
-            Err(Failure::Redis(e))
-        }
-        Err(_) => {
-            shared::CALLS_TIMEOUT.fetch_add(1, Relaxed);
-            Err(Failure::Timeout)
-        }
-    }
+/// One heartbeat: this instance is live; the instances seen.
+async fn heartbeat(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<Seen, Failure> {
+    heartbeat_within(config, scripts, conn, config.command_timeout).await
 }
 
-/// The URLs with their passwords replaced by `***`.
-pub(crate) fn hide_passwords(urls: &[String]) -> String {
-    urls.iter()
-        .map(|url| match (url.find("://"), url.rfind('@')) {
-            (Some(scheme), Some(at)) if at > scheme => {
-                format!("{}://***{}", &url[..scheme], &url[at..])
-            }
-            _ => url.clone(),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// This instance's id in the set of instances: the process id and a random part.
-pub(crate) fn instance_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(clock::precise_nanos());
-    format!("{}-{:08x}", std::process::id(), h.finish() as u32)
-}
-
-/// The error `start` reports for a failure to reach or use the store.
-fn classify(config: &Config, failure: Failure) -> ClusterError {
-    let e = match failure {
-        Failure::Timeout => {
-            return ClusterError::Connect {
-                url: hide_passwords(&config.urls),
-                message: format!("no answer within {:?}", config.command_timeout),
-            }
-        }
-        Failure::Redis(e) => e,
-    };
-    let message = e.to_string();
-    let upper = message.to_ascii_uppercase();
-    if e.kind() == ErrorKind::AuthenticationFailed
-        || upper.contains("NOAUTH")
-        || upper.contains("WRONGPASS")
-        || upper.contains("INVALID PASSWORD")
-        || upper.contains("INVALID USERNAME-PASSWORD")
-    {
-        ClusterError::Auth { message }
-    } else if upper.contains("UNKNOWN COMMAND") || upper.contains("NOSCRIPT") {
-        ClusterError::ScriptsDisabled { message }
-    } else if e.kind() == ErrorKind::InvalidClientConfig {
-        ClusterError::Url {
-            url: hide_passwords(&config.urls),
-            message,
-        }
-    } else if e.is_io_error()
-        || e.is_connection_refusal()
-        || e.is_timeout()
-        || e.is_connection_dropped()
-    {
-        ClusterError::Connect {
-            url: hide_passwords(&config.urls),
-            message,
-        }
-    } else {
-        ClusterError::Redis { message }
-    }
-}
-
-/// Connects and checks that the store runs the scripts (loads both).
-async fn connect(config: &Config, scripts: &Scripts) -> Result<Conn, ClusterError> {
-    let url_error = |e: RedisError| ClusterError::Url {
-        url: hide_passwords(&config.urls),
-        message: e.to_string(),
-    };
-    let connecting = async {
-        if config.cluster_mode {
-            let client = redis::cluster::ClusterClient::builder(config.urls.clone())
-                .connection_timeout(config.connect_timeout)
-                .response_timeout(config.command_timeout)
-                .retries(1)
-                .build()
-                .map_err(url_error)?;
-            client
-                .get_async_connection()
-                .await
-                .map(Conn::Many)
-                .map_err(|e| classify(config, Failure::Redis(e)))
-        } else {
-            let client = redis::Client::open(config.urls[0].as_str()).map_err(url_error)?;
-            let settings = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(config.connect_timeout))
-                .set_response_timeout(Some(config.command_timeout));
-            client
-                .get_multiplexed_async_connection_with_config(&settings)
-                .await
-                .map(Conn::One)
-                .map_err(|e| classify(config, Failure::Redis(e)))
-        }
-    };
-    let mut conn = match timeout(config.connect_timeout, connecting).await {
-        Ok(Ok(conn)) => conn,
-        Ok(Err(e)) => {
-            shared::CALLS_ERROR.fetch_add(1, Relaxed);
-            return Err(e);
-        }
-        Err(_) => {
-            shared::CALLS_TIMEOUT.fetch_add(1, Relaxed);
-            return Err(ClusterError::Connect {
-                url: hide_passwords(&config.urls),
-                message: format!("no connection within {:?}", config.connect_timeout),
-            });
-        }
-    };
-    for script in [&scripts.lease, &scripts.heartbeat, &scripts.value_key] {
-        let loaded = timeout(config.connect_timeout, async {
-            match &mut conn {
-                Conn::One(c) => script.load_async(c).await,
-                Conn::Many(c) => script.load_async(c).await,
-            }
-        })
-        .await;
-        count(loaded).map_err(|f| classify(config, f))?;
-    }
-    share_value_key(config, scripts, &mut conn)
-        .await
-        .map_err(|f| classify(config, f))?;
-    Ok(conn)
-}
-
-/// Agrees with the other instances on the hash key of parameter values (the first instance's
-/// key, kept in Redis), so that one hotspot value has one Redis key everywhere.
-async fn share_value_key(
+/// [`heartbeat`] with an answer within `limit`.
+async fn heartbeat_within(
     config: &Config,
     scripts: &Scripts,
     conn: &mut Conn,
-) -> Result<(), Failure> {
-    let mine = crate::param::shared_key().unwrap_or_else(|| {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(clock::precise_nanos());
-        h.finish()
-    });
-    let mut invocation = scripts.value_key.prepare_invoke();
-    invocation
-        .key(format!("{{{}}}:value-key", config.namespace))
-        .arg(mine.to_string());
-    let theirs: String = call(conn, invocation, config.command_timeout).await?;
-    let shared = theirs.parse::<u64>().is_ok_and(crate::param::share_key);
-    if !shared && shared::VALUES_SHARED.load(Relaxed) != shared {
-        #[cfg(feature = "tracing")]
-        tracing::warn!(
-            target: "sentinel",
-            namespace = %config.namespace,
-            "cluster: parameter values were hashed before the cluster started (or with another \
-             key): cluster hotspot rules limit locally; start the cluster before the first call"
-        );
-    }
-    shared::VALUES_SHARED.store(shared, Relaxed);
-    Ok(())
-}
-
-/// One heartbeat: this instance is live; the instances live.
-async fn heartbeat(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<u32, Failure> {
-    let key = format!("{{{}}}:instances", config.namespace);
+    limit: Duration,
+) -> Result<Seen, Failure> {
     let mut invocation = scripts.heartbeat.prepare_invoke();
     invocation
-        .key(key)
+        .key(config.keys.instances())
         .arg(&config.instance_id)
-        .arg(INSTANCE_TTL_MS);
-    let n: u64 = call(conn, invocation, config.command_timeout).await?;
-    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        .arg(GRACE_MS)
+        .arg(INSTANCE_TTL_MS)
+        .arg(RECENT_MS);
+    let (live, recent, known, fresh): (u64, u64, u64, u64) = call(conn, invocation, limit).await?;
+    let n = |v: u64| u32::try_from(v).unwrap_or(u32::MAX).max(1);
+    Ok(Seen {
+        live: n(live),
+        recent: n(recent),
+        known: n(known),
+        fresh: fresh != 0,
+    })
+}
+
+/// How long the counts of instances are smoothed over: a heartbeat that comes late must not
+/// make `instances` dip.
+const SMOOTH_OVER: Duration = Duration::from_millis(300);
+
+/// The counts of instances lately seen.
+struct Counts {
+    history: VecDeque<(Instant, Seen)>,
+    /// When the store last lost the set of instances, and the counts before.
+    lost: Option<(Instant, u32, u32)>,
+}
+
+static COUNTS: Mutex<Counts> = Mutex::new(Counts {
+    history: VecDeque::new(),
+    lost: None,
+});
+
+/// Records what a heartbeat saw: the instances live and within the grace period as the most
+/// seen over [`SMOOTH_OVER`], and for [`INSTANCE_TTL_MS`] after the store lost the set of
+/// instances (they come back one heartbeat at a time); those connected as seen now. A count
+/// kept high holds back more, never less.
+fn seen(s: Seen) {
+    let now = Instant::now();
+    let (live, known) = {
+        let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.fresh {
+            counts.lost = Some((now, shared::instances(), shared::sharing().1));
+        }
+        let history = &mut counts.history;
+        while history
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > SMOOTH_OVER)
+        {
+            history.pop_front();
+        }
+        history.push_back((now, s));
+        let (mut live, mut known) = history.iter().fold((0, 0), |(live, known), (_, h)| {
+            (live.max(h.live), known.max(h.known))
+        });
+        let held = Duration::from_millis(INSTANCE_TTL_MS);
+        if let Some((_, l, k)) = counts
+            .lost
+            .filter(|(at, _, _)| now.duration_since(*at) < held)
+        {
+            live = live.max(l);
+            known = known.max(k);
+        }
+        (live, known)
+    };
+    shared::set_instances(live);
+    shared::set_sharing(s.recent, known.max(s.recent));
+    health::HELD_BACK.store(u64::from(known.saturating_sub(s.recent)), Relaxed);
 }
 
 /// The thread's body: connect, report to `start`, then serve until `stop`.
@@ -290,7 +192,8 @@ pub(crate) fn thread_main(
         let scripts = Arc::new(Scripts::new());
         let first = async {
             let mut conn = connect(&config, &scripts).await?;
-            let n = heartbeat(&config, &scripts, &mut conn)
+            // Within the connect timeout: many instances starting at once load the store.
+            let n = heartbeat_within(&config, &scripts, &mut conn, config.connect_timeout)
                 .await
                 .map_err(|f| classify(&config, f))?;
             Ok::<_, ClusterError>((conn, n))
@@ -305,11 +208,11 @@ pub(crate) fn thread_main(
                 }
             },
         };
-        shared::set_instances(n);
+        seen(n);
         connected(&config);
         let _ = started.send(Ok(()));
         tokio::select! {
-            _ = stop.notified() => {}
+            _ = stop.notified() => deregister(&config, DEREGISTER_WITHIN).await,
             _ = run(Arc::clone(&config), conn, scripts) => {}
         }
     });
@@ -347,6 +250,24 @@ fn fallback(config: &Config, error: String) {
     shared::set_last_error(Some(error));
 }
 
+/// The store lost state (an epoch gone or changed, a key evicted): counted, reported in
+/// `status()`, and an event.
+pub(crate) fn report_lost(config: &Config) {
+    let first = !health::is_state_lost();
+    health::state_lost();
+    if first {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(
+            target: "sentinel",
+            namespace = %config.namespace,
+            "cluster: the store lost state (flushed, evicted, restarted empty or failed over): \
+             the lost window counts as spent"
+        );
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = config;
+}
+
 /// The cluster was dropped: cluster rules are local rules.
 pub(crate) fn announce_stop(namespace: &str) {
     #[cfg(feature = "tracing")]
@@ -359,51 +280,153 @@ pub(crate) fn announce_stop(namespace: &str) {
     let _ = namespace;
 }
 
-/// Serves while connected; on a failure falls back and reconnects with backoff, forever.
+/// Serves while connected; when failures persist falls back, and reconnects with backoff,
+/// forever. Back only after [`STABLE_BEATS`] heartbeats in a row, and after charging what was
+/// admitted locally meanwhile.
 async fn run(config: Arc<Config>, first: Conn, scripts: Arc<Scripts>) {
     let mut conn = Some(first);
     let mut backoff = MIN_BACKOFF;
+    let mut fell_at = Instant::now();
     loop {
         if let Some(c) = conn.take() {
             let failure = serve(&config, c, &scripts).await;
             fallback(&config, failure.to_string());
+            fell_at = Instant::now();
             backoff = MIN_BACKOFF;
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
-        match connect(&config, &scripts).await {
-            Ok(mut c) => match heartbeat(&config, &scripts, &mut c).await {
-                Ok(n) => {
-                    shared::set_instances(n);
-                    connected(&config);
-                    conn = Some(c);
-                }
-                Err(f) => shared::set_last_error(Some(f.to_string())),
-            },
-            Err(e) => shared::set_last_error(Some(e.to_string())),
+        let mut c = match connect(&config, &scripts).await {
+            Ok(c) => c,
+            Err(e) => {
+                shared::set_last_error(Some(e.to_string()));
+                continue;
+            }
+        };
+        match stable(&config, &scripts, &mut c).await {
+            Ok(n) => seen(n),
+            Err(f) => {
+                shared::set_last_error(Some(f.to_string()));
+                continue;
+            }
+        }
+        if let Err(f) = charge_back(&config, &scripts, &mut c, fell_at.elapsed()).await {
+            shared::set_last_error(Some(f.to_string()));
+            continue;
+        }
+        connected(&config);
+        conn = Some(c);
+    }
+}
+
+/// Heartbeats until [`STABLE_BEATS`] in a row answered; the last one's count.
+async fn stable(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<Seen, Failure> {
+    let mut n = heartbeat(config, scripts, conn).await?;
+    for _ in 1..STABLE_BEATS {
+        tokio::time::sleep(HEARTBEAT_EVERY).await;
+        n = heartbeat(config, scripts, conn).await?;
+    }
+    Ok(n)
+}
+
+/// What a task of [`serve`] finished with.
+pub(crate) enum Done {
+    Beat(Result<Seen, Failure>),
+    Refill(Result<(), Failure>),
+    Check(Result<(), Failure>),
+}
+
+/// Failures in a row, since when.
+#[derive(Default)]
+struct Streak {
+    failures: u32,
+    since: Option<Instant>,
+}
+
+impl Streak {
+    fn fail(&mut self, now: Instant) {
+        self.failures += 1;
+        self.since.get_or_insert(now);
+    }
+
+    fn succeed(&mut self) {
+        if self.failures > 0 {
+            health::FAILURES_RIDDEN_OUT.fetch_add(1, Relaxed);
+            shared::set_last_error(None);
+        }
+        *self = Streak::default();
+    }
+
+    fn failing(&self) -> bool {
+        self.failures > 0
+    }
+
+    /// Whether the failures persisted: leave the store.
+    fn persisted(&self, now: Instant) -> bool {
+        self.failures >= PERSIST_FAILURES
+            && self.since.is_some_and(|s| now.duration_since(s) >= PERSIST)
+    }
+}
+
+/// Whether `f` says the connection itself is gone (dropped, refused, reset), rather than slow.
+fn connection_lost(f: &Failure) -> bool {
+    match f {
+        Failure::Timeout => false,
+        Failure::Redis(e) => {
+            e.is_io_error()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.is_unrecoverable_error()
         }
     }
 }
 
-/// What a task of [`serve`] finished with.
-enum Done {
-    Beat(Result<u32, Failure>),
-    Refill(Result<(), Failure>),
-}
-
-/// Heartbeats and refills until a call fails; returns the failure.
-async fn serve(config: &Arc<Config>, conn: Conn, scripts: &Arc<Scripts>) -> Failure {
+/// Heartbeats, refills and checks until failures persist; returns the last failure. A
+/// connection that drops is replaced at once if the store answers a new one (a killed client,
+/// a failover); calls that time out are ridden out for [`PERSIST`] while the leases in hand
+/// keep being spent.
+async fn serve(config: &Arc<Config>, mut conn: Conn, scripts: &Arc<Scripts>) -> Failure {
     let mut tasks: JoinSet<Done> = JoinSet::new();
     let mut next_beat = Instant::now();
     let mut beating = false;
+    let mut next_value_key = Instant::now() + VALUE_KEY_EVERY;
+    let mut next_policy = Instant::now() + POLICY_EVERY;
+    let mut checking = false;
+    let mut streak = Streak::default();
     let failure = loop {
         let now = Instant::now();
         if !beating && now >= next_beat {
             beating = true;
-            next_beat = now + HEARTBEAT_EVERY;
+            let every = if streak.failing() {
+                PROBE_EVERY
+            } else {
+                HEARTBEAT_EVERY
+            };
+            next_beat = now + every;
             let (config, scripts, mut conn) =
                 (Arc::clone(config), Arc::clone(scripts), conn.clone());
             tasks.spawn(async move { Done::Beat(heartbeat(&config, &scripts, &mut conn).await) });
+        }
+        if !checking && !streak.failing() && now >= next_value_key {
+            checking = true;
+            let policy = now >= next_policy;
+            next_value_key = now + VALUE_KEY_EVERY;
+            if policy {
+                next_policy = now + POLICY_EVERY;
+            }
+            let (config, scripts, mut conn) =
+                (Arc::clone(config), Arc::clone(scripts), conn.clone());
+            tasks.spawn(async move {
+                let limit = config.command_timeout;
+                let mut checked = share_value_key(&config, &scripts, &mut conn, limit).await;
+                if checked.is_ok() {
+                    checked = read_epochs(&config, &scripts, &mut conn, limit).await;
+                }
+                if policy {
+                    read_policy(&config, &mut conn, limit).await;
+                }
+                Done::Check(checked)
+            });
         }
         refill_asked(config, &conn, scripts, &mut tasks);
         let done = tokio::select! {
@@ -411,25 +434,51 @@ async fn serve(config: &Arc<Config>, conn: Conn, scripts: &Arc<Scripts>) -> Fail
             _ = tokio::time::sleep_until(next_beat.min(now + TICK)) => None,
             Some(done) = tasks.join_next() => done.ok(),
         };
-        match done {
+        let failed = match done {
             Some(Done::Beat(Ok(n))) => {
                 beating = false;
-                shared::set_instances(n);
+                seen(n);
+                streak.succeed();
+                None
             }
-            Some(Done::Beat(Err(f)) | Done::Refill(Err(f))) => {
-                // A refused or dropped connection falls back at once; a single timeout (a
-                // busy host can miss 20 ms now and then) only after a second one in a row.
-                if !matches!(f, Failure::Timeout) {
-                    break f;
-                }
+            Some(Done::Refill(Ok(()))) => {
+                streak.succeed();
+                None
+            }
+            Some(Done::Check(Ok(()))) => {
+                checking = false;
+                None
+            }
+            Some(Done::Beat(Err(f))) => {
                 beating = false;
-                let mut probe = conn.clone();
-                match heartbeat(config, scripts, &mut probe).await {
-                    Ok(n) => shared::set_instances(n),
-                    Err(f) => break f,
-                }
+                Some(f)
             }
-            Some(Done::Refill(Ok(()))) | None => {}
+            Some(Done::Check(Err(f))) => {
+                checking = false;
+                Some(f)
+            }
+            Some(Done::Refill(Err(f))) => Some(f),
+            None => None,
+        };
+        let Some(f) = failed else {
+            continue;
+        };
+        let now = Instant::now();
+        streak.fail(now);
+        shared::set_last_error(Some(f.to_string()));
+        if connection_lost(&f) {
+            // The connection is gone: a new one now, or leave if the store refuses it.
+            match timeout(PERSIST, connect(config, scripts)).await {
+                Ok(Ok(c)) => {
+                    conn = c;
+                    next_beat = Instant::now();
+                    continue;
+                }
+                _ => break f,
+            }
+        }
+        if streak.persisted(now) {
+            break f;
         }
     };
     tasks.abort_all();
@@ -440,104 +489,4 @@ async fn serve(config: &Arc<Config>, conn: Conn, scripts: &Arc<Scripts>) -> Fail
         }
     }
     failure
-}
-
-/// Starts a refill for every slot that asked and may ask now.
-fn refill_asked(
-    config: &Arc<Config>,
-    conn: &Conn,
-    scripts: &Arc<Scripts>,
-    tasks: &mut JoinSet<Done>,
-) {
-    let now = clock::precise_nanos();
-    for table in shared::tables() {
-        if !table.lease.take_dirty() {
-            continue;
-        }
-        for (i, slot) in table.lease.slots().iter().enumerate() {
-            let Some(key) = slot.begin_refill(now) else {
-                if slot.is_asking() {
-                    table.lease.mark_dirty();
-                }
-                continue;
-            };
-            let (config, scripts, mut conn) =
-                (Arc::clone(config), Arc::clone(scripts), conn.clone());
-            let table = Arc::clone(&table);
-            tasks.spawn(async move {
-                Done::Refill(refill(&config, &scripts, &mut conn, &table, i, key).await)
-            });
-        }
-    }
-}
-
-/// The GCRA of a rule as the script takes it: emission interval and tolerance in µs, and the
-/// burst in tokens; `None` for a threshold of 0 (no tokens ever).
-fn pace(table: &RuleLeases) -> Option<(f64, f64, u64)> {
-    let instances = match table.threshold {
-        ClusterThreshold::Global => 1.0,
-        ClusterThreshold::PerInstance => f64::from(shared::instances()),
-    };
-    let limit = table.limit() * instances;
-    if limit.is_nan() || limit < 1.0 {
-        return None;
-    }
-    let interval = table.window_ms as f64 * 1_000.0 / limit;
-    let burst = limit.floor() as u64 + table.extra_burst;
-    Some((interval, interval * burst as f64, burst))
-}
-
-/// One refill of slot `i` of `table` for `key`.
-async fn refill(
-    config: &Config,
-    scripts: &Scripts,
-    conn: &mut Conn,
-    table: &RuleLeases,
-    i: usize,
-    key: u64,
-) -> Result<(), Failure> {
-    let slot = &table.lease.slots()[i];
-    let now = clock::precise_nanos();
-    let Some((interval, tolerance, burst)) = pace(table) else {
-        slot.finish(0, 1, now, now.saturating_add(100_000_000));
-        return Ok(());
-    };
-    let cap = burst / u64::from(shared::instances());
-    let size = slot.next_size(now, LEASE_HORIZON_NANOS, cap);
-    let redis_key = if table.per_value {
-        format!("{{{}:{}:{key:016x}}}", config.namespace, table.name)
-    } else {
-        format!("{{{}:{}}}", config.namespace, table.name)
-    };
-    let mut invocation = scripts.lease.prepare_invoke();
-    invocation
-        .key(redis_key)
-        .arg(format!("{interval:.6}"))
-        .arg(format!("{tolerance:.6}"))
-        .arg(size);
-    match call::<(u64, u64)>(conn, invocation, config.command_timeout).await {
-        Ok((granted, wait_us)) => {
-            let now = clock::precise_nanos();
-            let retry_at = if granted < size {
-                // The bucket is empty: ask again when a token comes, 5 to 50 ms from now, the
-                // same for every instance whatever its lease size (so that they share fairly).
-                let nanos = (wait_us.saturating_mul(1_000)).clamp(5_000_000, 50_000_000);
-                now.saturating_add(nanos)
-            } else {
-                0
-            };
-            slot.finish(granted, size, now, retry_at);
-            if granted > 0 {
-                shared::LEASES_TAKEN.fetch_add(1, Relaxed);
-            }
-            if slot.is_asking() {
-                table.lease.mark_dirty();
-            }
-            Ok(())
-        }
-        Err(f) => {
-            slot.abandon();
-            Err(f)
-        }
-    }
 }

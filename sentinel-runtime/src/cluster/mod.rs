@@ -37,33 +37,93 @@
 //! spends them locally, one atomic decrement per call; a background thread refills the lease
 //! before it runs out. L follows about 50 ms of the instance's own traffic, at most the rule's
 //! burst over the instances live. Tokens unused 200 ms after their lease arrived are dropped:
-//! a token is never spent twice or late, so leases can under-admit a little but never
-//! over-admit. The burst of a rule is its threshold (one window's worth; plus `burst` for a
-//! hotspot rule).
+//! a token is spent at most once, and never later than 200 ms after it was granted.
 //!
-//! No call waits for the network while its lease holds tokens. A call that finds its lease dry
-//! waits for the refill at most the cluster's lease wait (default 2 ms,
-//! `ClusterBuilder::lease_wait`), else it is blocked like any flow block
-//! ([`BlockKind::Flow`](crate::BlockKind::Flow) or [`BlockKind::HotParam`](crate::BlockKind::HotParam),
-//! with a [`retry_after`](crate::BlockError::retry_after)); its
-//! [`reason`](crate::BlockError::reason) starts with `cluster limit`.
+//! # The bounds, exactly
 //!
-//! Redis keys carry a hash tag (`{namespace:resource:w<window ms>}` for a flow rule,
-//! `{namespace:resource:p<index>:w<window ms>:<value hash>}` for a hotspot value), so a script
-//! never touches two slots of a Redis Cluster while the values of one hotspot rule spread over
-//! the cluster's nodes. Idle keys expire. Two cluster flow rules of one resource with the same
-//! window share one key.
+//! With R the threshold per window W, and B the burst (R, plus `burst` for a hotspot rule):
+//!
+//! - **While the store answers**, the instances together admit at most `R × (t + 0.2 s) / W + B`
+//!   in any interval of length t: what the store granted in the interval and the 200 ms before
+//!   it. Leases can under-admit a little (tokens that expire unspent), never over-admit.
+//! - **Burst after idle**: a key idle for a window grants B at once. A key the store *lost*
+//!   grants nothing at once: tokens come back at the rule's rate from the loss (see below).
+//! - **A key without a lease yet** (a hotspot value new to this instance, a rule just connected
+//!   or back from a fallback) is admitted against its local share (R / instances for a global
+//!   flow rule; a tenth of that share's burst, at least one call, for a hotspot value) until its
+//!   lease arrives, and those calls are charged to the shared bucket with the lease. A charge
+//!   may run the bucket into debt of at most one more window: over two windows the bound holds.
+//! - **Fallback share**: while the store cannot be reached, a [`ClusterThreshold::Global`] rule
+//!   admits R / n per window in each instance (n: the instances last seen), a
+//!   [`ClusterThreshold::PerInstance`] rule R, a rule with [`ClusterFallback::Pass`] everything.
+//!   On return the calls a flow rule admitted locally are charged to the shared bucket (those
+//!   of the last window, pro rata when the fallback lasted longer; debt of at most one more
+//!   window). A hotspot rule's values admitted in a fallback are not charged back: after a
+//!   fallback a value may get its local share and the shared bucket's tokens in one window.
+//! - **Grace period, 2 s**: an instance heard from within 200 ms is connected; one heard from
+//!   within 2 s but not 200 ms may be cut off and admitting its local share, so the connected
+//!   instances hold its share back (a global rule leases at R × connected / heard-within-2-s; a
+//!   per-instance rule at R × connected). A partition of k of n instances then admits about R in
+//!   all, not R × (1 + k / n). The cost: an instance that dies is held back for 2 s (one that
+//!   stops cleanly leaves the set at once).
+//! - **No call waits for the network**: a dry lease blocks at once (its refill is on its way),
+//!   a key without a lease uses its local share. `ClusterBuilder::lease_wait` is kept for
+//!   compatibility and no longer used. A block is like any flow block
+//!   ([`BlockKind::Flow`](crate::BlockKind::Flow) or [`BlockKind::HotParam`](crate::BlockKind::HotParam),
+//!   with a [`retry_after`](crate::BlockError::retry_after)); its
+//!   [`reason`](crate::BlockError::reason) starts with `cluster`.
+//! - **New hotspot values** are leased at most 1 000 a second per process; the others keep
+//!   their local share until their turn (counted in `values_over_cap`).
+//!
+//! # State the store forgets
+//!
+//! Redis evicts (`allkeys-*`, `volatile-*`: the lease keys have TTLs), is flushed, restarts
+//! empty, or fails over to a replica without the last writes. Each of the 64 hash tags has an
+//! epoch key without a TTL, read with every lease: when it is missing it is written anew (dated
+//! now), and a lease key missing after that counts as spent from that moment, so tokens come
+//! back at the rule's rate instead of as a fresh burst. A lease key this instance wrote that is
+//! gone before its TTL (evicted) counts as spent now. Either is reported: `status().degraded`
+//! holds [`ClusterDegraded::StateLost`] for 5 s, `state_losses` counts, and an event says so.
+//! `start` reads `maxmemory-policy` (and again every 10 s): a policy that evicts puts
+//! [`ClusterDegraded::KeysEvictable`] in the status with a warning event (set `noeviction`); a
+//! store that refuses `CONFIG GET`, as managed Redis may, is not an error (the policy is then
+//! `None`). The first start of a namespace (no epoch yet) grants the burst of idle keys.
+//!
+//! Redis keys are encoded, never concatenated: the namespace and the resource are escaped
+//! (`%`, `:`, `{`, `}` become `%25`, `%3A`, `%7B`, `%7D`) before they are joined with `:`, so no
+//! two (namespace, resource, value) triples share a key (`shop` + `eu:checkout` and `shop:eu` +
+//! `checkout` are two limits). A flow rule's key is `<namespace>:flow:<resource>:w<window
+//! ms>:{<tag>}`, a hotspot value's `<namespace>:hot:<resource>:p<index>:w<window ms>:<value
+//! hash>:{<tag>}`. The hash tag is one of 64 tags spread evenly over the 16 384 slots of a Redis
+//! Cluster, picked by the value's hash (a flow rule's: its resource and window): a script
+//! never touches two slots, and the values of one hotspot rule spread over the masters in
+//! proportion to their slots, whatever the resource holds (`GET:/users/{id}` included). Idle
+//! keys expire. Two cluster flow rules of one resource with the same window share one key.
 //!
 //! # Instances, failures and fallback
 //!
 //! Each instance heartbeats into a sorted set every 30 ms; `status().instances` is the count
-//! of instances seen in the last second (a stopped instance is forgotten a second later). When Redis fails (refused or dropped; or no answer within
-//! the command timeout, 20 ms by default, twice in a row: a busy host misses one now and then),
-//! every instance switches to local limiting within 100 ms:
-//! by default a [`ClusterThreshold::Global`] rule enforces its threshold divided by the instances
-//! last seen, a [`ClusterThreshold::PerInstance`] rule its own threshold; a rule with
-//! [`ClusterFallback::Pass`] admits everything. The background thread reconnects with backoff
-//! (20 ms doubling to 500 ms) and resumes leasing once Redis answers again.
+//! of instances heard from in the last second (the most seen over 300 ms, and held for a
+//! second after the store lost the set, so a late heartbeat or a flush does not make it dip);
+//! `status().held_back` those heard from within the grace period but not in the last 200 ms.
+//! A stopped cluster takes its instance out of the set; a killed one is forgotten a second
+//! later and no longer held back after the grace period.
+//!
+//! An instance leaves the store only when failures persist: a connection that drops is replaced
+//! at once, and only if the store refuses the new one does the instance fall back (within a few
+//! ms of a killed Redis); calls that time out (20 ms by default) are ridden out, spending the
+//! leases in hand, until at least 5 calls failed in a row over at least 150 ms (then it falls
+//! back). It comes back after 3 heartbeats in a row answered, 30 ms apart, and after charging
+//! what it admitted locally. Reconnects back off from 20 ms, doubling to 500 ms. A slow store
+//! (a 50 ms stall every 250 ms) or a Redis Cluster failover is then no fallback or one, not a
+//! flip per timeout.
+//!
+//! The hotspot value key (the hash key the instances share, kept in Redis without a TTL) is
+//! checked every second: a key in use for longer replaces a younger one (written by an instance
+//! that started after the store lost the key), and an instance whose key is not the store's
+//! says so ([`ClusterDegraded::ValueKeySplit`]) while its cluster hotspot rules limit locally.
+//! Every lease sends the rule's threshold: when instances run the rule with different
+//! thresholds, [`ClusterDegraded::RulesDisagree`] is reported for 5 s.
 //!
 //! **A cluster rule without a started cluster** (or without the `redis` feature) is a local
 //! rule in fallback mode, with one instance last seen: a global rule of 1000/s admits 1000/s in
@@ -71,22 +131,34 @@
 //! Cluster rules take the reject behaviour only (no warm-up, throttling or relation).
 //!
 //! [`metrics::cluster`](crate::metrics::cluster) reports the state, the instances, leases taken,
-//! Redis calls and fallbacks; with the `prometheus` feature the families
-//! `sentinel_cluster_state`, `sentinel_cluster_instances`, `sentinel_cluster_leases_total`,
-//! `sentinel_cluster_redis_calls_total{result}` and `sentinel_cluster_fallbacks_total`; with
-//! `tracing`, an event on every change of state (target `sentinel`).
+//! Redis calls, fallbacks, and the counters of the faults above; with the `prometheus` feature
+//! the families `sentinel_cluster_state`, `sentinel_cluster_instances`,
+//! `sentinel_cluster_leases_total`, `sentinel_cluster_redis_calls_total{result}`,
+//! `sentinel_cluster_fallbacks_total`, `sentinel_cluster_state_losses_total`,
+//! `sentinel_cluster_keys_evictable`, `sentinel_cluster_value_key_splits_total`,
+//! `sentinel_cluster_rule_disagreements_total`, `sentinel_cluster_charged_back_total`,
+//! `sentinel_cluster_held_back`, `sentinel_cluster_values_over_cap_total` and
+//! `sentinel_cluster_failures_ridden_out_total`; with `tracing`, an event on every change of
+//! state and on every fault found (target `sentinel`). [`ClusterStatus::health`] says
+//! `connected`, `degraded` or `fallback`.
 
 pub use crate::rules::{ClusterFallback, ClusterThreshold};
 
 mod status;
-pub use status::{ClusterState, ClusterStatus};
+pub use status::{ClusterDegraded, ClusterState, ClusterStatus};
 
 #[cfg(feature = "redis")]
 mod background;
 #[cfg(feature = "redis")]
+mod connect;
+#[cfg(feature = "redis")]
 mod error;
 #[cfg(feature = "redis")]
+mod keys;
+#[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod refill;
 #[cfg(feature = "redis")]
 mod scripts;
 #[cfg(feature = "redis")]

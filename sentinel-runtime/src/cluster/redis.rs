@@ -6,8 +6,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::background::{self, Config};
+use super::connect;
 use super::error::ClusterError;
-use super::status::{ClusterState, ClusterStatus};
+use super::keys::Keys;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::status::{ClusterDegraded, ClusterState, ClusterStatus};
+use crate::slot::cluster::health;
 use crate::slot::cluster::shared::{self, MODE_CONNECTED, MODE_NONE};
 
 /// The cluster started in this process, described (one at a time).
@@ -65,8 +70,29 @@ impl Cluster {
             last_error: shared::last_error(),
             namespace: self.namespace.clone(),
             instance_id: self.instance_id.clone(),
+            degraded: degraded(),
+            eviction_policy: health::policy(),
+            held_back: health::HELD_BACK.load(Relaxed) as usize,
         }
     }
+}
+
+/// What degrades the shared limits now.
+fn degraded() -> Vec<ClusterDegraded> {
+    let mut found = Vec::new();
+    if health::is_state_lost() {
+        found.push(ClusterDegraded::StateLost);
+    }
+    if health::KEYS_EVICTABLE.load(Relaxed) {
+        found.push(ClusterDegraded::KeysEvictable);
+    }
+    if health::VALUE_KEY_SPLIT.load(Relaxed) {
+        found.push(ClusterDegraded::ValueKeySplit);
+    }
+    if health::do_rules_disagree() {
+        found.push(ClusterDegraded::RulesDisagree);
+    }
+    found
 }
 
 impl Drop for Cluster {
@@ -77,6 +103,8 @@ impl Drop for Cluster {
         }
         shared::set_mode(MODE_NONE);
         shared::set_instances(1);
+        shared::set_sharing(1, 1);
+        health::reset();
         background::announce_stop(&self.namespace);
         *RUNNING.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
@@ -114,8 +142,10 @@ impl ClusterBuilder {
         self
     }
 
-    /// How long a call that finds its lease dry may wait for the refill before it is blocked
-    /// (default 2 ms; zero: never wait). At most 1 s.
+    /// Kept for compatibility (at most 1 s, default 2 ms): calls no longer wait for the
+    /// network. A key without a lease yet (a new hotspot value, a rule just connected) is
+    /// admitted against its local share until its lease arrives; a dry lease blocks at once,
+    /// and its refill is on its way.
     pub fn lease_wait(mut self, wait: Duration) -> ClusterBuilder {
         self.lease_wait = wait;
         self
@@ -154,7 +184,7 @@ impl ClusterBuilder {
         self.check()?;
         let described = format!(
             "{} (namespace `{}`)",
-            background::hide_passwords(&self.urls),
+            connect::hide_passwords(&self.urls),
             self.namespace
         );
         {
@@ -178,11 +208,12 @@ impl ClusterBuilder {
             urls: self.urls,
             cluster_mode: self.cluster_mode,
             namespace: self.namespace.clone(),
-            instance_id: background::instance_id(),
+            instance_id: connect::instance_id(),
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
+            keys: Keys::new(&self.namespace),
+            epochs: Config::no_epochs(),
         });
-        shared::set_lease_wait_nanos(self.lease_wait.as_nanos() as u64);
         let stop = Arc::new(tokio::sync::Notify::new());
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let thread = {
@@ -213,7 +244,7 @@ impl ClusterBuilder {
             Ok(Err(error)) => failed(error, thread),
             Err(_) => failed(
                 ClusterError::Connect {
-                    url: background::hide_passwords(&config.urls),
+                    url: connect::hide_passwords(&config.urls),
                     message: format!("no answer within {limit:?}"),
                 },
                 thread,

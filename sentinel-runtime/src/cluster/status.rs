@@ -1,4 +1,5 @@
-//! What a cluster reports: its [`ClusterState`] and [`ClusterStatus`].
+//! What a cluster reports: its [`ClusterState`], [`ClusterStatus`] and what degrades it
+//! ([`ClusterDegraded`]).
 
 use std::fmt;
 
@@ -41,4 +42,98 @@ pub struct ClusterStatus {
     pub namespace: String,
     /// This instance's id in the store's set of instances.
     pub instance_id: String,
+    /// Why the shared limits hold less than exactly now, though the store answers (empty:
+    /// nothing). See [`ClusterStatus::is_degraded`].
+    pub degraded: Vec<ClusterDegraded>,
+    /// The store's `maxmemory-policy`, when it told it (managed Redis may refuse `CONFIG GET`).
+    pub eviction_policy: Option<String>,
+    /// Instances missing from the heartbeats for less than the grace period (2 s): they may be
+    /// cut off from the store and admitting their local share, which the connected instances
+    /// hold back.
+    pub held_back: usize,
+}
+
+impl ClusterStatus {
+    /// Whether the store answers but something makes the shared limits hold less than exactly
+    /// ([`degraded`](Self::degraded) is not empty).
+    pub fn is_degraded(&self) -> bool {
+        !self.degraded.is_empty()
+    }
+
+    /// `connected`, `degraded` (connected, with [`degraded`](Self::degraded) not empty) or
+    /// `fallback`.
+    pub fn health(&self) -> &'static str {
+        match self.state {
+            ClusterState::Connected if self.is_degraded() => "degraded",
+            state => state.label(),
+        }
+    }
+}
+
+/// What makes a connected cluster's limits hold less than exactly (see the
+/// [module docs](super)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ClusterDegraded {
+    /// The store lost state in the last 5 s (flushed, evicted, restarted empty, failed over
+    /// to a replica without it): the lost window counts as spent, so the instances admit less
+    /// than the limit for up to one window, never more.
+    StateLost,
+    /// The store's `maxmemory-policy` may evict the cluster's keys (set `noeviction`): a key
+    /// lost is detected as [`StateLost`](Self::StateLost).
+    KeysEvictable,
+    /// This instance hashes hotspot values with another key than the store's (values hashed
+    /// before the cluster started, or the store lost the key and another instance wrote its
+    /// own): its cluster hotspot rules limit locally.
+    ValueKeySplit,
+    /// In the last 5 s another instance leased with another threshold for the same rule.
+    RulesDisagree,
+}
+
+impl ClusterDegraded {
+    /// The name in metrics: `state_lost`, `keys_evictable`, `value_key_split` or
+    /// `rules_disagree`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ClusterDegraded::StateLost => "state_lost",
+            ClusterDegraded::KeysEvictable => "keys_evictable",
+            ClusterDegraded::ValueKeySplit => "value_key_split",
+            ClusterDegraded::RulesDisagree => "rules_disagree",
+        }
+    }
+}
+
+impl fmt::Display for ClusterDegraded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_says_degraded_only_when_connected_with_something_wrong() {
+        let mut status = ClusterStatus {
+            state: ClusterState::Connected,
+            instances: 3,
+            last_error: None,
+            namespace: "n".into(),
+            instance_id: "i".into(),
+            degraded: Vec::new(),
+            eviction_policy: Some("noeviction".into()),
+            held_back: 0,
+        };
+        assert_eq!(status.health(), "connected");
+        status.degraded.push(ClusterDegraded::StateLost);
+        assert!(status.is_degraded());
+        assert_eq!(status.health(), "degraded");
+        status.state = ClusterState::Fallback;
+        assert_eq!(status.health(), "fallback");
+        assert_eq!(
+            ClusterDegraded::ValueKeySplit.to_string(),
+            "value_key_split"
+        );
+    }
 }

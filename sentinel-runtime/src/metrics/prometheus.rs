@@ -26,6 +26,14 @@
 //! | `sentinel_cluster_leases_total` | | leases granted by the cluster's store |
 //! | `sentinel_cluster_redis_calls_total` | `result` | calls to the cluster's Redis (`ok`, `error`, `timeout`) |
 //! | `sentinel_cluster_fallbacks_total` | | switches from shared limits to local limiting |
+//! | `sentinel_cluster_state_losses_total` | | times the store was found to have lost state |
+//! | `sentinel_cluster_keys_evictable` | | 1 if the store's `maxmemory-policy` may evict the keys |
+//! | `sentinel_cluster_value_key_splits_total` | | times the hotspot value key differed from the store's |
+//! | `sentinel_cluster_rule_disagreements_total` | | leases saying another instance has another threshold |
+//! | `sentinel_cluster_charged_back_total` | | calls admitted in fallbacks, charged back on return |
+//! | `sentinel_cluster_held_back` | | instances missing within the grace period (share held back) |
+//! | `sentinel_cluster_values_over_cap_total` | | new hotspot values past the lease cap, limited locally |
+//! | `sentinel_cluster_failures_ridden_out_total` | | store failures that did not persist |
 //! | `sentinel_system_cpu_source`, `sentinel_system_effective_cores` | `source` | where the CPU usage is read from (`cgroup_v2`, `cgroup_v1`, `process`, `host`) and the cores it is a share of ([`system`](super::system)) |
 //!
 //! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
@@ -418,6 +426,54 @@ fn encode_cluster(e: &mut DescriptorEncoder<'_>) -> fmt::Result {
         "Switches of the cluster from shared limits to local limiting.",
         MetricType::Counter,
         ConstCounter::new(m.fallbacks),
+    )?;
+    for (name, help, n) in [
+        (
+            "sentinel_cluster_state_losses",
+            "Times the cluster's store was found to have lost state (flushed, evicted, restarted).",
+            m.state_losses,
+        ),
+        (
+            "sentinel_cluster_value_key_splits",
+            "Times this instance's hotspot value key differed from the store's.",
+            m.value_key_splits,
+        ),
+        (
+            "sentinel_cluster_rule_disagreements",
+            "Lease answers saying another instance runs the rule with another threshold.",
+            m.rule_disagreements,
+        ),
+        (
+            "sentinel_cluster_charged_back",
+            "Calls admitted locally during fallbacks, charged to the shared buckets on return.",
+            m.charged_back,
+        ),
+        (
+            "sentinel_cluster_values_over_cap",
+            "New hotspot values past the cap of values leased per second, limited locally.",
+            m.values_over_cap,
+        ),
+        (
+            "sentinel_cluster_failures_ridden_out",
+            "Store failures that did not persist, ridden out on the leases in hand.",
+            m.failures_ridden_out,
+        ),
+    ] {
+        single(e, name, help, MetricType::Counter, ConstCounter::new(n))?;
+    }
+    single(
+        e,
+        "sentinel_cluster_keys_evictable",
+        "1 if the store's maxmemory-policy may evict the cluster's keys, else 0.",
+        MetricType::Gauge,
+        ConstGauge::new(i64::from(m.keys_evictable)),
+    )?;
+    single(
+        e,
+        "sentinel_cluster_held_back",
+        "Instances missing from the heartbeats within the grace period (their share held back).",
+        MetricType::Gauge,
+        ConstGauge::new(m.held_back as i64),
     )
 }
 

@@ -43,6 +43,9 @@ pub(crate) struct Book {
     pub(crate) after: i64,
     /// When the last refill arrived (runtime clock), 0: never.
     pub(crate) at: u64,
+    /// Until when (µs of the store's clock) the key's state must exist in the store: this
+    /// instance wrote it and its TTL runs until then (0: not known).
+    pub(crate) alive_until: u64,
 }
 
 /// What [`Tokens::take`] found.
@@ -155,6 +158,11 @@ pub(crate) struct LeaseSlot {
     /// Not before this time (runtime clock) will a refill be asked (the store said it has no
     /// tokens until about then).
     next_ask: AtomicU64,
+    /// Calls admitted against the local share while the key had no lease: charged to the
+    /// shared bucket with the next lease.
+    owed: AtomicU64,
+    /// The key asked for is waiting for the cap of new values leased per second.
+    deferred: AtomicBool,
     book: Mutex<Book>,
 }
 
@@ -211,6 +219,7 @@ impl LeaseSlot {
             return None;
         }
         self.asked.store(false, Release);
+        self.deferred.store(false, Relaxed);
         let key = self.wanted.load(Relaxed);
         if key == 0 {
             self.busy.store(false, Release);
@@ -223,13 +232,6 @@ impl LeaseSlot {
             self.next_ask.store(0, Release);
         }
         Some(key)
-    }
-
-    /// Whether a refill may arrive by `deadline` (one is in flight, or may be asked by then):
-    /// else a caller that found the slot dry does not wait for one.
-    #[inline]
-    pub(crate) fn may_refill_by(&self, deadline: u64) -> bool {
-        self.busy.load(Acquire) || self.next_ask.load(Acquire) <= deadline
     }
 
     /// Whether the slot asked for a refill it has not begun (one of the background's checks).
@@ -273,14 +275,56 @@ impl LeaseSlot {
         if granted > 0 {
             self.expires
                 .store(now.saturating_add(LEASE_TTL_NANOS), Release);
+        } else if self.expires.load(Acquire) == 0 {
+            // Answered, with nothing: no longer a key waiting for its first lease.
+            self.expires.store(1, Release);
         }
-        *self.book_mut() = Book {
-            size,
-            after,
-            at: now,
-        };
+        {
+            let mut book = self.book_mut();
+            book.size = size;
+            book.after = after;
+            book.at = now;
+        }
         self.next_ask.store(retry_at, Release);
         self.busy.store(false, Release);
+    }
+
+    /// Until when the store must hold the key's state (see [`Book::alive_until`]).
+    pub(crate) fn alive_until(&self) -> u64 {
+        self.book().alive_until
+    }
+
+    pub(crate) fn set_alive_until(&self, until: u64) {
+        self.book_mut().alive_until = until;
+    }
+
+    /// Whether the slot asks for a key other than the one it holds (a new hotspot value).
+    pub(crate) fn asks_for_new_key(&self) -> bool {
+        self.asked.load(Acquire) && self.wanted.load(Relaxed) != self.tokens.owner()
+    }
+
+    /// Whether the slot never held a lease for `key` (a value new to this instance, or one
+    /// whose slot another value took): its calls are admitted against the local share until
+    /// its lease arrives.
+    #[inline]
+    pub(crate) fn never_leased(&self, key: u64) -> bool {
+        self.tokens.owner() != key || self.expires.load(Acquire) == 0
+    }
+
+    /// Marks the key asked for as waiting for the cap of new values; whether it was not yet.
+    pub(crate) fn defer(&self) -> bool {
+        !self.deferred.swap(true, Relaxed)
+    }
+
+    /// Counts `count` calls admitted against the local share while the key had no lease.
+    #[inline]
+    pub(crate) fn owe(&self, count: u32) {
+        self.owed.fetch_add(u64::from(count), Relaxed);
+    }
+
+    /// The calls owed, now charged (see [`owe`](Self::owe)).
+    pub(crate) fn take_owed(&self) -> u64 {
+        self.owed.swap(0, AcqRel)
     }
 
     /// A refill that failed: the slot may ask again at once.
@@ -306,68 +350,6 @@ impl LeaseSlot {
     #[cfg(test)]
     pub(crate) fn tokens(&self) -> i64 {
         self.tokens.count()
-    }
-}
-
-/// The slots of one cluster rule: one for a flow rule, a bounded direct-mapped table for a
-/// hotspot rule's values (a value whose slot another value holds asks for the slot: the other
-/// value's tokens are dropped, so a collision can only under-admit).
-#[derive(Debug)]
-pub(crate) struct LeaseTable {
-    slots: Box<[LeaseSlot]>,
-    /// Some slot asked for a refill since the background last looked.
-    dirty: AtomicBool,
-}
-
-impl LeaseTable {
-    /// A table of `slots` slots (a power of two, at least 1).
-    pub(crate) fn new(slots: usize) -> LeaseTable {
-        let n = slots.max(1).next_power_of_two();
-        LeaseTable {
-            slots: (0..n).map(|_| LeaseSlot::default()).collect(),
-            dirty: AtomicBool::new(false),
-        }
-    }
-
-    /// The slot of `key`.
-    #[inline]
-    pub(crate) fn slot(&self, key: u64) -> &LeaseSlot {
-        // The high bits: value hashes are well mixed, and FLOW_KEY lands on slot 0.
-        let i = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (self.slots.len() - 1);
-        &self.slots[i]
-    }
-
-    /// Spends `count` tokens of `key` at `now`; returns whether they were spent, and whether
-    /// the background work should be woken (a new ask).
-    #[inline]
-    pub(crate) fn take(&self, key: u64, count: u32, now: u64) -> (Take, bool) {
-        let (take, asked) = self.slot(key).take(key, count, now);
-        if asked {
-            self.dirty.store(true, Release);
-        }
-        (take, asked)
-    }
-
-    /// Whether a slot asked since the last call (clears the mark).
-    pub(crate) fn take_dirty(&self) -> bool {
-        self.dirty.swap(false, AcqRel)
-    }
-
-    /// Marks the table for another look (a slot could not refill yet).
-    pub(crate) fn mark_dirty(&self) {
-        self.dirty.store(true, Release);
-    }
-
-    /// Every slot.
-    pub(crate) fn slots(&self) -> &[LeaseSlot] {
-        &self.slots
-    }
-
-    /// Ends every lease (the store failed, or the cluster stopped).
-    pub(crate) fn expire_all(&self) {
-        for slot in self.slots.iter() {
-            slot.expire();
-        }
     }
 }
 
@@ -405,6 +387,28 @@ mod tests {
         assert_eq!(slot.take(FLOW_KEY, 4, T0).0, Take::Dry, "3 left");
         assert_eq!(slot.take(FLOW_KEY, 3, T0).0, Take::Spent);
         assert_eq!(slot.tokens(), 0);
+    }
+
+    #[test]
+    fn a_key_waits_for_its_first_answer_unleased_and_owes_what_it_admitted_meanwhile() {
+        let slot = LeaseSlot::default();
+        assert!(slot.never_leased(7), "a new key");
+        assert_eq!(slot.take(7, 1, T0).0, Take::Dry);
+        assert!(slot.asks_for_new_key());
+        slot.owe(3);
+        assert_eq!(slot.begin_refill(T0), Some(7));
+        assert!(slot.never_leased(7), "the refill is on its way");
+        assert_eq!(slot.take_owed(), 3, "charged with the lease");
+        assert_eq!(slot.take_owed(), 0);
+        // Answered with nothing (the bucket is spent): no longer waiting, dry.
+        slot.finish(0, 5, T0, T0 + 10 * MS);
+        assert!(!slot.never_leased(7));
+        assert_eq!(slot.take(7, 1, T0).0, Take::Dry);
+        // The store failed: every lease ends, and the key waits for a lease again.
+        slot.expire();
+        assert!(slot.never_leased(7));
+        assert!(slot.defer(), "first deferral counts");
+        assert!(!slot.defer(), "once");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use super::lease::LeaseTable;
+use super::table::LeaseTable;
 use crate::rule_data::cluster::ClusterThreshold;
 
 /// No cluster is started: cluster rules limit locally.
@@ -20,8 +20,9 @@ pub(crate) const MODE_FALLBACK: u8 = 2;
 
 static MODE: AtomicU8 = AtomicU8::new(MODE_NONE);
 static INSTANCES: AtomicU32 = AtomicU32::new(1);
-/// How long a call may wait for a dry lease's refill, in nanoseconds.
-static LEASE_WAIT: AtomicU64 = AtomicU64::new(2_000_000);
+/// The instances heard from recently (connected now), and within the grace period.
+static RECENT: AtomicU32 = AtomicU32::new(1);
+static KNOWN: AtomicU32 = AtomicU32::new(1);
 
 pub(crate) static LEASES_TAKEN: AtomicU64 = AtomicU64::new(0);
 pub(crate) static CALLS_OK: AtomicU64 = AtomicU64::new(0);
@@ -66,14 +67,15 @@ pub(crate) fn set_instances(n: u32) {
     INSTANCES.store(n.max(1), Relaxed);
 }
 
-/// How long a call may wait for a dry lease's refill.
-#[inline]
-pub(crate) fn lease_wait_nanos() -> u64 {
-    LEASE_WAIT.load(Relaxed)
+/// The instances heard from recently, and within the grace period (some of these may be cut
+/// off from the store and limiting locally).
+pub(crate) fn sharing() -> (u32, u32) {
+    (RECENT.load(Relaxed).max(1), KNOWN.load(Relaxed).max(1))
 }
 
-pub(crate) fn set_lease_wait_nanos(nanos: u64) {
-    LEASE_WAIT.store(nanos, Relaxed);
+pub(crate) fn set_sharing(recent: u32, known: u32) {
+    RECENT.store(recent.max(1), Relaxed);
+    KNOWN.store(known.max(recent).max(1), Relaxed);
 }
 
 pub(crate) fn last_error() -> Option<String> {
@@ -98,11 +100,10 @@ pub(crate) fn wake() {
 /// work, written when rules load.
 #[derive(Debug)]
 pub(crate) struct RuleLeases {
-    /// The rule's key in the store, without the namespace: `resource` for a flow rule,
-    /// `resource:p<index>` for a hotspot rule (values add `:<hash>`).
-    pub(crate) name: String,
-    /// Whether the slots are hotspot values (keys add the value).
-    pub(crate) per_value: bool,
+    /// The rule's resource (the store's keys encode it).
+    pub(crate) resource: String,
+    /// A hotspot rule's parameter index (its slots are values); `None` for a flow rule.
+    pub(crate) param_index: Option<usize>,
     pub(crate) threshold: ClusterThreshold,
     /// The threshold per window (`f64` bits).
     threshold_bits: AtomicU64,
@@ -111,6 +112,9 @@ pub(crate) struct RuleLeases {
     /// The window in milliseconds.
     pub(crate) window_ms: u64,
     pub(crate) lease: LeaseTable,
+    /// Calls admitted locally while the store could not be reached, to charge to the shared
+    /// bucket on return.
+    pub(crate) owed: AtomicU64,
 }
 
 impl RuleLeases {
@@ -126,11 +130,13 @@ impl RuleLeases {
 
 static TABLES: Mutex<Vec<Weak<RuleLeases>>> = Mutex::new(Vec::new());
 
-/// The lease table of the rule named `name` (shared by every gate of that rule, also across
+/// The lease table of the rule of `resource` (and parameter `param_index`, for a hotspot rule;
+/// shared by every gate of that rule, also across
 /// reloads), made if none is alive.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn leases(
-    name: String,
-    per_value: bool,
+    resource: &str,
+    param_index: Option<usize>,
     threshold: ClusterThreshold,
     limit: f64,
     extra_burst: u64,
@@ -140,8 +146,8 @@ pub(crate) fn leases(
     let mut tables = TABLES.lock().unwrap_or_else(PoisonError::into_inner);
     tables.retain(|t| t.strong_count() > 0);
     for t in tables.iter().filter_map(Weak::upgrade) {
-        if t.name == name
-            && t.per_value == per_value
+        if t.resource == resource
+            && t.param_index == param_index
             && t.threshold == threshold
             && t.window_ms == window_ms
             && t.extra_burst == extra_burst
@@ -151,13 +157,14 @@ pub(crate) fn leases(
         }
     }
     let t = Arc::new(RuleLeases {
-        name,
-        per_value,
+        resource: resource.to_owned(),
+        param_index,
         threshold,
         threshold_bits: AtomicU64::new(limit.to_bits()),
         extra_burst,
         window_ms,
         lease: LeaseTable::new(slots),
+        owed: AtomicU64::new(0),
     });
     tables.push(Arc::downgrade(&t));
     t

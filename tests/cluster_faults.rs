@@ -1,0 +1,614 @@
+//! Cluster limits under faults, against real `redis-server` processes (and a real 3-master Redis
+//! Cluster) started here on free loopback ports: keys that cannot collide, state the store
+//! forgets, a slow store, instances cut off from it. Each fault is real (`FLUSHALL`,
+//! `DEBUG SLEEP`, a TCP proxy that stalls), and each instance is a process of our own binary
+//! (`tests/support/cluster_instance.rs`) that reports what it admitted every 100 ms.
+//!
+//! Without `redis-server` on PATH the tests are skipped with a line saying how to install it;
+//! with `SENTINEL_REQUIRE_SERVERS=1` that is a failure. The tests run one at a time.
+
+#[path = "support/redis_harness.rs"]
+mod harness;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use harness::{
+    busiest_second, instance_args, reported, require, write_junk, Instances, Proxy, RedisCluster,
+    RedisServer, Report,
+};
+use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterThreshold};
+use sentinel_runtime::rules::{self, HotspotRule};
+use sentinel_runtime::EntryBuilder;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The lease TTL, in seconds.
+const TTL: f64 = 0.2;
+
+/// Starts one instance per `(namespace, extra arguments)`, says `go`, and collects the reports,
+/// calling `on_line` with each line as it comes.
+fn run_with(
+    urls: &[String],
+    redis_cluster: bool,
+    instances: &[(&str, Vec<String>)],
+    secs: f64,
+    on_line: impl FnMut(&harness::Line),
+) -> Vec<Report> {
+    let args: Vec<Vec<String>> = instances
+        .iter()
+        .map(|(ns, rest)| {
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            instance_args(urls, redis_cluster, ns, &rest)
+        })
+        .collect();
+    let mut running = Instances::spawn(&args);
+    running.go(Duration::from_secs(20));
+    running.collect(Duration::from_secs_f64(secs + 20.0), on_line)
+}
+
+/// The arguments of an instance offering `offer` calls per second of a rule of `r` per second
+/// for `secs`, with `extra` arguments.
+fn offering(r: f64, offer: f64, secs: f64, extra: &[&str]) -> Vec<String> {
+    let mut rest = vec![
+        "--threshold".to_owned(),
+        r.to_string(),
+        "--offer".to_owned(),
+        offer.to_string(),
+        "--secs".to_owned(),
+        secs.to_string(),
+    ];
+    rest.extend(extra.iter().map(|s| (*s).to_owned()));
+    rest
+}
+
+/// Polls `f` every 5 ms for at most `limit`; whether it held.
+fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn colliding_namespaces_and_resources_keep_two_limits() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    // `shop` + `eu:checkout` and `shop:eu` + `checkout`: two rules of R each, each offered
+    // 1.5 R for 2 s. Sharing one key, they would admit about R x 2 s + R together.
+    let (r, secs) = (300.0, 2.0);
+    let reports = run_with(
+        &[redis.url()],
+        false,
+        &[
+            (
+                "shop",
+                offering(r, 1.5 * r, secs, &["--resource", "eu:checkout"]),
+            ),
+            (
+                "shop:eu",
+                offering(r, 1.5 * r, secs, &["--resource", "checkout"]),
+            ),
+        ],
+        secs,
+        |_| {},
+    );
+    let admitted: Vec<u64> = reports.iter().map(|r| r.get("admitted")).collect();
+    eprintln!("shop/eu:checkout and shop:eu/checkout, R = {r} each: admitted {admitted:?}");
+    for (i, n) in admitted.iter().enumerate() {
+        let (lower, upper) = (0.8 * r * secs, r * (secs + 0.5) + r + r * TTL);
+        assert!(
+            (*n as f64) >= lower && (*n as f64) <= upper,
+            "rule {i}: admitted {n}, expected {lower}..={upper} (its own limit)"
+        );
+    }
+}
+
+#[test]
+fn a_routes_hotspot_values_spread_over_three_masters() {
+    let _serial = serial();
+    let (Some(()), Some(())) = (require("redis-server"), require("redis-cli")) else {
+        return;
+    };
+    let cluster = RedisCluster::start();
+    // A route with a parameter, as axum names it: its `{` and `}` must not make the hash tag.
+    let route = "GET:/users/{id}";
+    let started = Cluster::redis_cluster(cluster.urls())
+        .namespace("route-spread")
+        .lease_wait(Duration::from_millis(500))
+        .start()
+        .expect("the cluster starts");
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps(route, 0, 100.0).cluster(ClusterThreshold::Global)
+    ])
+    .expect("the rule loads");
+    let values = 300;
+    let enter_all = || {
+        for value in 0..values as u64 {
+            let _ = EntryBuilder::new(route).param(&value).enter();
+        }
+    };
+    let per_master = || -> Vec<usize> {
+        cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                n.cli(&["--scan", "--pattern", "*route-spread*p0*"])
+                    .lines()
+                    .count()
+            })
+            .collect()
+    };
+    // Each value's call asks for its lease; keys expire a second after their last lease, so
+    // the values are entered again until (nearly) every key is there at once (at most 5 s;
+    // on a loaded host a round of entries and scans can outlast a key).
+    let mut holding = Vec::new();
+    within(Duration::from_secs(5), || {
+        enter_all();
+        holding = per_master();
+        holding.iter().sum::<usize>() >= values
+    });
+    eprintln!(
+        "{values} values of {route}: keys per master {holding:?}, {:?}",
+        sentinel_runtime::metrics::cluster()
+    );
+    drop(started);
+    rules::load_hotspot_rules(vec![]).expect("rules cleared");
+    let found = holding.iter().sum::<usize>();
+    assert!(
+        found * 100 >= values * 95,
+        "{found} of {values} keys: {holding:?}"
+    );
+    for (i, n) in holding.iter().enumerate() {
+        assert!(
+            *n * 10 >= found,
+            "master {i} holds {n} of {found} keys: {holding:?}"
+        );
+    }
+}
+
+/// Three instances, each offered 1.5 R of a global rule of R, for `secs`; `on_tick(ms)` is
+/// called once at each 100 ms tick the first instance reaches (ms since go).
+fn three_instances(
+    urls: &[Vec<String>; 3],
+    ns: &str,
+    r: f64,
+    secs: f64,
+    mut on_tick: impl FnMut(u64),
+) -> Vec<Report> {
+    let args: Vec<Vec<String>> = urls
+        .iter()
+        .map(|u| {
+            let rest = offering(r, 1.5 * r, secs, &[]);
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            instance_args(u, false, ns, &rest)
+        })
+        .collect();
+    let mut running = Instances::spawn(&args);
+    running.go(Duration::from_secs(20));
+    let mut last = 0;
+    running.collect(Duration::from_secs_f64(secs + 20.0), |line| {
+        let mut words = line.text.split_whitespace();
+        if words.next() == Some("tick") {
+            let ms = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+            if ms > last {
+                last = ms;
+                on_tick(ms);
+            }
+        }
+    })
+}
+
+#[test]
+fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let (r, secs) = (500.0, 4.5);
+    let url = vec![redis.url()];
+    // FLUSHALL at 1, 2, 3 and 4 s: each time the store forgets every bucket and instance.
+    let reports = three_instances(&[url.clone(), url.clone(), url], "flush", r, secs, |ms| {
+        if ms % 1_000 == 0 && (1_000..=4_000).contains(&ms) {
+            redis.cli(&["FLUSHALL"]);
+        }
+    });
+    let (most, at) = busiest_second(&reports, 1_000, 4_500);
+    let losses: u64 = reports.iter().map(|r| r.get("state_losses")).sum();
+    eprintln!(
+        "FLUSHALL every second, R = {r}: at most {most} admitted in a second (from {at} ms), \
+         {losses} losses found, admitted {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        most as f64 <= 1.25 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.25 * r
+    );
+    assert!(losses > 0, "no instance found the state lost");
+    for (i, report) in reports.iter().enumerate() {
+        assert_eq!(
+            report.get("min_instances"),
+            3,
+            "instance {i}: status().instances while 3 ran"
+        );
+    }
+    assert!(
+        reported(&reports, "degraded", 1_000, 4_500),
+        "no instance said it was degraded"
+    );
+}
+
+#[test]
+fn an_lru_store_that_evicts_the_keys_admits_at_most_1_25_r() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let (r, secs) = (500.0, 4.0);
+    let url = vec![redis.url()];
+    // From 1 s: 2 MB of memory, allkeys-lru, and another writer of 5 000 values of 1 kB a
+    // second: the store evicts the cluster's keys among the others.
+    let stop = AtomicBool::new(false);
+    let go = AtomicBool::new(false);
+    let port = redis.port;
+    let reports = std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !go.load(Ordering::Relaxed) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            write_junk(port, 5_000, &stop);
+        });
+        let reports = three_instances(&[url.clone(), url.clone(), url], "evict", r, secs, |ms| {
+            if ms == 1_000 {
+                redis.cli(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+                redis.cli(&["CONFIG", "SET", "maxmemory", "2mb"]);
+                go.store(true, Ordering::Relaxed);
+            }
+        });
+        go.store(true, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        reports
+    });
+    let evicted = redis
+        .cli(&["INFO", "stats"])
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:").map(|v| v.trim().to_owned()))
+        .unwrap_or_default();
+    let (most, at) = busiest_second(&reports, 1_000, 4_000);
+    let losses: u64 = reports.iter().map(|r| r.get("state_losses")).sum();
+    eprintln!(
+        "allkeys-lru at 2 MB with another writer, R = {r}: at most {most} admitted in a second \
+         (from {at} ms), {evicted} keys evicted, {losses} losses found, admitted {:?}, fewest \
+         instances seen {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>(),
+        reports
+            .iter()
+            .map(|r| r.get("min_instances"))
+            .collect::<Vec<_>>()
+    );
+    for (i, report) in reports.iter().enumerate() {
+        assert_eq!(
+            report.get("min_instances"),
+            3,
+            "instance {i}: status().instances while 3 ran"
+        );
+    }
+    assert!(
+        most as f64 <= 1.25 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.25 * r
+    );
+}
+
+#[test]
+fn a_value_key_written_anew_is_detected_reported_and_agreement_restored() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let hot = |secs: &str| {
+        instance_args(
+            &[redis.url()],
+            false,
+            "split",
+            &["--rule", "hot", "--offer", "300", "--secs", secs],
+        )
+    };
+    // A runs 3 s. Half a second in, the store loses the value key and B starts: B writes its
+    // own key. A's key has been in use for longer: A writes it back, and B finds itself split.
+    let mut a = Instances::spawn(&[hot("3")]);
+    a.go(Duration::from_secs(20));
+    let before = redis.cli(&["GET", "split:value-key"]);
+    let mut b = None;
+    let a_reports = a.collect(Duration::from_secs(30), |line| {
+        if line.text.starts_with("tick 500 ") && b.is_none() {
+            redis.cli(&["DEL", "split:value-key"]);
+            let mut started = Instances::spawn(&[hot("2")]);
+            started.go(Duration::from_secs(20));
+            b = Some(started);
+        }
+    });
+    let b_reports = b
+        .expect("B started")
+        .collect(Duration::from_secs(30), |_| {});
+    let after = redis.cli(&["GET", "split:value-key"]);
+    let key = |text: &str| text.split_whitespace().next().unwrap_or("").to_owned();
+    eprintln!(
+        "value key before {before:?}, after {after:?}; A: splits {} now {}, B: splits {} now {}",
+        a_reports[0].get("value_key_splits"),
+        a_reports[0].get("split_now"),
+        b_reports[0].get("value_key_splits"),
+        b_reports[0].get("split_now"),
+    );
+    assert_eq!(key(&after), key(&before), "A's key restored");
+    assert_eq!(a_reports[0].get("value_key_splits"), 0, "A agrees");
+    assert_eq!(a_reports[0].get("split_now"), 0, "A agrees");
+    assert!(
+        b_reports[0].get("value_key_splits") >= 1,
+        "B found the split"
+    );
+    assert_eq!(b_reports[0].get("split_now"), 1, "B says it is split");
+}
+
+#[test]
+fn an_evicting_policy_is_reported_and_a_refused_config_get_is_not_an_error() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let evicting = RedisServer::start(&["--maxmemory-policy", "allkeys-lru"]);
+    let cluster = Cluster::redis(evicting.url())
+        .namespace("evicting")
+        .start()
+        .expect("the cluster starts");
+    let status = cluster.status();
+    assert!(
+        status.degraded.contains(&ClusterDegraded::KeysEvictable),
+        "{status:?}"
+    );
+    assert_eq!(status.eviction_policy.as_deref(), Some("allkeys-lru"));
+    assert_eq!(status.health(), "degraded");
+    assert!(sentinel_runtime::metrics::cluster().keys_evictable);
+    let text = sentinel_runtime::metrics::prometheus::encode_text();
+    assert!(text.contains("sentinel_cluster_keys_evictable 1"), "{text}");
+    drop(cluster);
+    // Managed Redis often refuses CONFIG: the cluster starts, the policy unknown.
+    let refusing = RedisServer::start_with(Some("rename-command CONFIG \"\"\n"), &[]);
+    let cluster = Cluster::redis(refusing.url())
+        .namespace("refusing")
+        .start()
+        .expect("the cluster starts without CONFIG");
+    let status = cluster.status();
+    assert_eq!(status.eviction_policy, None, "{status:?}");
+    assert!(!status.is_degraded(), "{status:?}");
+}
+
+#[test]
+fn clients_killed_every_300ms_are_reconnected_without_falling_back() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let (r, secs) = (500.0, 4.0);
+    let url = vec![redis.url()];
+    // From 1 s to 3.4 s, every 300 ms: CLIENT KILL drops every instance's connection.
+    let reports = three_instances(&[url.clone(), url.clone(), url], "kill", r, secs, |ms| {
+        if (1_000..=3_400).contains(&ms) && ms % 300 == 100 {
+            redis.cli(&["CLIENT", "KILL", "TYPE", "normal"]);
+        }
+    });
+    let (most, at) = busiest_second(&reports, 1_000, 4_000);
+    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    eprintln!(
+        "CLIENT KILL every 300 ms, R = {r}: at most {most} admitted in a second (from {at} ms), \
+         fallbacks {fallbacks:?}"
+    );
+    assert!(
+        fallbacks.iter().all(|&n| n <= 1),
+        "flapping: fallbacks {fallbacks:?}"
+    );
+    assert!(
+        most as f64 <= 1.15 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.15 * r
+    );
+}
+
+#[test]
+fn a_slow_redis_is_ridden_out_at_most_1_15_r_without_flapping() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&["--enable-debug-command", "local"]);
+    let (r, secs) = (500.0, 4.0);
+    let url = vec![redis.url()];
+    // From 1 s to 3.5 s, Redis stops answering for 50 ms every 250 ms (DEBUG SLEEP 0.05):
+    // more than the 20 ms command timeout, less than the failures that make an instance leave.
+    let slowing = AtomicBool::new(false);
+    let port = redis.port;
+    let reports = std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !slowing.load(Ordering::Relaxed) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let until = Instant::now() + Duration::from_millis(2_500);
+            while Instant::now() < until {
+                harness::cli(port, &["DEBUG", "SLEEP", "0.05"]);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let reports = three_instances(&[url.clone(), url.clone(), url], "slow", r, secs, |ms| {
+            if ms == 1_000 {
+                slowing.store(true, Ordering::Relaxed);
+            }
+        });
+        slowing.store(true, Ordering::Relaxed);
+        reports
+    });
+    let (most, at) = busiest_second(&reports, 1_000, 4_000);
+    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    eprintln!(
+        "DEBUG SLEEP 0.05 every 250 ms, R = {r}: at most {most} admitted in a second (from {at} \
+         ms), fallbacks {fallbacks:?}, failures ridden out {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("ridden_out"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        most as f64 <= 1.15 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.15 * r
+    );
+    assert!(
+        fallbacks.iter().all(|&n| n <= 1),
+        "flapping: fallbacks {fallbacks:?}"
+    );
+}
+
+#[test]
+fn two_of_three_instances_cut_off_admit_at_most_1_25_r_together() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let proxy = Proxy::start(redis.port);
+    let (r, secs) = (500.0, 4.5);
+    // Instances 1 and 2 reach Redis through the proxy, stalled from 1 s to 2.5 s: they fall
+    // back to their local share while instance 0 stays connected.
+    let reports = three_instances(
+        &[vec![redis.url()], vec![proxy.url()], vec![proxy.url()]],
+        "partition",
+        r,
+        secs,
+        |ms| {
+            if ms == 1_000 {
+                proxy.stalled.store(true, Ordering::Relaxed);
+            }
+            if ms == 2_500 {
+                proxy.stalled.store(false, Ordering::Relaxed);
+            }
+        },
+    );
+    let (most, at) = busiest_second(&reports, 1_000, 4_500);
+    eprintln!(
+        "2 of 3 instances cut off 1.5 s, R = {r}: at most {most} admitted in a second (from {at} \
+         ms), admitted {:?}, fallbacks {:?}, charged back {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>(),
+        reports
+            .iter()
+            .map(|r| r.get("fallbacks"))
+            .collect::<Vec<_>>(),
+        reports
+            .iter()
+            .map(|r| r.get("charged_back"))
+            .collect::<Vec<_>>(),
+    );
+    for (i, r) in reports.iter().enumerate() {
+        eprintln!(
+            "instance {i}: {:?}",
+            r.ticks
+                .iter()
+                .zip(&r.healths)
+                .map(|((ms, n, _), h)| format!("{ms}:{n}:{}", &h[..1]))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        reported(&reports, "fallback", 1_000, 2_500),
+        "the cut-off instances fell back"
+    );
+    assert!(
+        most as f64 <= 1.25 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.25 * r
+    );
+}
+
+#[test]
+fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runtime() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let cluster = Cluster::redis(redis.url())
+        .namespace("flood")
+        .start()
+        .expect("the cluster starts");
+    rules::load_hotspot_rules(vec![
+        HotspotRule::qps("flood", 0, 10.0).cluster(ClusterThreshold::Global)
+    ])
+    .expect("the rule loads");
+    let before = sentinel_runtime::metrics::cluster();
+    // Distinct values, each new, entered with `enter_async` on a current-thread runtime: for
+    // at most 200 000 calls or 2 s.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (calls, slow, longest) = runtime.block_on(async {
+        let start = Instant::now();
+        let (mut calls, mut slow, mut longest) = (0u64, 0u64, Duration::ZERO);
+        while calls < 200_000 && start.elapsed() < Duration::from_secs(2) {
+            let call = Instant::now();
+            let _ = EntryBuilder::new("flood").param(&calls).enter_async().await;
+            let took = call.elapsed();
+            longest = longest.max(took);
+            if took > Duration::from_millis(1) {
+                slow += 1;
+            }
+            calls += 1;
+        }
+        (calls, slow, longest)
+    });
+    let after = sentinel_runtime::metrics::cluster();
+    let status = cluster.status();
+    std::thread::sleep(Duration::from_millis(1));
+    drop(cluster);
+    rules::load_hotspot_rules(vec![]).expect("rules cleared");
+    let redis_calls = after.redis_calls - before.redis_calls;
+    eprintln!(
+        "{calls} new values: {redis_calls} Redis calls, {slow} calls over 1 ms, the longest \
+         {longest:?}, {} values past the lease cap, {} Redis errors, {status:?}",
+        after.values_over_cap - before.values_over_cap,
+        after.redis_errors - before.redis_errors,
+    );
+    assert!(
+        redis_calls as f64 <= 0.05 * calls as f64,
+        "{redis_calls} Redis calls for {calls} calls"
+    );
+    assert!(slow * 100 <= calls, "{slow} of {calls} calls over 1 ms");
+}
