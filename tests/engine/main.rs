@@ -35,6 +35,8 @@ mod lone_pinned_order;
 mod reports_order;
 mod runtime;
 mod sentinel_parity;
+mod sentinel_parity_acquire;
+mod sentinel_parity_validity;
 mod shaping;
 mod shared_resource;
 mod system_rules;

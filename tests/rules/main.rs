@@ -5,3 +5,4 @@ mod rule_file_durations;
 mod rule_files;
 mod rule_files_adaptive;
 mod rule_files_cluster;
+mod sentinel_validity;

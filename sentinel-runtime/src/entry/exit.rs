@@ -66,7 +66,7 @@ impl Entry {
     fn exit_inbound(&mut self, now: u64, rt_us: u64, flags: u64, error: bool) {
         let count = (flags >> COUNT_SHIFT) as u32;
         self.node.stats().on_exit(now, count, rt_us, error);
-        system::inside().exit(false);
+        system::inside().exit(0);
         crate::stat::inbound().on_exit(now, count, rt_us, error);
     }
 
@@ -93,7 +93,9 @@ impl Entry {
         } else {
             0
         };
-        counter.exit(flags & COUNTED != 0);
+        let count = (flags >> COUNT_SHIFT) as u32;
+        // A counted call holds a place for each pass of its batch.
+        counter.exit(if flags & COUNTED != 0 { u64::from(count) } else { 0 });
         // SAFETY: `held` is taken once, here, by the exit (the entry is being dropped), and
         // never read again.
         if let Some(held) = unsafe { ManuallyDrop::take(&mut self.held) } {
@@ -103,10 +105,9 @@ impl Entry {
                 }
             }
         }
-        let count = (flags >> COUNT_SHIFT) as u32;
         self.node.stats().on_exit(now, count, rt_us, error);
         if flags & INBOUND != 0 {
-            system::inside().exit(flags & SYSTEM_COUNTED != 0);
+            system::inside().exit(u64::from(flags & SYSTEM_COUNTED != 0));
             crate::stat::inbound().on_exit(now, count, rt_us, error);
         }
         if reports & (REPORTS_BREAKERS | REPORTS_ADAPTIVE) != 0 {

@@ -147,7 +147,10 @@ impl<'a> EntryBuilder<'a> {
     }
 
     /// Asks for `count` passes at once (a batch); 0 is taken as 1. A batch larger than a QPS
-    /// rule's threshold is blocked at once.
+    /// rule's threshold is blocked at once. Under a concurrency rule
+    /// ([`FlowRule::concurrency`](crate::rules::FlowRule::concurrency)) the batch holds `count`
+    /// places while it is inside, and is blocked if the places held plus `count` exceed the
+    /// limit (as Sentinel's `DefaultController` decides); its exit gives them all back.
     pub fn acquire(mut self, count: u32) -> EntryBuilder<'a> {
         self.count = count.max(1);
         self

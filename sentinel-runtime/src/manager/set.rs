@@ -181,7 +181,7 @@ pub fn current() -> RuleSet {
 /// assert_eq!(
 ///     err.to_string(),
 ///     "invalid rule set (2 problems):\n  \
-///      flow[0] (resource ``): field `resource` must not be empty\n  \
+///      flow[0] (resource ``): field `resource` must not be blank (empty or only white space)\n  \
 ///      flow[1] (resource `doc-err`): field `threshold` must be a finite number, got NaN"
 /// );
 /// ```

@@ -107,9 +107,7 @@ impl AuthorityRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
-        if self.resource.is_empty() {
-            return err("resource", "must not be empty".into());
-        }
+        super::resource::validate(&self.resource)?;
         if self.origins.is_empty() {
             return err("origins", "must list at least one origin".into());
         }

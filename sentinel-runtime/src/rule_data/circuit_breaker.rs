@@ -153,9 +153,7 @@ impl CircuitBreakerRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
-        if self.resource.is_empty() {
-            return err("resource", "must not be empty".into());
-        }
+        super::resource::validate(&self.resource)?;
         match self.strategy {
             BreakerStrategy::SlowRequestRatio { max_rt, threshold } => {
                 if max_rt.is_zero() {

@@ -278,9 +278,7 @@ impl FlowRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
-        if self.resource.is_empty() {
-            return err("resource", "must not be empty".into());
-        }
+        super::resource::validate(&self.resource)?;
         let t = self.threshold;
         if !t.is_finite() {
             return err("threshold", format!("must be a finite number, got {t}"));
@@ -384,8 +382,8 @@ impl FlowRule {
             if self.metric != FlowMetric::Qps {
                 return qps_only("relate");
             }
-            if related.is_empty() {
-                return err("relate", "must name a resource".into());
+            if related.trim().is_empty() {
+                return err("relate", "must name a resource (not blank)".into());
             }
             if self.warm_up.is_some() || self.max_wait.is_some() {
                 return err(
@@ -417,6 +415,8 @@ mod tests {
     #[test]
     fn each_bad_field_is_named() {
         assert_eq!(field_of(FlowRule::qps("", 1.0)), "resource");
+        assert_eq!(field_of(FlowRule::qps("   ", 1.0)), "resource");
+        assert_eq!(field_of(FlowRule::qps("r", 1.0).relate(" \t")), "relate");
         assert_eq!(field_of(FlowRule::qps("r", f64::NAN)), "threshold");
         assert_eq!(field_of(FlowRule::qps("r", f64::INFINITY)), "threshold");
         assert_eq!(field_of(FlowRule::qps("r", -1.0)), "threshold");

@@ -148,8 +148,8 @@ pub(crate) struct Admission {
     pub(crate) turn: u64,
     /// The probe ticket, if a half-open breaker admitted the call as its probe.
     pub(crate) probe: ProbeTicket,
-    /// 1 if the call took a place in the node's concurrency counter (a whole word: see
-    /// `entry::enter`).
+    /// The places the call took in the node's concurrency counter (its batch; 0: none; a
+    /// whole word: see `entry::enter`).
     pub(crate) counted: u64,
     /// What each hotspot gate (by index in the chain) admitted.
     pub(crate) hot: HotPasses,

@@ -13,10 +13,11 @@ use crossbeam_utils::CachePadded;
 /// exits. So a concurrency rule loaded while calls are inside counts them. A call racing with the
 /// very load (entering within the same few nanoseconds) may be missed by the seed and then takes
 /// one off it anyway: the error is at most that many calls, only until those calls exit, and on
-/// the side of admitting.
+/// the side of admitting. The seed counts a call already inside as one place, whatever its
+/// batch (the statistics count calls, not places).
 #[derive(Debug, Default)]
 pub(crate) struct ConcurrencyCounter {
-    /// Calls inside that took the counter.
+    /// Places held by the calls inside that took the counter (a batch holds one per pass).
     inside: CachePadded<AtomicU64>,
     /// Calls that were inside when counting started and have not exited yet.
     seed: AtomicU64,
@@ -42,31 +43,33 @@ impl ConcurrencyCounter {
         self.seed.store(untracked.max(0) as u64, SeqCst);
     }
 
-    /// Takes a place if fewer than `limit` calls are inside (any number without a limit).
+    /// Takes `n` places if the calls inside plus `n` stay within `limit` (any number without a
+    /// limit), as Sentinel's `DefaultController.canPass` decides for a thread-count rule: a call
+    /// that acquires `n` holds `n` places while it is inside.
     #[inline]
-    pub(crate) fn try_acquire(&self, limit: Option<u64>) -> bool {
-        let inside = self.inside.fetch_add(1, AcqRel) + 1;
+    pub(crate) fn try_acquire(&self, limit: Option<u64>, n: u64) -> bool {
+        let inside = self.inside.fetch_add(n, AcqRel).saturating_add(n);
         match limit {
             Some(limit) if inside.saturating_add(self.seed.load(Acquire)) > limit => {
-                self.inside.fetch_sub(1, AcqRel);
+                self.inside.fetch_sub(n, AcqRel);
                 false
             }
             _ => true,
         }
     }
 
-    /// A call that took a place exits.
+    /// A call that took `n` places exits (or is given up).
     #[inline]
-    pub(crate) fn release(&self) {
-        self.inside.fetch_sub(1, AcqRel);
+    pub(crate) fn release(&self, n: u64) {
+        self.inside.fetch_sub(n, AcqRel);
     }
 
-    /// A call exits: `counted` if it took a place, else (if counting started after it entered)
-    /// it leaves the seed.
+    /// A call exits: `held` is the places it took (0: none; then, if counting started after it
+    /// entered, it leaves the seed, which counts each call already inside as one place).
     #[inline]
-    pub(crate) fn exit(&self, counted: bool) {
-        if counted {
-            self.release();
+    pub(crate) fn exit(&self, held: u64) {
+        if held != 0 {
+            self.release(held);
         } else if self.is_tracking() {
             self.release_untracked();
         }
@@ -94,20 +97,35 @@ mod tests {
     fn counts_the_calls_already_inside_when_counting_starts() {
         let c = ConcurrencyCounter::default();
         c.start(|| 5);
-        assert!(!c.try_acquire(Some(2)));
+        assert!(!c.try_acquire(Some(2), 1));
         for _ in 0..3 {
             c.release_untracked();
         }
-        assert!(!c.try_acquire(Some(2)), "2 of the 5 are still inside");
+        assert!(!c.try_acquire(Some(2), 1), "2 of the 5 are still inside");
         c.release_untracked();
         c.release_untracked();
         c.release_untracked(); // one more than the seed: saturates
-        assert!(c.try_acquire(Some(2)));
-        assert!(c.try_acquire(Some(2)));
-        assert!(!c.try_acquire(Some(2)));
+        assert!(c.try_acquire(Some(2), 1));
+        assert!(c.try_acquire(Some(2), 1));
+        assert!(!c.try_acquire(Some(2), 1));
         assert_eq!(c.current(), 2);
-        c.release();
-        assert!(c.try_acquire(Some(2)));
-        assert!(c.try_acquire(None), "no limit: always a place");
+        c.release(1);
+        assert!(c.try_acquire(Some(2), 1));
+        assert!(c.try_acquire(None, 1), "no limit: always a place");
+    }
+
+    #[test]
+    fn a_batch_takes_and_gives_back_its_places() {
+        let c = ConcurrencyCounter::default();
+        c.start(|| 0);
+        assert!(!c.try_acquire(Some(10), u64::from(u32::MAX)));
+        assert!(!c.try_acquire(Some(10), 11));
+        assert!(c.try_acquire(Some(10), 9));
+        assert!(!c.try_acquire(Some(10), 2), "9 inside + 2 > 10");
+        assert!(c.try_acquire(Some(10), 1));
+        assert_eq!(c.current(), 10);
+        c.exit(9);
+        assert_eq!(c.current(), 1);
+        assert!(c.try_acquire(Some(10), 9));
     }
 }

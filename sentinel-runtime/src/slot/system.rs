@@ -107,7 +107,7 @@ pub(crate) fn try_enter(
             pass.gate = Arc::as_ptr(gate) as usize;
         }
         if INSIDE.is_tracking() {
-            if !INSIDE.try_acquire(rule.concurrency) {
+            if !INSIDE.try_acquire(rule.concurrency, 1) {
                 give_back(&limits.qps, pass, count);
                 let limit = rule.concurrency.unwrap_or(0) as f64;
                 return Err(BlockError::system(resource, "concurrency", limit));
@@ -214,7 +214,7 @@ fn give_back(gate: &Option<Arc<Gate>>, pass: SystemPass, count: u32) {
         }
     }
     if pass.counted {
-        INSIDE.release();
+        INSIDE.release(1);
     }
 }
 

@@ -81,13 +81,15 @@ pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
             (Some(f), Some(a)) => Some(f.min(a)),
             (f, a) => f.or(a),
         };
-        if !call.counter.try_acquire(limit) {
+        // A batch holds as many places as it asks passes (Sentinel's `canPass`).
+        let places = u64::from(call.count);
+        if !call.counter.try_acquire(limit, places) {
             if let Some(a) = &call.chain.adaptive {
                 a.on_block(call.out.at); // ends a probe past its deadline
             }
             return Err(concurrency_block(resource, call.chain, fixed, adaptive));
         }
-        call.out.counted = 1;
+        call.out.counted = places;
     }
     match call.chain.gates.as_slice() {
         [] => Ok(()),
@@ -151,7 +153,7 @@ fn cancel_gates(call: &mut Call<'_>) {
 pub(crate) fn release(call: &mut Call<'_>) {
     cancel_gates(call);
     if call.out.counted != 0 {
-        call.counter.release();
+        call.counter.release(call.out.counted);
         call.out.counted = 0;
     }
 }

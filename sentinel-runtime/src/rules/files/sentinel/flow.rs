@@ -8,7 +8,6 @@ use serde::Deserialize;
 use super::cluster::{cluster, ClusterConfig, SentinelClusterFlowConfig};
 use super::fields::{
     check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
-    whole,
 };
 use crate::rule_data::cluster::ClusterFallback;
 use crate::rule_data::flow::{FlowMetric, FlowRule};
@@ -111,10 +110,12 @@ pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
         )?;
     }
     if throttle {
-        let ms = whole(
+        // Sentinel's `FlowRuleUtil.checkControlBehaviorField` refuses a rate limiter that
+        // cannot queue (`maxQueueingTimeMs` 0).
+        let ms = positive(
             "maxQueueingTimeMs",
             r.max_queueing_time_ms.unwrap_or(DEFAULT_MAX_QUEUEING_MS),
-            f64::from(u32::MAX),
+            "milliseconds with controlBehavior 2 or 3 (rate limiter)",
         )?;
         rule = rule.throttle(Duration::from_millis(ms as u64));
     } else {

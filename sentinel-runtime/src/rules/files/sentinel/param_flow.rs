@@ -14,7 +14,8 @@ use crate::rule_data::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 use crate::rules::files::value::{Value, ValueError};
 
 /// The `classType`s of a param-flow item read as strings (Sentinel's `String.class.getName()`,
-/// and the short names people write).
+/// and the short names people write). A blank `classType` (`""`) is a string too, as in
+/// Sentinel's `ParamFlowRuleUtil.parseValue`.
 const STRING_CLASS_TYPES: &[&str] = &["java.lang.String", "String", "string"];
 
 /// Sentinel's `ParamFlowRule` as JSON names it.
@@ -167,7 +168,7 @@ pub(crate) fn param_flow_rule(node: Value) -> Result<HotspotRule, ValueError> {
     {
         if let Some(class) = item
             .class_type
-            .filter(|c| !STRING_CLASS_TYPES.contains(&c.as_str()))
+            .filter(|c| !c.trim().is_empty() && !STRING_CLASS_TYPES.contains(&c.as_str()))
         {
             return Err(refuse(
                 &format!("paramFlowItemList[{i}].classType"),

@@ -58,8 +58,10 @@ pub(crate) fn system_rule(node: Value) -> Result<SystemRule, ValueError> {
         }
         None => None,
     };
+    // Sentinel blocks when the calls already inside are *more than* `maxThread`, so
+    // `maxThread: n` lets an (n + 1)th call in: a limit of n + 1 here (ours blocks at it).
     rule.concurrency = match set_limit(r.max_thread) {
-        Some(n) => Some(whole("maxThread", n, u32::MAX.into())? as u64),
+        Some(n) => Some(whole("maxThread", n, u32::MAX.into())? as u64 + 1),
         None => None,
     };
     rule.qps = set_limit(r.qps);

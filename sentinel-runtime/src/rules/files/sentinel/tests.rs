@@ -375,7 +375,8 @@ fn system_rules_read_negative_limits_as_unset_and_load_per_core() {
         Ok(SystemRule::new()
             .load_per_core(6.0 / cores)
             .avg_rt(Duration::from_millis(150))
-            .concurrency(40))
+            .concurrency(41)),
+        "Sentinel's maxThread 40 lets a 41st call in"
     );
 }
 
