@@ -127,7 +127,12 @@ fn app(case: &str) -> Router {
     }
 }
 
-fn send(runtime: &tokio::runtime::Runtime, app: &Router, path: &'static str, peer: Option<SocketAddr>) {
+fn send(
+    runtime: &tokio::runtime::Runtime,
+    app: &Router,
+    path: &'static str,
+    peer: Option<SocketAddr>,
+) {
     let app = app.clone();
     runtime.block_on(async move {
         let mut request = Request::get(path).body(Body::empty()).expect("a request");

@@ -10,7 +10,7 @@
 
 use crate::harness;
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use harness::{instance_args, require, wall_us, Instances, RedisCluster, RedisServer, Report};
@@ -19,12 +19,7 @@ use sentinel_runtime::cluster::{Cluster, ClusterError, ClusterState, ClusterThre
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
 use sentinel_runtime::{entry, BlockKind, EntryBuilder};
 
-/// One test at a time: they measure rates on a shared CPU, and one cluster runs per process.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use crate::serial;
 
 const R: f64 = 500.0;
 const SECS: f64 = 3.0;

@@ -4,4 +4,14 @@
 #[path = "../support/redis_harness.rs"]
 mod harness;
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// One test at a time, across the modules: they measure rates on a shared CPU, and one cluster
+/// runs per process.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+mod cluster_faults;
 mod cluster_redis;

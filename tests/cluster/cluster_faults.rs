@@ -7,11 +7,10 @@
 //! Without `redis-server` on PATH the tests are skipped with a line saying how to install it;
 //! with `SENTINEL_REQUIRE_SERVERS=1` that is a failure. The tests run one at a time.
 
-#[path = "support/redis_harness.rs"]
-mod harness;
+use crate::harness;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use std::time::{Duration, Instant};
 
 use harness::{
@@ -22,11 +21,7 @@ use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterThreshold};
 use sentinel_runtime::rules::{self, HotspotRule};
 use sentinel_runtime::EntryBuilder;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use crate::serial;
 
 /// The lease TTL, in seconds.
 const TTL: f64 = 0.2;
