@@ -29,7 +29,7 @@ const PROBE_EVERY: Duration = Duration::from_millis(10);
 const INSTANCE_TTL_MS: u64 = 1_000;
 /// An instance heard from within this long is connected now; one heard from before (within
 /// the grace period) may be cut off from the store and limiting locally.
-const RECENT_MS: u64 = 200;
+const RECENT_MS: u64 = 120;
 /// How long the connected instances hold back the share of an instance that stopped
 /// heartbeating (it may be cut off from the store and admitting its local share).
 pub(crate) const GRACE_MS: u64 = 2_000;
