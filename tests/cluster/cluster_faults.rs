@@ -183,12 +183,25 @@ fn three_instances(
     ns: &str,
     r: f64,
     secs: f64,
+    on_tick: impl FnMut(u64),
+) -> Vec<Report> {
+    three_instances_with(urls, ns, r, 1.5 * r, secs, &[], on_tick)
+}
+
+/// [`three_instances`] offering `offer` each, with `extra` arguments.
+fn three_instances_with(
+    urls: &[Vec<String>; 3],
+    ns: &str,
+    r: f64,
+    offer: f64,
+    secs: f64,
+    extra: &[&str],
     mut on_tick: impl FnMut(u64),
 ) -> Vec<Report> {
     let args: Vec<Vec<String>> = urls
         .iter()
         .map(|u| {
-            let rest = offering(r, 1.5 * r, secs, &[]);
+            let rest = offering(r, offer, secs, extra);
             let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
             instance_args(u, false, ns, &rest)
         })

@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use tokio::time::{timeout, Instant};
 
 use super::connect::{
-    call, classify, connect, deregister, read_epochs, read_policy, share_value_key, Conn, Failure,
+    call, classify, connect, deregister, read_policy, share_value_key, Conn, Failure,
 };
 use super::error::ClusterError;
 use super::keys::{Keys, BUCKETS};
@@ -29,7 +29,7 @@ const PROBE_EVERY: Duration = Duration::from_millis(10);
 const INSTANCE_TTL_MS: u64 = 1_000;
 /// An instance heard from within this long is connected now; one heard from before (within
 /// the grace period) may be cut off from the store and limiting locally.
-const RECENT_MS: u64 = 200;
+const RECENT_MS: u64 = 120;
 /// How long the connected instances hold back the share of an instance that stopped
 /// heartbeating (it may be cut off from the store and admitting its local share).
 pub(crate) const GRACE_MS: u64 = 2_000;
@@ -417,11 +417,9 @@ async fn serve(config: &Arc<Config>, mut conn: Conn, scripts: &Arc<Scripts>) -> 
             let (config, scripts, mut conn) =
                 (Arc::clone(config), Arc::clone(scripts), conn.clone());
             tasks.spawn(async move {
+                // The epochs need no look here: every lease checks its bucket's.
                 let limit = config.command_timeout;
-                let mut checked = share_value_key(&config, &scripts, &mut conn, limit).await;
-                if checked.is_ok() {
-                    checked = read_epochs(&config, &scripts, &mut conn, limit).await;
-                }
+                let checked = share_value_key(&config, &scripts, &mut conn, limit).await;
                 if policy {
                     read_policy(&config, &mut conn, limit).await;
                 }

@@ -58,10 +58,11 @@
 //!   [`ClusterThreshold::PerInstance`] rule R, a rule with [`ClusterFallback::Pass`] everything.
 //!   On return the calls a flow rule admitted locally are charged to the shared bucket (those
 //!   of the last window, pro rata when the fallback lasted longer; debt of at most one more
-//!   window). A hotspot rule's values admitted in a fallback are not charged back: after a
-//!   fallback a value may get its local share and the shared bucket's tokens in one window.
-//! - **Grace period, 2 s**: an instance heard from within 200 ms is connected; one heard from
-//!   within 2 s but not 200 ms may be cut off and admitting its local share, so the connected
+//!   window). A hotspot value's calls admitted in a fallback are charged with its first lease
+//!   after the return (all of them, within the same debt cap; values that share a lease slot
+//!   charge each other, which can only under-admit).
+//! - **Grace period, 2 s**: an instance heard from within 120 ms is connected; one heard from
+//!   within 2 s but not 120 ms may be cut off and admitting its local share, so the connected
 //!   instances hold its share back (a global rule leases at R × connected / heard-within-2-s; a
 //!   per-instance rule at R × connected). A partition of k of n instances then admits about R in
 //!   all, not R × (1 + k / n). The cost: an instance that dies is held back for 2 s (one that
@@ -105,7 +106,7 @@
 //! Each instance heartbeats into a sorted set every 30 ms; `status().instances` is the count
 //! of instances heard from in the last second (the most seen over 300 ms, and held for a
 //! second after the store lost the set, so a late heartbeat or a flush does not make it dip);
-//! `status().held_back` those heard from within the grace period but not in the last 200 ms.
+//! `status().held_back` those heard from within the grace period but not in the last 120 ms.
 //! A stopped cluster takes its instance out of the set; a killed one is forgotten a second
 //! later and no longer held back after the grace period.
 //!

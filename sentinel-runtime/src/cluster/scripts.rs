@@ -95,7 +95,7 @@ return {n, math.floor(wait), lost, epoch, until_us, disagree}
 /// Writes the epoch key `KEYS[1]` unless it is there, dated `ARGV[1]` µs before Redis `TIME`
 /// (an instance that never saw the bucket dates it back an hour: a first start grants the
 /// burst of idle keys; one that saw it dates it now: lost keys count as spent); returns the
-/// epoch there. Run for every bucket when an instance connects, and every second.
+/// epoch there. Run for every bucket when an instance connects.
 pub(crate) const EPOCH: &str = r"
 local e = redis.call('GET', KEYS[1])
 if e then return e end

@@ -290,21 +290,15 @@ impl ClusterHot {
                 // one call): the passes are charged with the lease, and a value whose lease is
                 // slow must not run the shared bucket into debt.
                 let tolerance = (local.1 / 10).max(local.0);
-                match table.acquire_rate(key, now, count, local.0, tolerance, 0) {
-                    RateDecision::Pass | RateDecision::Wait(_) => {
-                        self.leases.lease.slot(key_of(key)).owe(count);
-                        Some(Ok(()))
-                    }
-                    RateDecision::Block { retry_after } => Some(Err(BlockError::hot_param(
-                        resource,
-                        self.given,
-                        self.param_index,
-                        (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
-                    )
-                    .because(CLUSTER_LIMIT))),
-                }
+                let pace = (local.0, tolerance);
+                Some(self.owed_locally(resource, table, key, count, now, pace, CLUSTER_LIMIT))
             }
-            HotDecision::Pass => Some(Ok(())),
+            HotDecision::Pass => {
+                if shared::mode() == MODE_FALLBACK {
+                    self.leases.lease.slot(key_of(key)).owe(count);
+                }
+                Some(Ok(()))
+            }
             HotDecision::Blocked(retry) => Some(Err(BlockError::hot_param(
                 resource,
                 self.given,
@@ -312,7 +306,43 @@ impl ClusterHot {
                 retry,
             )
             .because(CLUSTER_LIMIT))),
+            // A started cluster that cannot reach its store: the local share, owed to the
+            // value's shared bucket (charged with its next lease after the return).
+            HotDecision::Local if shared::mode() == MODE_FALLBACK => {
+                Some(self.owed_locally(resource, table, key, count, now, local, CLUSTER_LOCAL))
+            }
             HotDecision::Local => None,
+        }
+    }
+
+    /// Admits `count` calls of the value hashed `key` against the local `table` at `pace`
+    /// (interval, tolerance), owing the passes to the value's shared bucket; a block gives
+    /// `reason`.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn owed_locally(
+        &self,
+        resource: &'static str,
+        table: &ParamTable,
+        key: u64,
+        count: u32,
+        now: u64,
+        pace: (u64, u64),
+        reason: &'static str,
+    ) -> Result<(), BlockError> {
+        match table.acquire_rate(key, now, count, pace.0, pace.1, 0) {
+            RateDecision::Pass | RateDecision::Wait(_) => {
+                self.leases.lease.slot(key_of(key)).owe(count);
+                Ok(())
+            }
+            RateDecision::Block { retry_after } => Err(BlockError::hot_param(
+                resource,
+                self.given,
+                self.param_index,
+                (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
+            )
+            .because(reason)),
         }
     }
 
