@@ -3,7 +3,10 @@
 //!
 //! - `qps`: `#[sentinel(qps = 1e9)]`, entry + exit, every call admitted;
 //! - `stats`: `#[sentinel]` with no rule (statistics only);
-//! - `hot`: one hotspot rule, called over 1 024 keys already in its table.
+//! - `hot`: one hotspot rule, called over 1 024 keys already in its table;
+//! - `param`: `EntryBuilder::new(name).param(&key).enter()` and the entry's drop, one hotspot
+//!   rule, over the same 1 024 keys already in its table (what the tower layer's per-client
+//!   path and a handler's hand-written entry take).
 //!
 //! Build with `cargo bench -p sentinel-benches --bench call_instructions --no-run`, then run the binary it names under
 //! `valgrind --tool=callgrind --toggle-collect='call_instructions::guarded_*'` with the case and
@@ -32,6 +35,15 @@ fn guarded_stats(key: u64) -> Result<u64, sentinel_runtime::BlockError> {
     Ok(key)
 }
 
+#[inline(never)]
+fn guarded_param(key: u64) -> Result<u64, sentinel_runtime::BlockError> {
+    let entry = sentinel_runtime::EntryBuilder::new("instructions-param")
+        .param(&key)
+        .enter()?;
+    drop(black_box(entry));
+    Ok(key)
+}
+
 fn main() {
     // `cargo bench -p sentinel-benches` passes `--bench`; the case and the number are ours.
     let args: Vec<String> = std::env::args()
@@ -44,6 +56,14 @@ fn main() {
     let call: fn(u64) -> Result<u64, sentinel_runtime::BlockError> = match case {
         "qps" => guarded_qps,
         "stats" => guarded_stats,
+        "param" => {
+            sentinel_runtime::rules::load_hotspot_rules(vec![
+                sentinel_runtime::rules::HotspotRule::qps("instructions-param", 0, 1e6)
+                    .capacity(1_000_000),
+            ])
+            .expect("a valid rule");
+            guarded_param
+        }
         _ => guarded_hot,
     };
     // Every key in the table first (its insertion is not the admission path), and every

@@ -9,10 +9,19 @@
 //!   holds something until the body ends);
 //! - `sized`: the same, with a wrapper that keeps the body's size hint (so the response keeps
 //!   its `content-length`, as `SentinelLayer`'s body does; `passthrough`'s loses it);
+//! - `norule`: `SentinelLayer::new()` on a route without rules (statistics only);
 //! - `sentinel`: `SentinelLayer` with one flow rule, every request admitted;
 //! - `nested`: the same router mounted with `nest_service` (axum then builds each request's
 //!   matched path anew);
 //! - `governor`: tower-governor's `GovernorLayer` with a global key, every request admitted.
+//!
+//! Per client, each request from the next of 64 peer addresses (axum's `ConnectInfo`, inserted
+//! into every request of these cases, so their floor is `identity_peer`, not `identity`):
+//!
+//! - `identity_peer`: `identity`, with the peer addresses;
+//! - `hotspot`: `SentinelLayer::new().client_ip(0)` with a hotspot rule on the client's
+//!   address, every request admitted;
+//! - `governor_peer`: tower-governor keyed by `PeerIpKeyExtractor`, every request admitted.
 //!
 //! Each run sends 200 unmeasured requests, then N requests through `measured`, one
 //! `block_on(oneshot)` each. Build with `cargo bench -p sentinel-benches --bench tower_instructions --no-run`, then
@@ -23,21 +32,27 @@
 
 use std::hint::black_box;
 
+use std::net::SocketAddr;
+
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::routing::get;
 use axum::Router;
 use http::{Request, Response};
 use http_body_util::BodyExt;
-use sentinel_runtime::rules::{self, FlowRule};
+use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
 use sentinel_runtime::tower::SentinelLayer;
 use tower::util::MapResponseLayer;
 use tower::ServiceExt;
 use tower_governor::governor::GovernorConfigBuilder;
-use tower_governor::key_extractor::GlobalKeyExtractor;
+use tower_governor::key_extractor::{GlobalKeyExtractor, PeerIpKeyExtractor};
 use tower_governor::GovernorLayer;
 
 /// Requests sent before the measured ones (first-call set-up, caches).
 const WARM_UP: u64 = 200;
+
+/// The peer addresses of the per-client cases.
+const PEERS: u32 = 64;
 
 async fn user() -> &'static str {
     "ok"
@@ -55,7 +70,7 @@ fn served(app: Router) -> Router {
 fn app(case: &str) -> Router {
     match case {
         "none" => served(router()),
-        "identity" => served(router().layer(MapResponseLayer::new(
+        "identity" | "identity_peer" => served(router().layer(MapResponseLayer::new(
             // axum's own body, unchanged: not boxed again.
             |response: Response<Body>| response,
         ))),
@@ -73,6 +88,12 @@ fn app(case: &str) -> Router {
                 .expect("valid rule");
             served(router().layer(SentinelLayer::new()))
         }
+        "norule" => served(router().layer(SentinelLayer::new())),
+        "hotspot" => {
+            rules::load_hotspot_rules(vec![HotspotRule::qps("GET:/users/{id}", 0, 2e9)])
+                .expect("valid rule");
+            served(router().layer(SentinelLayer::new().client_ip(0)))
+        }
         "nested" => {
             // Mounted with `nest_service`: axum builds the matched path for each request.
             rules::load_flow_rules(vec![FlowRule::qps("GET:/api/users/{id}", 2e9)])
@@ -88,16 +109,36 @@ fn app(case: &str) -> Router {
                 .expect("a valid governor config");
             served(router().layer(GovernorLayer::new(config)))
         }
+        "governor_peer" => {
+            let config = GovernorConfigBuilder::default()
+                .key_extractor(PeerIpKeyExtractor)
+                .per_nanosecond(1)
+                .burst_size(u32::MAX)
+                .finish()
+                .expect("a valid governor config");
+            served(router().layer(GovernorLayer::new(config)))
+        }
         other => {
-            panic!("unknown case {other:?}: none, identity, passthrough, sized, sentinel, nested or governor")
+            panic!(
+                "unknown case {other:?}: none, identity, passthrough, sized, norule, sentinel, \
+                 nested, governor, identity_peer, hotspot or governor_peer"
+            )
         }
     }
 }
 
-fn send(runtime: &tokio::runtime::Runtime, app: &Router, path: &'static str) {
+fn send(
+    runtime: &tokio::runtime::Runtime,
+    app: &Router,
+    path: &'static str,
+    peer: Option<SocketAddr>,
+) {
     let app = app.clone();
     runtime.block_on(async move {
-        let request = Request::get(path).body(Body::empty()).expect("a request");
+        let mut request = Request::get(path).body(Body::empty()).expect("a request");
+        if let Some(peer) = peer {
+            request.extensions_mut().insert(ConnectInfo(peer));
+        }
         let response = app.oneshot(request).await.expect("infallible");
         assert!(response.status().is_success());
         black_box(response);
@@ -106,10 +147,21 @@ fn send(runtime: &tokio::runtime::Runtime, app: &Router, path: &'static str) {
 
 /// The measured requests (callgrind counts only inside this function).
 #[inline(never)]
-fn measured(runtime: &tokio::runtime::Runtime, app: &Router, path: &'static str, requests: u64) {
-    for _ in 0..requests {
-        send(runtime, black_box(app), path);
+fn measured(
+    runtime: &tokio::runtime::Runtime,
+    app: &Router,
+    path: &'static str,
+    peers: &[SocketAddr],
+    requests: u64,
+) {
+    for i in 0..requests {
+        send(runtime, black_box(app), path, peer(peers, i));
     }
+}
+
+/// The `i`th request's peer address, if the case has any.
+fn peer(peers: &[SocketAddr], i: u64) -> Option<SocketAddr> {
+    (!peers.is_empty()).then(|| peers[(i % peers.len() as u64) as usize])
 }
 
 fn main() {
@@ -129,9 +181,16 @@ fn main() {
     } else {
         "/users/7"
     };
-    for _ in 0..WARM_UP {
-        send(&runtime, &app, path);
+    let peers: Vec<SocketAddr> = if matches!(case, "identity_peer" | "hotspot" | "governor_peer") {
+        (0..PEERS)
+            .map(|i| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 40_000)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for i in 0..WARM_UP {
+        send(&runtime, &app, path, peer(&peers, i));
     }
-    measured(&runtime, &app, path, requests);
+    measured(&runtime, &app, path, &peers, requests);
     println!("{case}: {requests} requests after {WARM_UP} unmeasured");
 }

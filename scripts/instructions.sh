@@ -9,7 +9,7 @@ bin=$(bench_binary call_instructions)
 total() {
     callgrind_total "$bin" "call_instructions::guarded_$1" "$1" "$2"
 }
-for case in qps stats hot; do
+for case in qps stats hot param; do
     a=$(total "$case" "$n")
     b=$(total "$case" $((2 * n)))
     python3 -c "print(f'$case: {($b - $a) / $n:.1f} instructions per call ($a at N=$n, $b at 2N)')"

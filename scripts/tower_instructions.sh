@@ -3,7 +3,9 @@
 # requests of each case of benches/tower_instructions.rs (after 200 unmeasured ones), the
 # difference / 2N, each layer's figure minus the plain router's. Usage:
 # scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor;
-# also identity, nested)
+# also identity, nested, norule, and per client identity_peer, hotspot, governor_peer). A case
+# measured after its floor (`identity`; `identity_peer` for the per-client cases) is also
+# printed above that floor: list the floor first.
 set -euo pipefail
 n=${1:-1000}
 shift || true
@@ -23,8 +25,24 @@ per_request() {
 }
 base=$(per_request none)
 printf 'none: %.1f instructions per request\n' "$base"
+floor=""
+floor_peer=""
 for case in "${cases[@]}"; do
     [ "$case" = none ] && continue
     x=$(per_request "$case")
-    python3 -c "print(f'$case: {$x:.1f} per request, +{$x - $base:.1f} over none')"
+    case $case in
+        identity) floor=$x ;;
+        identity_peer) floor_peer=$x ;;
+    esac
+    over=""
+    case $case in
+        identity | identity_peer) ;;
+        hotspot | governor_peer) [ -n "$floor_peer" ] && over=$floor_peer ;;
+        *) [ -n "$floor" ] && over=$floor ;;
+    esac
+    if [ -n "$over" ]; then
+        python3 -c "print(f'$case: {$x:.1f} per request, +{$x - $base:.1f} over none, +{$x - $over:.1f} over its floor')"
+    else
+        python3 -c "print(f'$case: {$x:.1f} per request, +{$x - $base:.1f} over none')"
+    fi
 done
