@@ -12,7 +12,7 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use super::body::{poll_unwinding, Guard, SentinelBody};
-use super::naming::{self, default_node, serves_method};
+use super::naming::{self, default_node, serves_method, RouteNodes};
 use super::params::{client_ip, client_text, hash_client, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::{Config, IsErrorFn, ParamSource, View};
@@ -24,12 +24,23 @@ use crate::{BlockError, Entry};
 /// service is; `poll_ready` is the inner service's.
 pub struct SentinelService<S> {
     inner: S,
-    config: Arc<Config>,
+    shared: Arc<Shared>,
+}
+
+/// What a service and its clones share: the layer's configuration, and the nodes of the route
+/// the service serves (each layered service has its own: see [`RouteNodes`]).
+pub(super) struct Shared {
+    pub(super) config: Config,
+    pub(super) routes: RouteNodes,
 }
 
 impl<S> SentinelService<S> {
-    pub(super) fn new(inner: S, config: Arc<Config>) -> SentinelService<S> {
-        SentinelService { inner, config }
+    pub(super) fn new(inner: S, config: &Config) -> SentinelService<S> {
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            routes: RouteNodes::default(),
+        });
+        SentinelService { inner, shared }
     }
 }
 
@@ -37,7 +48,7 @@ impl<S: Clone> Clone for SentinelService<S> {
     fn clone(&self) -> Self {
         SentinelService {
             inner: self.inner.clone(),
-            config: self.config.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -221,19 +232,25 @@ where
 
     #[inline]
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
-        let config = &*self.config;
+        let Shared { config, routes } = &*self.shared;
         // The request is split into parts only for the user's functions, which take `&Parts`
         // (splitting and joining moves the whole request twice); otherwise it stays in place.
         let mut learn = None;
         let admitted = if config.is_plain() {
-            admit_plain(View::of_request(&req), &mut learn)
+            admit_plain(View::of_request(&req), routes, &mut learn)
         } else if config.needs_parts() {
             let (parts, body) = req.into_parts();
-            let admitted = admit(config, View::of_parts(&parts), Some(&parts), &mut learn);
+            let admitted = admit(
+                config,
+                routes,
+                View::of_parts(&parts),
+                Some(&parts),
+                &mut learn,
+            );
             req = Request::from_parts(parts, body);
             admitted
         } else {
-            admit(config, View::of_request(&req), None, &mut learn)
+            admit(config, routes, View::of_request(&req), None, &mut learn)
         };
         let reservation = match admitted {
             Ok(reservation) => reservation,
@@ -290,9 +307,10 @@ where
 /// parameters and origin). Never
 /// waits: a throttled request's turn is in the reservation. `parts` is given when
 /// [`Config::needs_parts`]. `learn`: set to a gRPC method's name to learn from the response
-/// (see [`naming::learn`]).
+/// (see [`naming::learn`]). `routes`: the service's nodes of its route.
 pub(super) fn admit(
     config: &Config,
+    routes: &RouteNodes,
     view: View<'_>,
     parts: Option<&Parts>,
     learn: &mut Option<Box<str>>,
@@ -325,7 +343,7 @@ pub(super) fn admit(
     }
     let node = match (&config.resource, parts) {
         (Some(f), Some(parts)) => node_by_name(&f(parts)),
-        _ => default_node(view, learn),
+        _ => default_node(view, learn, routes),
     };
     if config.names_params && !node.knows_param_names() {
         crate::manager::learn_param_names(node, &config.param_names);
@@ -343,9 +361,10 @@ pub(super) fn admit(
 #[inline]
 fn admit_plain(
     view: View<'_>,
+    routes: &RouteNodes,
     learn: &mut Option<Box<str>>,
 ) -> Result<crate::entry::Reservation, BlockError> {
-    let node = default_node(view, learn);
+    let node = default_node(view, learn, routes);
     // Cancellable, as in `admit`. No parameter, so no blocked value to note.
     crate::entry::reserve_with(node, 1, true, &Params::INBOUND)
 }

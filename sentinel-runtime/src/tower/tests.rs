@@ -393,8 +393,14 @@ fn client_ip_without_a_peer_address_is_reported_once() {
     super::params::REPORTED.store(false, std::sync::atomic::Ordering::Relaxed);
     tracing::subscriber::with_default(Warnings(seen.clone()), || {
         let admit = |p: &Parts| {
-            let reservation =
-                super::service::admit(&config, View::of_parts(p), None, &mut None).unwrap();
+            let reservation = super::service::admit(
+                &config,
+                &Default::default(),
+                View::of_parts(p),
+                None,
+                &mut None,
+            )
+            .unwrap();
             drop(reservation.into_entry());
         };
         admit(&with_peer);
@@ -434,6 +440,45 @@ fn each_route_counts_its_own_requests_when_route_strings_are_freed_and_reallocat
         let name = format!("GET:{route}");
         let passed = crate::metrics::snapshot(&name).map(|s| s.pass_total);
         assert_eq!(passed, Some(1), "{name}: its request counted elsewhere");
+    }
+}
+
+/// One layered service given to two routes (its clones share its own cache of route nodes,
+/// which keeps the first route it saw), each route with two methods, in turns, over routers
+/// built again: every request counts under its own route and method.
+#[test]
+fn one_service_under_two_routes_counts_each_request_under_its_own_route() {
+    use tower_layer::Layer as _;
+    use tower_service::Service;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for round in 0..3u64 {
+        let handler = axum::routing::get(|| async { "ok" }).post(|| async { "ok" });
+        let service = super::SentinelLayer::new().layer(handler);
+        let mut app = axum::Router::new()
+            .route_service("/shared-service-a/{id}", service.clone())
+            .route_service("/shared-service-b/{id}", service);
+        for i in 0..8u64 {
+            let route = if i % 2 == 0 { "a" } else { "b" };
+            let method = if i % 4 < 2 { Method::GET } else { Method::POST };
+            let request = Request::builder()
+                .method(method)
+                .uri(format!("/shared-service-{route}/{i}"))
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let response = runtime.block_on(app.call(request)).unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+        for name in [
+            "GET:/shared-service-a/{id}",
+            "GET:/shared-service-b/{id}",
+            "POST:/shared-service-a/{id}",
+            "POST:/shared-service-b/{id}",
+        ] {
+            let passed = crate::metrics::snapshot(name).map(|s| s.pass_total);
+            assert_eq!(passed, Some(2 * (round + 1)), "{name}, round {round}");
+        }
     }
 }
 
