@@ -32,6 +32,44 @@ pub struct SentinelService<S> {
 pub(super) struct Shared {
     pub(super) config: Config,
     pub(super) routes: RouteNodes,
+    /// How requests are admitted, decided once from the configuration.
+    path: AdmitPath,
+}
+
+/// Which admission a configuration's requests take.
+#[derive(Clone, Copy)]
+enum AdmitPath {
+    /// [`Config::is_plain`]: [`admit_plain`].
+    Plain,
+    /// Default names, and the client's address as the only parameter: [`admit_client`].
+    Client { trusted_proxies: usize },
+    /// [`Config::needs_parts`]: [`admit`] with the request's parts.
+    Parts,
+    /// Anything else: [`admit`] without parts.
+    Other,
+}
+
+impl AdmitPath {
+    fn of(config: &Config) -> AdmitPath {
+        if config.is_plain() {
+            return AdmitPath::Plain;
+        }
+        if let (None, None, true, [ParamSource::ClientIp { trusted_proxies }]) = (
+            &config.resource,
+            &config.origin,
+            config.system_exempt.is_empty(),
+            config.params.as_slice(),
+        ) {
+            return AdmitPath::Client {
+                trusted_proxies: *trusted_proxies,
+            };
+        }
+        if config.needs_parts() {
+            AdmitPath::Parts
+        } else {
+            AdmitPath::Other
+        }
+    }
 }
 
 impl<S> SentinelService<S> {
@@ -39,6 +77,7 @@ impl<S> SentinelService<S> {
         let shared = Arc::new(Shared {
             config: config.clone(),
             routes: RouteNodes::default(),
+            path: AdmitPath::of(config),
         });
         SentinelService { inner, shared }
     }
@@ -232,25 +271,31 @@ where
 
     #[inline]
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
-        let Shared { config, routes } = &*self.shared;
+        let Shared {
+            config,
+            routes,
+            path,
+        } = &*self.shared;
         // The request is split into parts only for the user's functions, which take `&Parts`
         // (splitting and joining moves the whole request twice); otherwise it stays in place.
         let mut learn = None;
-        let admitted = if config.is_plain() {
-            admit_plain(View::of_request(&req), routes, &mut learn)
-        } else if config.needs_parts() {
-            let (parts, body) = req.into_parts();
-            let admitted = admit(
+        let admitted = match *path {
+            AdmitPath::Plain => admit_plain(View::of_request(&req), routes, &mut learn),
+            AdmitPath::Client { trusted_proxies } => admit_client(
                 config,
+                trusted_proxies,
+                View::of_request(&req),
                 routes,
-                View::of_parts(&parts),
-                Some(&parts),
                 &mut learn,
-            );
-            req = Request::from_parts(parts, body);
-            admitted
-        } else {
-            admit(config, routes, View::of_request(&req), None, &mut learn)
+            ),
+            AdmitPath::Parts => {
+                let (parts, body) = req.into_parts();
+                let view = View::of_parts(&parts);
+                let admitted = admit(config, routes, view, Some(&parts), &mut learn);
+                req = Request::from_parts(parts, body);
+                admitted
+            }
+            AdmitPath::Other => admit(config, routes, View::of_request(&req), None, &mut learn),
         };
         let reservation = match admitted {
             Ok(reservation) => reservation,
@@ -367,6 +412,37 @@ fn admit_plain(
     let node = default_node(view, learn, routes);
     // Cancellable, as in `admit`. No parameter, so no blocked value to note.
     crate::entry::reserve_with(node, 1, true, &Params::INBOUND)
+}
+
+/// [`admit`] for a configuration whose only parameter is the client's address
+/// ([`AdmitPath::Client`]): the default name, no origin, every request inbound.
+#[inline]
+fn admit_client(
+    config: &Config,
+    trusted_proxies: usize,
+    view: View<'_>,
+    routes: &RouteNodes,
+    learn: &mut Option<Box<str>>,
+) -> Result<crate::entry::Reservation, BlockError> {
+    let hash = match client_ip(view, trusted_proxies) {
+        Some(ip) => hash_client(ip, config.ipv6_prefix()),
+        None => {
+            no_client_address(view);
+            hash_value(None)
+        }
+    };
+    let hashes = [hash];
+    let params = Params::of(&hashes).inbound();
+    let node = default_node(view, learn, routes);
+    // Its one parameter is named `client_ip` (`SentinelLayer::client_ip`).
+    if !node.knows_param_names() {
+        crate::manager::learn_param_names(node, &config.param_names);
+    }
+    let reserved = crate::entry::reserve_with(node, 1, true, &params);
+    if let Err(block) = &reserved {
+        note_blocked_value(config, view, None, block);
+    }
+    reserved
 }
 
 /// For a request a hotspot rule blocked: remembers the text of the blocked parameter's value

@@ -123,6 +123,26 @@ fn an_ipv6_client_hashes_as_its_prefix_text_and_an_ipv4_one_as_its_address() {
 }
 
 #[test]
+fn an_ipv4_clients_cached_hash_is_its_texts_every_time() {
+    // More addresses than the cache has slots, twice over (the second round hits or refills
+    // the slots), and addresses that differ only in high bits.
+    for round in 0..2 {
+        for i in 0..2_000u32 {
+            for ip in [i, i << 16 | 7, i << 24 | 1] {
+                let ip = std::net::Ipv4Addr::from(ip);
+                let want = hash_value(Some(&ip.to_string()));
+                assert_eq!(hash_client(IpAddr::V4(ip), 64), want, "{ip}, round {round}");
+                assert_eq!(
+                    hash_client(IpAddr::V4(ip), 128),
+                    want,
+                    "{ip}, round {round}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_clients_text_hashes_as_the_client_does() {
     for ip in [
         "10.1.2.3",
