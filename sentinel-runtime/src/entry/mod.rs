@@ -40,7 +40,7 @@ pub fn entry(resource: &str) -> Result<Entry, BlockError> {
     // Not through `EntryBuilder`: with no parameters known at compile time, the checks that
     // only parameters, origins or inbound entries need are left out of this path.
     let slot = thread_slot();
-    let node = crate::registry::node_by_name(resource);
+    let node = crate::registry::node_by_name_cached(resource);
     enter_in(slot, node, 1, &Params::NONE)
 }
 
@@ -57,6 +57,7 @@ pub struct EntryBuilder<'a> {
 
 impl<'a> EntryBuilder<'a> {
     /// Entering `resource` for one pass.
+    #[inline]
     pub fn new(resource: &'a str) -> EntryBuilder<'a> {
         EntryBuilder {
             resource,
@@ -109,6 +110,7 @@ impl<'a> EntryBuilder<'a> {
     /// # rules::load_hotspot_rules(vec![])?;
     /// # Ok::<(), sentinel_runtime::RuleError>(())
     /// ```
+    #[inline]
     pub fn param_names(mut self, names: &'a [&'a str]) -> EntryBuilder<'a> {
         self.param_names = Some(names);
         self
@@ -141,6 +143,7 @@ impl<'a> EntryBuilder<'a> {
     /// # rules::load_system_rules(vec![])?;
     /// # Ok::<(), sentinel_runtime::RuleError>(())
     /// ```
+    #[inline]
     pub fn inbound(mut self) -> EntryBuilder<'a> {
         self.params.set_inbound();
         self
@@ -148,6 +151,7 @@ impl<'a> EntryBuilder<'a> {
 
     /// Asks for `count` passes at once (a batch); 0 is taken as 1. A batch larger than a QPS
     /// rule's threshold is blocked at once.
+    #[inline]
     pub fn acquire(mut self, count: u32) -> EntryBuilder<'a> {
         self.count = count.max(1);
         self
@@ -159,7 +163,7 @@ impl<'a> EntryBuilder<'a> {
     #[inline]
     pub fn enter(self) -> Result<Entry, BlockError> {
         let slot = thread_slot();
-        let node = crate::registry::node_by_name(self.resource);
+        let node = crate::registry::node_by_name_cached(self.resource);
         self.teach_names(node);
         enter_in(slot, node, self.count, &self.params.view())
     }
