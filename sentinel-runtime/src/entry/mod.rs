@@ -406,6 +406,23 @@ pub(crate) fn reserve(
     reserve_with(node, count, cancellable, &Params::NONE)
 }
 
+/// [`reserve_with`] for one cancellable inbound pass without parameters (the tower layer's
+/// request on a plain configuration): a node without checks (and no system rule in force)
+/// is entered inline, as a guarded function's is; any other through [`reserve_with`].
+#[cfg(feature = "tower")]
+#[inline]
+pub(crate) fn reserve_inbound(node: &'static ResourceNode) -> Result<Reservation, BlockError> {
+    if !(node.is_checked() || system::is_active()) {
+        let slot = thread_slot();
+        let now = clock::now_nanos();
+        count_pass(node, slot, now, 1, true);
+        let ending = Ending::new(&Params::INBOUND, true);
+        let entry = Entry::unchecked(node, 1, now, true, ending);
+        return Ok(Reservation(Inner::Ready(entry)));
+    }
+    reserve_with(node, 1, true, &Params::INBOUND)
+}
+
 /// [`reserve`] with the entry's parameters.
 pub(crate) fn reserve_with(
     node: &'static ResourceNode,

@@ -411,7 +411,7 @@ fn admit_plain(
 ) -> Result<crate::entry::Reservation, BlockError> {
     let node = default_node(view, learn, routes);
     // Cancellable, as in `admit`. No parameter, so no blocked value to note.
-    crate::entry::reserve_with(node, 1, true, &Params::INBOUND)
+    crate::entry::reserve_inbound(node)
 }
 
 /// [`admit`] for a configuration whose only parameter is the client's address
