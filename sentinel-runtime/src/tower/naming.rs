@@ -245,7 +245,7 @@ fn cache_route(
 /// if the response shows the method exists (otherwise `learn` is left alone).
 ///
 /// `nodes`: the service's own nodes of its route ([`RouteNodes`]), tried first.
-#[inline]
+#[inline(always)]
 pub(super) fn default_node(
     view: View<'_>,
     learn: &mut Option<Box<str>>,

@@ -170,6 +170,7 @@ fn v6_network(v6: std::net::Ipv6Addr, bits: u8) -> std::net::Ipv6Addr {
 /// The client's address: see [`SentinelLayer::client_ip`]. An IPv4-mapped IPv6 address (what a
 /// dual-stack `[::]` listener reports for an IPv4 client, `::ffff:10.0.0.1`) is the IPv4
 /// address it maps, so a client is one value whichever socket it came in on.
+#[inline]
 pub(super) fn client_ip(view: View<'_>, trusted_proxies: usize) -> Option<IpAddr> {
     raw_client_ip(view, trusted_proxies).map(|ip| ip.to_canonical())
 }

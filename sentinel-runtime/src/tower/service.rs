@@ -138,6 +138,7 @@ where
 {
     type Output = Result<Response<SentinelBody<B>>, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Rejected { response } => match response.take() {
