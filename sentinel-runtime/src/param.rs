@@ -174,7 +174,9 @@ impl<'a> Params<'a> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ParamBuf {
     hashes: [u64; MAX_PARAMS],
-    len: usize,
+    /// At most [`MAX_PARAMS`]; a byte, so that an `EntryBuilder` fits in 128 bytes (moved by
+    /// its builder methods inline, not by a `memcpy` call).
+    len: u8,
     origin: Option<std::sync::Arc<str>>,
     inbound: bool,
 }
@@ -201,7 +203,7 @@ impl ParamBuf {
     /// Adds the next parameter (ignored beyond [`MAX_PARAMS`]).
     #[inline]
     pub(crate) fn push(&mut self, hash: u64) {
-        if let Some(slot) = self.hashes.get_mut(self.len) {
+        if let Some(slot) = self.hashes.get_mut(usize::from(self.len)) {
             *slot = hash;
             self.len += 1;
         }
@@ -211,7 +213,7 @@ impl ParamBuf {
     #[inline]
     pub(crate) fn view(&self) -> Params<'_> {
         Params {
-            hashes: &self.hashes[..self.len],
+            hashes: &self.hashes[..usize::from(self.len)],
             origin: self.origin.as_deref(),
             inbound: self.inbound,
             guarded: false,

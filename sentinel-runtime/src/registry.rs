@@ -163,6 +163,58 @@ pub(crate) fn node_by_name(name: &str) -> &'static ResourceNode {
     }
 }
 
+/// The slots of each thread's cache of nodes found by name ([`node_by_name_cached`]).
+const RECENT_SLOTS: usize = 16;
+
+thread_local! {
+    /// Nodes this thread recently found by name: `(address of the name's text, node)`, in the
+    /// slot the address and length pick. A fixed 256 bytes per thread.
+    static RECENT: std::cell::Cell<[(usize, Option<&'static ResourceNode>); RECENT_SLOTS]> =
+        const { std::cell::Cell::new([(0, None); RECENT_SLOTS]) };
+}
+
+/// [`node_by_name`] through this thread's cache of recent names: a name whose text is at the
+/// address a cached node was found for, and reads as that node's name, is that node (nodes are
+/// never removed or renamed), with no hash or probe of the name table. A text freed and
+/// written again at the same address is found by its text: a hit compares the whole name.
+/// The overflow node (a name refused by the cap) is never cached: its name is not the name
+/// looked up.
+#[inline]
+pub(crate) fn node_by_name_cached(name: &str) -> &'static ResourceNode {
+    let address = name.as_ptr() as usize;
+    let slot = ((address >> 3) ^ name.len()) % RECENT_SLOTS;
+    let cached = RECENT.try_with(|recent| {
+        let recent: &std::cell::Cell<[_]> = recent;
+        recent
+            .as_slice_of_cells()
+            .get(slot)
+            .map(std::cell::Cell::get)
+    });
+    if let Ok(Some((a, Some(node)))) = cached {
+        if a == address && node.name() == name {
+            return node;
+        }
+    }
+    node_by_name_uncached(name, address, slot)
+}
+
+/// [`node_by_name_cached`] for a name not in the cache: the lookup, cached if it found the
+/// name's own node.
+#[cold]
+#[inline(never)]
+fn node_by_name_uncached(name: &str, address: usize, slot: usize) -> &'static ResourceNode {
+    let node = node_by_name(name);
+    if node.name() == name {
+        let _ = RECENT.try_with(|recent| {
+            let recent: &std::cell::Cell<[_]> = recent;
+            if let Some(cell) = recent.as_slice_of_cells().get(slot) {
+                cell.set((address, Some(node)));
+            }
+        });
+    }
+    node
+}
+
 #[cold]
 fn create_by_name(name: &str) -> &'static ResourceNode {
     create(name, false).unwrap_or_else(|| overflowed(name))
@@ -233,5 +285,21 @@ mod tests {
         let again = get_or_create(&names[7], false, |_| panic!("created twice")).unwrap();
         assert!(std::ptr::eq(again, get(&names[7]).unwrap()));
         assert!(all().len() >= names.len());
+    }
+
+    /// One buffer written again with other names (the same address each time, as a freed name
+    /// and the next one allocated there have): every lookup through the cache of recent names
+    /// finds the node of the text it was given.
+    #[test]
+    fn a_name_at_a_cached_address_is_found_by_its_text() {
+        use std::fmt::Write as _;
+        let mut name = String::with_capacity(64);
+        for i in 0..60 {
+            name.clear();
+            write!(name, "recent-name-{}", i % 7).unwrap();
+            let node = node_by_name_cached(&name);
+            assert_eq!(node.name(), name, "lookup {i}");
+            assert!(std::ptr::eq(node, node_by_name(&name)), "lookup {i}");
+        }
     }
 }

@@ -40,7 +40,7 @@ pub fn entry(resource: &str) -> Result<Entry, BlockError> {
     // Not through `EntryBuilder`: with no parameters known at compile time, the checks that
     // only parameters, origins or inbound entries need are left out of this path.
     let slot = thread_slot();
-    let node = crate::registry::node_by_name(resource);
+    let node = crate::registry::node_by_name_cached(resource);
     enter_in(slot, node, 1, &Params::NONE)
 }
 
@@ -57,6 +57,7 @@ pub struct EntryBuilder<'a> {
 
 impl<'a> EntryBuilder<'a> {
     /// Entering `resource` for one pass.
+    #[inline]
     pub fn new(resource: &'a str) -> EntryBuilder<'a> {
         EntryBuilder {
             resource,
@@ -109,6 +110,7 @@ impl<'a> EntryBuilder<'a> {
     /// # rules::load_hotspot_rules(vec![])?;
     /// # Ok::<(), sentinel_runtime::RuleError>(())
     /// ```
+    #[inline]
     pub fn param_names(mut self, names: &'a [&'a str]) -> EntryBuilder<'a> {
         self.param_names = Some(names);
         self
@@ -141,6 +143,7 @@ impl<'a> EntryBuilder<'a> {
     /// # rules::load_system_rules(vec![])?;
     /// # Ok::<(), sentinel_runtime::RuleError>(())
     /// ```
+    #[inline]
     pub fn inbound(mut self) -> EntryBuilder<'a> {
         self.params.set_inbound();
         self
@@ -151,6 +154,7 @@ impl<'a> EntryBuilder<'a> {
     /// ([`FlowRule::concurrency`](crate::rules::FlowRule::concurrency)) the batch holds `count`
     /// places while it is inside, and is blocked if the places held plus `count` exceed the
     /// limit (as Sentinel's `DefaultController` decides); its exit gives them all back.
+    #[inline]
     pub fn acquire(mut self, count: u32) -> EntryBuilder<'a> {
         self.count = count.max(1);
         self
@@ -162,7 +166,7 @@ impl<'a> EntryBuilder<'a> {
     #[inline]
     pub fn enter(self) -> Result<Entry, BlockError> {
         let slot = thread_slot();
-        let node = crate::registry::node_by_name(self.resource);
+        let node = crate::registry::node_by_name_cached(self.resource);
         self.teach_names(node);
         enter_in(slot, node, self.count, &self.params.view())
     }
@@ -403,6 +407,23 @@ pub(crate) fn reserve(
     cancellable: bool,
 ) -> Result<Reservation, BlockError> {
     reserve_with(node, count, cancellable, &Params::NONE)
+}
+
+/// [`reserve_with`] for one cancellable inbound pass without parameters (the tower layer's
+/// request on a plain configuration): a node without checks (and no system rule in force)
+/// is entered inline, as a guarded function's is; any other through [`reserve_with`].
+#[cfg(feature = "tower")]
+#[inline]
+pub(crate) fn reserve_inbound(node: &'static ResourceNode) -> Result<Reservation, BlockError> {
+    if !(node.is_checked() || system::is_active()) {
+        let slot = thread_slot();
+        let now = clock::now_nanos();
+        count_pass(node, slot, now, 1, true);
+        let ending = Ending::new(&Params::INBOUND, true);
+        let entry = Entry::unchecked(node, 1, now, true, ending);
+        return Ok(Reservation(Inner::Ready(entry)));
+    }
+    reserve_with(node, 1, true, &Params::INBOUND)
 }
 
 /// [`reserve`] with the entry's parameters.

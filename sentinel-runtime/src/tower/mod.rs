@@ -428,7 +428,7 @@ impl<S> Layer<S> for SentinelLayer {
         // The process's one-time set-up, while the service is built, not in its first request
         // (a no-op once done at start).
         crate::sync::prepare();
-        SentinelService::new(inner, self.config.clone())
+        SentinelService::new(inner, &self.config)
     }
 }
 

@@ -16,6 +16,49 @@ pub(super) fn method_name(method: &http::Method) -> &str {
     }
 }
 
+/// How many names [`method_name`] gives: a route's [`RouteNodes`] keeps a node for each.
+const METHOD_KINDS: usize = 9;
+
+/// The index of [`method_name`]'s name for `method`, below [`METHOD_KINDS`].
+#[inline]
+fn method_index(method: &http::Method) -> usize {
+    use http::Method;
+    // The common methods first; `HEAD` as `GET`.
+    if *method == Method::GET || *method == Method::HEAD {
+        0
+    } else if *method == Method::POST {
+        1
+    } else if *method == Method::PUT {
+        2
+    } else if *method == Method::DELETE {
+        3
+    } else if *method == Method::PATCH {
+        4
+    } else if *method == Method::OPTIONS {
+        5
+    } else if *method == Method::CONNECT {
+        6
+    } else if *method == Method::TRACE {
+        7
+    } else {
+        8
+    }
+}
+
+/// The nodes of one layered service's route, by method ([`method_index`]), each resolved once,
+/// at its first request: axum's `Router::layer` makes one service per route, whose requests
+/// all carry the same matched-path string, so a hit is one comparison of that string's address
+/// with the one held here (the held string keeps its address from being given to any other).
+/// A service reached under several routes (one service given to several `route_service`
+/// calls) keeps the first route it saw, and its other routes are found through the per-thread
+/// cache ([`ROUTES`]), as every route was before; so is a route whose string axum builds again
+/// for each request (under `nest_service`). Bounded: at most one string and node per method
+/// kind.
+#[derive(Default)]
+pub(super) struct RouteNodes(
+    [std::sync::OnceLock<(MatchedPath, &'static crate::ResourceNode)>; METHOD_KINDS],
+);
+
 /// The longest gRPC method path used as a name.
 pub(super) const MAX_GRPC_PATH: usize = 256;
 
@@ -200,15 +243,51 @@ fn cache_route(
 /// The node of a request's default resource name (see the module docs). For a gRPC method not
 /// known yet (named by an `<unmatched>` resource), `learn` is set to its own name, to [`learn`]
 /// if the response shows the method exists (otherwise `learn` is left alone).
+///
+/// `nodes`: the service's own nodes of its route ([`RouteNodes`]), tried first.
+#[inline(always)]
 pub(super) fn default_node(
     view: View<'_>,
     learn: &mut Option<Box<str>>,
+    nodes: &RouteNodes,
 ) -> &'static crate::ResourceNode {
     let Some(matched) = view.extensions.get::<MatchedPath>() else {
         return with_default_resource(view, |name, unknown, known| {
             named_node(name, unknown, known, learn)
         });
     };
+    let own = nodes.0.get(method_index(view.method));
+    if let Some((held, node)) = own.and_then(std::sync::OnceLock::get) {
+        // The held string is alive: no other string has its address.
+        if std::ptr::eq(held.as_str(), matched.as_str()) {
+            return node;
+        }
+    }
+    let node = route_node(view, matched, learn);
+    // Cached only what the per-thread cache keeps (a route's own node, never a gRPC service's
+    // or the overflow node); a slot set by another route stays.
+    if let Some(own) = own {
+        if own.get().is_none() && cacheable(view, matched.as_str(), node) {
+            let _ = own.set((matched.clone(), node));
+        }
+    }
+    node
+}
+
+/// Whether `node`, found for `route`, may be cached for it (by either cache): see
+/// [`route_node`].
+fn cacheable(view: View<'_>, route: &str, node: &crate::ResourceNode) -> bool {
+    grpc_service_route(route).is_none() && names_route(node.name(), method_name(view.method), route)
+}
+
+/// [`default_node`] for a request with a matched route, through the per-thread cache.
+#[cold]
+#[inline(never)]
+fn route_node(
+    view: View<'_>,
+    matched: &MatchedPath,
+    learn: &mut Option<Box<str>>,
+) -> &'static crate::ResourceNode {
     let route = matched.as_str();
     let method = method_name(view.method);
     // The route's address and the method's length and first letter (GET and PUT differ).
@@ -236,7 +315,7 @@ pub(super) fn default_node(
     // a cached node is its route's: such a route must never hit), and the overflow node
     // (beyond the cap on resources: a later lookup may differ). A cached node is always
     // `"{method}:{route}"`, so the same route and method (by address or by text) are that node.
-    if grpc_service_route(route).is_none() && names_route(node.name(), method, route) {
+    if cacheable(view, route, node) {
         cache_route(slot, key, matched, node);
     }
     node

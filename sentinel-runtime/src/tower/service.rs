@@ -12,7 +12,7 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use super::body::{poll_unwinding, Guard, SentinelBody};
-use super::naming::{self, default_node, serves_method};
+use super::naming::{self, default_node, serves_method, RouteNodes};
 use super::params::{client_ip, client_text, hash_client, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::{Config, IsErrorFn, ParamSource, View};
@@ -24,12 +24,62 @@ use crate::{BlockError, Entry};
 /// service is; `poll_ready` is the inner service's.
 pub struct SentinelService<S> {
     inner: S,
-    config: Arc<Config>,
+    shared: Arc<Shared>,
+}
+
+/// What a service and its clones share: the layer's configuration, and the nodes of the route
+/// the service serves (each layered service has its own: see [`RouteNodes`]).
+pub(super) struct Shared {
+    pub(super) config: Config,
+    pub(super) routes: RouteNodes,
+    /// How requests are admitted, decided once from the configuration.
+    path: AdmitPath,
+}
+
+/// Which admission a configuration's requests take.
+#[derive(Clone, Copy)]
+enum AdmitPath {
+    /// [`Config::is_plain`]: [`admit_plain`].
+    Plain,
+    /// Default names, and the client's address as the only parameter: [`admit_client`].
+    Client { trusted_proxies: usize },
+    /// [`Config::needs_parts`]: [`admit`] with the request's parts.
+    Parts,
+    /// Anything else: [`admit`] without parts.
+    Other,
+}
+
+impl AdmitPath {
+    fn of(config: &Config) -> AdmitPath {
+        if config.is_plain() {
+            return AdmitPath::Plain;
+        }
+        if let (None, None, true, [ParamSource::ClientIp { trusted_proxies }]) = (
+            &config.resource,
+            &config.origin,
+            config.system_exempt.is_empty(),
+            config.params.as_slice(),
+        ) {
+            return AdmitPath::Client {
+                trusted_proxies: *trusted_proxies,
+            };
+        }
+        if config.needs_parts() {
+            AdmitPath::Parts
+        } else {
+            AdmitPath::Other
+        }
+    }
 }
 
 impl<S> SentinelService<S> {
-    pub(super) fn new(inner: S, config: Arc<Config>) -> SentinelService<S> {
-        SentinelService { inner, config }
+    pub(super) fn new(inner: S, config: &Config) -> SentinelService<S> {
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            routes: RouteNodes::default(),
+            path: AdmitPath::of(config),
+        });
+        SentinelService { inner, shared }
     }
 }
 
@@ -37,7 +87,7 @@ impl<S: Clone> Clone for SentinelService<S> {
     fn clone(&self) -> Self {
         SentinelService {
             inner: self.inner.clone(),
-            config: self.config.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -88,6 +138,7 @@ where
 {
     type Output = Result<Response<SentinelBody<B>>, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Rejected { response } => match response.take() {
@@ -221,19 +272,31 @@ where
 
     #[inline]
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
-        let config = &*self.config;
+        let Shared {
+            config,
+            routes,
+            path,
+        } = &*self.shared;
         // The request is split into parts only for the user's functions, which take `&Parts`
         // (splitting and joining moves the whole request twice); otherwise it stays in place.
         let mut learn = None;
-        let admitted = if config.is_plain() {
-            admit_plain(View::of_request(&req), &mut learn)
-        } else if config.needs_parts() {
-            let (parts, body) = req.into_parts();
-            let admitted = admit(config, View::of_parts(&parts), Some(&parts), &mut learn);
-            req = Request::from_parts(parts, body);
-            admitted
-        } else {
-            admit(config, View::of_request(&req), None, &mut learn)
+        let admitted = match *path {
+            AdmitPath::Plain => admit_plain(View::of_request(&req), routes, &mut learn),
+            AdmitPath::Client { trusted_proxies } => admit_client(
+                config,
+                trusted_proxies,
+                View::of_request(&req),
+                routes,
+                &mut learn,
+            ),
+            AdmitPath::Parts => {
+                let (parts, body) = req.into_parts();
+                let view = View::of_parts(&parts);
+                let admitted = admit(config, routes, view, Some(&parts), &mut learn);
+                req = Request::from_parts(parts, body);
+                admitted
+            }
+            AdmitPath::Other => admit(config, routes, View::of_request(&req), None, &mut learn),
         };
         let reservation = match admitted {
             Ok(reservation) => reservation,
@@ -290,9 +353,10 @@ where
 /// parameters and origin). Never
 /// waits: a throttled request's turn is in the reservation. `parts` is given when
 /// [`Config::needs_parts`]. `learn`: set to a gRPC method's name to learn from the response
-/// (see [`naming::learn`]).
+/// (see [`naming::learn`]). `routes`: the service's nodes of its route.
 pub(super) fn admit(
     config: &Config,
+    routes: &RouteNodes,
     view: View<'_>,
     parts: Option<&Parts>,
     learn: &mut Option<Box<str>>,
@@ -325,7 +389,7 @@ pub(super) fn admit(
     }
     let node = match (&config.resource, parts) {
         (Some(f), Some(parts)) => node_by_name(&f(parts)),
-        _ => default_node(view, learn),
+        _ => default_node(view, learn, routes),
     };
     if config.names_params && !node.knows_param_names() {
         crate::manager::learn_param_names(node, &config.param_names);
@@ -343,11 +407,43 @@ pub(super) fn admit(
 #[inline]
 fn admit_plain(
     view: View<'_>,
+    routes: &RouteNodes,
     learn: &mut Option<Box<str>>,
 ) -> Result<crate::entry::Reservation, BlockError> {
-    let node = default_node(view, learn);
+    let node = default_node(view, learn, routes);
     // Cancellable, as in `admit`. No parameter, so no blocked value to note.
-    crate::entry::reserve_with(node, 1, true, &Params::INBOUND)
+    crate::entry::reserve_inbound(node)
+}
+
+/// [`admit`] for a configuration whose only parameter is the client's address
+/// ([`AdmitPath::Client`]): the default name, no origin, every request inbound.
+#[inline]
+fn admit_client(
+    config: &Config,
+    trusted_proxies: usize,
+    view: View<'_>,
+    routes: &RouteNodes,
+    learn: &mut Option<Box<str>>,
+) -> Result<crate::entry::Reservation, BlockError> {
+    let hash = match client_ip(view, trusted_proxies) {
+        Some(ip) => hash_client(ip, config.ipv6_prefix()),
+        None => {
+            no_client_address(view);
+            hash_value(None)
+        }
+    };
+    let hashes = [hash];
+    let params = Params::of(&hashes).inbound();
+    let node = default_node(view, learn, routes);
+    // Its one parameter is named `client_ip` (`SentinelLayer::client_ip`).
+    if !node.knows_param_names() {
+        crate::manager::learn_param_names(node, &config.param_names);
+    }
+    let reserved = crate::entry::reserve_with(node, 1, true, &params);
+    if let Err(block) = &reserved {
+        note_blocked_value(config, view, None, block);
+    }
+    reserved
 }
 
 /// For a request a hotspot rule blocked: remembers the text of the blocked parameter's value

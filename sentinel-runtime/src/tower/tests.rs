@@ -123,6 +123,26 @@ fn an_ipv6_client_hashes_as_its_prefix_text_and_an_ipv4_one_as_its_address() {
 }
 
 #[test]
+fn an_ipv4_clients_cached_hash_is_its_texts_every_time() {
+    // More addresses than the cache has slots, twice over (the second round hits or refills
+    // the slots), and addresses that differ only in high bits.
+    for round in 0..2 {
+        for i in 0..2_000u32 {
+            for ip in [i, i << 16 | 7, i << 24 | 1] {
+                let ip = std::net::Ipv4Addr::from(ip);
+                let want = hash_value(Some(&ip.to_string()));
+                assert_eq!(hash_client(IpAddr::V4(ip), 64), want, "{ip}, round {round}");
+                assert_eq!(
+                    hash_client(IpAddr::V4(ip), 128),
+                    want,
+                    "{ip}, round {round}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_clients_text_hashes_as_the_client_does() {
     for ip in [
         "10.1.2.3",
@@ -393,8 +413,14 @@ fn client_ip_without_a_peer_address_is_reported_once() {
     super::params::REPORTED.store(false, std::sync::atomic::Ordering::Relaxed);
     tracing::subscriber::with_default(Warnings(seen.clone()), || {
         let admit = |p: &Parts| {
-            let reservation =
-                super::service::admit(&config, View::of_parts(p), None, &mut None).unwrap();
+            let reservation = super::service::admit(
+                &config,
+                &Default::default(),
+                View::of_parts(p),
+                None,
+                &mut None,
+            )
+            .unwrap();
             drop(reservation.into_entry());
         };
         admit(&with_peer);
@@ -434,6 +460,45 @@ fn each_route_counts_its_own_requests_when_route_strings_are_freed_and_reallocat
         let name = format!("GET:{route}");
         let passed = crate::metrics::snapshot(&name).map(|s| s.pass_total);
         assert_eq!(passed, Some(1), "{name}: its request counted elsewhere");
+    }
+}
+
+/// One layered service given to two routes (its clones share its own cache of route nodes,
+/// which keeps the first route it saw), each route with two methods, in turns, over routers
+/// built again: every request counts under its own route and method.
+#[test]
+fn one_service_under_two_routes_counts_each_request_under_its_own_route() {
+    use tower_layer::Layer as _;
+    use tower_service::Service;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for round in 0..3u64 {
+        let handler = axum::routing::get(|| async { "ok" }).post(|| async { "ok" });
+        let service = super::SentinelLayer::new().layer(handler);
+        let mut app = axum::Router::new()
+            .route_service("/shared-service-a/{id}", service.clone())
+            .route_service("/shared-service-b/{id}", service);
+        for i in 0..8u64 {
+            let route = if i % 2 == 0 { "a" } else { "b" };
+            let method = if i % 4 < 2 { Method::GET } else { Method::POST };
+            let request = Request::builder()
+                .method(method)
+                .uri(format!("/shared-service-{route}/{i}"))
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let response = runtime.block_on(app.call(request)).unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+        for name in [
+            "GET:/shared-service-a/{id}",
+            "GET:/shared-service-b/{id}",
+            "POST:/shared-service-a/{id}",
+            "POST:/shared-service-b/{id}",
+        ] {
+            let passed = crate::metrics::snapshot(name).map(|s| s.pass_total);
+            assert_eq!(passed, Some(2 * (round + 1)), "{name}, round {round}");
+        }
     }
 }
 
