@@ -26,10 +26,18 @@ fn default_controller_test_can_pass_for_thread_count_with_a_batch() {
     let _clock = MockClock::install();
     let r = "parity-acquire-batch";
     limit(r, 10);
-    assert_eq!(enter(r, u32::MAX).err(), Some(BlockKind::Concurrency), "u32::MAX > 10");
+    assert_eq!(
+        enter(r, u32::MAX).err(),
+        Some(BlockKind::Concurrency),
+        "u32::MAX > 10"
+    );
     assert_eq!(enter(r, 11).err(), Some(BlockKind::Concurrency), "11 > 10");
     let inside: Vec<Entry> = (0..9).map(|_| enter(r, 1).expect("9 of 10")).collect();
-    assert_eq!(enter(r, 2).err(), Some(BlockKind::Concurrency), "9 inside + 2 > 10");
+    assert_eq!(
+        enter(r, 2).err(),
+        Some(BlockKind::Concurrency),
+        "9 inside + 2 > 10"
+    );
     let last = enter(r, 1).expect("9 inside + 1 = 10");
     drop(last);
     drop(inside);
@@ -42,12 +50,20 @@ fn a_batch_holds_its_places_until_it_exits() {
     let r = "parity-acquire-holds";
     limit(r, 10);
     let seven = enter(r, 7).expect("7 of 10");
-    assert_eq!(enter(r, 4).err(), Some(BlockKind::Concurrency), "7 + 4 > 10");
+    assert_eq!(
+        enter(r, 4).err(),
+        Some(BlockKind::Concurrency),
+        "7 + 4 > 10"
+    );
     let three = enter(r, 3).expect("7 + 3 = 10");
     assert_eq!(enter(r, 1).err(), Some(BlockKind::Concurrency), "full");
     drop(seven);
     let again = enter(r, 7).expect("the batch of 7 gave its 7 places back");
-    assert_eq!(enter(r, 1).err(), Some(BlockKind::Concurrency), "full again");
+    assert_eq!(
+        enter(r, 1).err(),
+        Some(BlockKind::Concurrency),
+        "full again"
+    );
     drop((three, again));
     let whole = enter(r, 10).expect("all 10 given back");
     drop(whole);
@@ -61,7 +77,11 @@ fn a_batch_of_zero_holds_one_place() {
     limit(r, 2);
     let first = enter(r, 0).expect("0 is taken as 1: one of 2");
     let second = enter(r, 0).expect("two of 2");
-    assert_eq!(enter(r, 0).err(), Some(BlockKind::Concurrency), "full: 0 is taken as 1");
+    assert_eq!(
+        enter(r, 0).err(),
+        Some(BlockKind::Concurrency),
+        "full: 0 is taken as 1"
+    );
     drop(first);
     let third = enter(r, 1).expect("the batch of 0 gave back its one place");
     drop((second, third));

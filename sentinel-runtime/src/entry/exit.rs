@@ -95,7 +95,11 @@ impl Entry {
         };
         let count = (flags >> COUNT_SHIFT) as u32;
         // A counted call holds a place for each pass of its batch.
-        counter.exit(if flags & COUNTED != 0 { u64::from(count) } else { 0 });
+        counter.exit(if flags & COUNTED != 0 {
+            u64::from(count)
+        } else {
+            0
+        });
         // SAFETY: `held` is taken once, here, by the exit (the entry is being dropped), and
         // never read again.
         if let Some(held) = unsafe { ManuallyDrop::take(&mut self.held) } {
