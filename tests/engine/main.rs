@@ -36,6 +36,7 @@ mod reports_order;
 mod runtime;
 mod sentinel_parity;
 mod sentinel_parity_acquire;
+mod sentinel_parity_origin;
 mod sentinel_parity_validity;
 mod shaping;
 mod shared_resource;

@@ -456,9 +456,9 @@ fn every_unsupported_field_is_refused_by_name() {
         ),
         (
             "flow",
-            r#"{"resource": "u", "count": 1, "limitApp": "app-a"}"#,
+            r#"{"resource": "u", "count": 1, "grade": 0, "limitApp": "app-a"}"#,
             "limitApp",
-            "origin",
+            "per-origin concurrency limits are not supported",
         ),
         (
             "flow",
@@ -1706,7 +1706,7 @@ fn watching_refuses_a_missing_or_bad_file_at_once() {
     let path = dir.join("rules.json");
     fs::write(
         &path,
-        "{\"flow\": [\n  {\"resource\": \"first-load\", \"count\": 1, \"limitApp\": \"x\"}\n]}",
+        "{\"flow\": [\n  {\"resource\": \"first-load\", \"count\": 1, \"grade\": 0, \"limitApp\": \"x\"}\n]}",
     )
     .unwrap();
     let err = rules::watch_file(&path).unwrap_err();

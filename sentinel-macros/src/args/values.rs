@@ -92,13 +92,16 @@ pub(super) fn string(
     match value {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
-        }) if !s.value().is_empty() => Some(s.clone()),
+        }) if !s.value().trim().is_empty() => Some(s.clone()),
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
         }) => {
             errors.at(
                 s,
-                format!("`{name}` must not be empty: write a name, like `{example}`"),
+                format!(
+                    "`{name}` must not be blank (empty or only white space): write a name, \
+                     like `{example}`"
+                ),
             );
             None
         }

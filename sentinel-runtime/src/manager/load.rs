@@ -182,7 +182,12 @@ pub fn load_flow_rules(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), 
 }
 
 fn load_flow(rules: impl IntoIterator<Item = FlowRule>) -> Result<(), RuleError> {
-    let rules = valid(FLOW, rules, FlowRule::validate, &[CLUSTER_FLOW_CAP])?;
+    let rules = valid(
+        FLOW,
+        rules,
+        FlowRule::validate,
+        &[CLUSTER_FLOW_CAP, ORIGIN_FLOW_CAP],
+    )?;
     replace(|l| &mut l.flow, by_resource(rules, |r| &r.resource));
     Ok(())
 }
@@ -284,7 +289,12 @@ pub(crate) fn problems(
     system: &[SystemRule],
     authority: &[AuthorityRule],
 ) -> Vec<(&'static str, usize, RuleError)> {
-    let mut problems = kind_problems(FLOW, flow, FlowRule::validate, &[CLUSTER_FLOW_CAP]);
+    let mut problems = kind_problems(
+        FLOW,
+        flow,
+        FlowRule::validate,
+        &[CLUSTER_FLOW_CAP, ORIGIN_FLOW_CAP],
+    );
     problems.extend(kind_problems(
         CIRCUIT_BREAKER,
         breakers,
@@ -368,6 +378,15 @@ const CLUSTER_FLOW_CAP: Cap<FlowRule> = Cap {
            them different windows",
     key: |r| r.cluster.map(|_| (r.resource.as_str(), r.window_ms())),
     field: "cluster",
+};
+
+/// Flow rules with an origin, per resource (each call's admissions are one bit each).
+const ORIGIN_FLOW_CAP: Cap<FlowRule> = Cap {
+    max: 64,
+    what: "is set on more than 64 flow rules of this resource: at most 64 rules with an origin \
+           per resource",
+    key: |r| (!r.origin.is_all()).then_some((r.resource.as_str(), 0)),
+    field: "origin",
 };
 
 /// The problems of one kind's rules, in order: each rule's first bad field, and for each of

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 pub use super::adaptive::AdaptiveConcurrency;
 use super::cluster::{ClusterFallback, ClusterThreshold};
+pub use super::origin::FlowOrigin;
 use crate::error::RuleError;
 
 /// The largest threshold a flow rule accepts (passes per window, or calls inside).
@@ -145,6 +146,9 @@ pub struct FlowRule {
     /// What a cluster rule does while the cluster's store cannot be reached. Default
     /// [`ClusterFallback::Local`].
     pub cluster_fallback: ClusterFallback,
+    /// Which callers the rule limits (Sentinel's `limitApp`): see [`FlowOrigin`]. Default
+    /// [`FlowOrigin::All`], every caller counted together.
+    pub origin: FlowOrigin,
 }
 
 impl FlowRule {
@@ -163,7 +167,37 @@ impl FlowRule {
             adaptive: None,
             cluster: None,
             cluster_fallback: ClusterFallback::Local,
+            origin: FlowOrigin::All,
         }
+    }
+
+    /// Limits only the calls whose origin is `origin` (trimmed, ignoring ASCII case), against
+    /// their own threshold: Sentinel's `limitApp: "appA"`. QPS rules only.
+    ///
+    /// ```
+    /// use sentinel_runtime::rules::{self, FlowRule};
+    /// use sentinel_runtime::{BlockKind, EntryBuilder};
+    /// # let _clock = sentinel_runtime::clock::MockClock::install();
+    ///
+    /// rules::load_flow_rules(vec![FlowRule::qps("doc-origin", 1.0).origin("appA")])?;
+    /// let call = |app: &str| EntryBuilder::new("doc-origin").origin(app).enter();
+    /// assert!(call("appA").is_ok());
+    /// assert_eq!(call("appA").unwrap_err().kind(), BlockKind::Flow);
+    /// assert!(call("appB").is_ok() && call("appB").is_ok(), "appB is not limited");
+    /// # rules::load_flow_rules(vec![])?;
+    /// # Ok::<(), sentinel_runtime::RuleError>(())
+    /// ```
+    pub fn origin(mut self, origin: impl Into<String>) -> FlowRule {
+        self.origin = FlowOrigin::Named(origin.into());
+        self
+    }
+
+    /// Limits each origin that no other flow rule of the resource names, each against its own
+    /// threshold: Sentinel's `limitApp: "other"`. QPS rules that reject over the threshold
+    /// only; see [`FlowOrigin::Other`].
+    pub fn other_origins(mut self) -> FlowRule {
+        self.origin = FlowOrigin::Other;
+        self
     }
 
     /// At most `max` calls inside `resource` at once.
@@ -322,6 +356,7 @@ impl FlowRule {
         if self.cluster.is_some() && self.metric != FlowMetric::Qps {
             return qps_only("cluster");
         }
+        super::origin::validate(self)?;
         if self.cluster.is_some()
             && (self.warm_up.is_some() || self.max_wait.is_some() || self.relate.is_some())
         {

@@ -9,6 +9,7 @@ pub(crate) mod cluster;
 pub(crate) mod defaults;
 pub(crate) mod flow;
 pub(crate) mod hotspot;
+pub(crate) mod origin;
 pub(crate) mod resource;
 pub(crate) mod system;
 pub(crate) mod window;

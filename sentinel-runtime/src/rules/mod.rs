@@ -51,6 +51,7 @@ pub use crate::rule_data::hotspot::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
     MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
 };
+pub use crate::rule_data::origin::{FlowOrigin, MAX_TRACKED_ORIGINS};
 pub use crate::rule_data::system::{SystemRule, MAX_SYSTEM_RT};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;

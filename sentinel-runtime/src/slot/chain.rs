@@ -7,7 +7,8 @@ use super::hotspot::{HotPass, HotPasses, HotspotGate};
 use super::param_table;
 use super::system::SystemPass;
 use super::{
-    AdaptiveLimit, CircuitBreaker, ConcurrencyCounter, Gate, ProbeTicket, QpsGate, Resolve,
+    AdaptiveLimit, CircuitBreaker, ConcurrencyCounter, Gate, OriginGate, ProbeTicket, QpsGate,
+    Resolve,
 };
 use crate::param::Params;
 use crate::rule_data::authority::AuthorityRule;
@@ -28,6 +29,8 @@ pub(crate) struct Chain {
     pub(crate) adaptive: Option<Arc<AdaptiveLimit>>,
     /// The QPS checks, in order.
     pub(crate) gates: Vec<Arc<Gate>>,
+    /// The QPS checks of rules with an origin (at most 64), after `gates`.
+    pub(crate) origin_gates: Vec<Arc<OriginGate>>,
     /// The hotspot (per-parameter-value) checks, after the flow checks.
     pub(crate) hotspots: Vec<HotspotGate>,
     /// The circuit breakers, checked after the hotspot checks.
@@ -112,6 +115,7 @@ impl Chain {
     /// Sets [`lone`](Self::lone) from what the chain holds (called by the builder).
     pub(crate) fn mark_lone(&mut self) {
         let nothing_else = self.authority.is_empty()
+            && self.origin_gates.is_empty()
             && self.concurrency.is_none()
             && self.adaptive.is_none()
             && self.breakers.is_empty();
@@ -128,6 +132,7 @@ impl Chain {
             && self.concurrency.is_none()
             && self.adaptive.is_none()
             && self.gates.is_empty()
+            && self.origin_gates.is_empty()
             && self.hotspots.is_empty()
             && self.breakers.is_empty()
     }
@@ -151,6 +156,10 @@ pub(crate) struct Admission {
     /// The places the call took in the node's concurrency counter (its batch; 0: none; a
     /// whole word: see `entry::enter`).
     pub(crate) counted: u64,
+    /// The origin gates (bit `i`: `origin_gates[i]`) that admitted the call.
+    pub(crate) origin_passes: u64,
+    /// The key of the call's origin in the origin gates (when `origin_passes` is not 0).
+    pub(crate) origin_key: u64,
     /// What each hotspot gate (by index in the chain) admitted.
     pub(crate) hot: HotPasses,
     /// [`INBOUND_CALL`] for inbound traffic, else 0.

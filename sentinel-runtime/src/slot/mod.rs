@@ -38,6 +38,7 @@ pub(crate) use hot_top::note_text;
 #[cfg(feature = "dashboard")]
 pub(crate) use hot_top::text_of;
 mod hotspot;
+mod origin;
 pub(crate) mod param_table;
 mod qps;
 pub(crate) mod qps_ring;
@@ -57,6 +58,7 @@ pub(crate) use custom::{has_custom, install_node_marker, SlotList};
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
 pub(crate) use gate::{successions as gate_successions, Gate};
 pub(crate) use hotspot::{BlockedValues, HotPass, HotspotGate};
+pub(crate) use origin::{origin_key, OriginGate};
 pub(crate) use qps::QpsGate;
 pub(crate) use related::Resolve;
 pub(crate) use stage::{build, cancel, check};

@@ -20,4 +20,9 @@ fn d() -> Result<(), BlockError> {
     Ok(())
 }
 
+#[sentinel(resource = "   ")]
+fn e() -> Result<(), BlockError> {
+    Ok(())
+}
+
 fn main() {}

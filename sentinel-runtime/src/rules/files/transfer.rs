@@ -19,6 +19,7 @@ use crate::rule_data::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
 use crate::rule_data::flow::{FlowMetric, FlowRule, WarmUp};
 use crate::rule_data::hotspot::{HotspotException, HotspotMetric, HotspotRule, PARAM_BY_NAME};
+use crate::rule_data::origin::FlowOrigin;
 use crate::rule_data::system::SystemRule;
 
 // ----- flow rules ---------------------------------------------------------------------------------
@@ -73,6 +74,28 @@ struct FlowRuleFile {
     cluster: Option<ClusterThreshold>,
     #[serde(default, skip_serializing_if = "is_local_fallback")]
     cluster_fallback: ClusterFallback,
+    #[serde(
+        default,
+        skip_serializing_if = "FlowOrigin::is_all",
+        with = "origin_field"
+    )]
+    origin: FlowOrigin,
+}
+
+/// A flow rule's `origin`: a string, `default` (every caller, as when left out), `other` or an
+/// origin's name.
+mod origin_field {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::rule_data::origin::FlowOrigin;
+
+    pub(super) fn serialize<S: Serializer>(origin: &FlowOrigin, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(origin.as_limit_app())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FlowOrigin, D::Error> {
+        Ok(FlowOrigin::from_limit_app(&String::deserialize(d)?))
+    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -1,4 +1,5 @@
-//! The flow stage: the concurrency limit (fixed, or adaptive), then the QPS gates in order.
+//! The flow stage: the concurrency limit (fixed, or adaptive), then the QPS gates in order,
+//! then the gates of rules with an origin that count the call's origin.
 //! A call takes a place in the resource's count of calls inside and a pass in each gate; a
 //! block gives back all of them.
 
@@ -8,7 +9,7 @@ use crate::error::BlockError;
 use crate::rule_data::flow::{FlowMetric, FlowRule};
 use crate::slot::chain::Call;
 use crate::slot::chain::{BuildContext, Chain};
-use crate::slot::{gate_successions, AdaptiveLimit, Gate};
+use crate::slot::{gate_successions, origin_key, AdaptiveLimit, Gate, OriginGate};
 
 /// The flow part of a chain.
 #[derive(Default)]
@@ -16,6 +17,7 @@ pub(crate) struct FlowChecks {
     pub(crate) concurrency: Option<(u64, f64)>,
     pub(crate) adaptive: Option<Arc<AdaptiveLimit>>,
     pub(crate) gates: Vec<Arc<Gate>>,
+    pub(crate) origin_gates: Vec<Arc<OriginGate>>,
 }
 
 /// The flow checks of `rules`. A gate of the same shape as one in `old` is kept with the new
@@ -26,7 +28,7 @@ pub(crate) fn build(rules: &[FlowRule], old: &Chain, ctx: &BuildContext<'_>) -> 
     // The gate each QPS rule takes over, decided before any threshold is set in place.
     let gated: Vec<&FlowRule> = rules
         .iter()
-        .filter(|r| r.metric == FlowMetric::Qps)
+        .filter(|r| r.metric == FlowMetric::Qps && r.origin.is_all())
         .collect();
     let mut successions = gate_successions(&old.gates, &gated).into_iter();
     for rule in rules {
@@ -47,6 +49,18 @@ pub(crate) fn build(rules: &[FlowRule], old: &Chain, ctx: &BuildContext<'_>) -> 
                 if !matches!(checks.concurrency, Some((held, _)) if held <= limit) {
                     checks.concurrency = Some((limit, rule.threshold));
                 }
+            }
+            FlowMetric::Qps if !rule.origin.is_all() => {
+                // A rule with an origin kept as it is keeps its counts; any other starts empty.
+                let kept = old
+                    .origin_gates
+                    .iter()
+                    .find(|g| g.serves(rule, rules))
+                    .filter(|g| !checks.origin_gates.iter().any(|n| Arc::ptr_eq(n, g)));
+                checks.origin_gates.push(match kept {
+                    Some(gate) => Arc::clone(gate),
+                    None => Arc::new(OriginGate::new(rule, rules, ctx.now, ctx.resolve)),
+                });
             }
             FlowMetric::Qps => {
                 let kept = successions.next().flatten().and_then(|i| old.gates.get(i));
@@ -92,16 +106,72 @@ pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
         call.out.counted = places;
     }
     match call.chain.gates.as_slice() {
-        [] => Ok(()),
+        [] => {}
         [gate] => {
             // One gate (the common case): no other gate to check again at a later time.
             let pass = gate.try_enter(resource, call.out.at, call.count)?;
             call.out.at = call.out.at.max(pass.at);
             call.gates = 1;
             call.out.turn = call.out.turn.max(pass.turn);
-            Ok(())
         }
-        _ => check_gates(call, resource),
+        _ => check_gates(call, resource)?,
+    }
+    if call.chain.origin_gates.is_empty() {
+        return Ok(());
+    }
+    check_origins(call, resource)
+}
+
+/// The gates of the rules with an origin that count the call's origin (the entry's own, else
+/// its scope's), each at the time the call counts at. A gate whose window has moved past it
+/// refuses the call (rare: the thread was delayed; refusing is always safe).
+#[cold]
+#[inline(never)]
+fn check_origins(call: &mut Call<'_>, resource: &'static str) -> Result<(), BlockError> {
+    let scoped;
+    let origin = match call.params.origin() {
+        Some(origin) => Some(origin),
+        None => {
+            scoped = crate::context::origin();
+            scoped.as_deref()
+        }
+    };
+    let Some(origin) = origin else {
+        return Ok(());
+    };
+    let key = origin_key(origin);
+    call.out.origin_key = key;
+    for (i, gate) in call.chain.origin_gates.iter().enumerate().take(64) {
+        if !gate.applies(Some(origin)) {
+            continue;
+        }
+        let block = match gate.try_enter(resource, key, call.out.at, call.count) {
+            Ok(pass) if pass.at == call.out.at => {
+                call.out.origin_passes |= 1 << i;
+                call.out.turn = call.out.turn.max(pass.turn);
+                continue;
+            }
+            Ok(pass) => {
+                gate.cancel(key, pass.at, call.count);
+                BlockError::flow(resource, 0.0, 1_000).because("the clock raced past the window")
+            }
+            Err(block) => block,
+        };
+        cancel_origins(call);
+        return Err(block);
+    }
+    Ok(())
+}
+
+/// Gives back the passes the origin gates took.
+fn cancel_origins(call: &mut Call<'_>) {
+    let mut passes = std::mem::take(&mut call.out.origin_passes);
+    while passes != 0 {
+        let i = passes.trailing_zeros() as usize;
+        passes &= passes - 1;
+        if let Some(gate) = call.chain.origin_gates.get(i) {
+            gate.cancel(call.out.origin_key, call.out.at, call.count);
+        }
     }
 }
 
@@ -151,6 +221,7 @@ fn cancel_gates(call: &mut Call<'_>) {
 
 /// Gives back the gates' passes and the place inside.
 pub(crate) fn release(call: &mut Call<'_>) {
+    cancel_origins(call);
     cancel_gates(call);
     if call.out.counted != 0 {
         call.counter.release(call.out.counted);

@@ -71,6 +71,7 @@ pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>)
         concurrency: flow.concurrency,
         adaptive: flow.adaptive,
         gates: flow.gates,
+        origin_gates: flow.origin_gates,
         hotspots: hotspot::build(rules.hotspot, &old.hotspots),
         breakers: circuit_breaker::build(rules.breakers, &old.breakers, ctx.now),
         lone: Lone::No,

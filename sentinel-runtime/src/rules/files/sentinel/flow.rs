@@ -6,11 +6,10 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::cluster::{cluster, ClusterConfig, SentinelClusterFlowConfig};
-use super::fields::{
-    check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
-};
+use super::fields::{check_regex, code, number, opt_number, positive, refuse, unused_at_default};
 use crate::rule_data::cluster::ClusterFallback;
 use crate::rule_data::flow::{FlowMetric, FlowRule};
+use crate::rule_data::origin::FlowOrigin;
 use crate::rules::files::value::{Value, ValueError};
 
 /// Sentinel's defaults, for fields it writes on every rule (its JSON serialisers do).
@@ -50,7 +49,6 @@ struct SentinelFlowRule {
 /// Reads a flow rule written with Sentinel's names.
 pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
     let r = SentinelFlowRule::deserialize(node)?;
-    check_limit_app(r.limit_app.as_deref())?;
     check_regex(r.regex)?;
     // Sentinel's `fallbackToLocalWhenFail` is true unless given on flow rules.
     let cluster = cluster(
@@ -167,6 +165,11 @@ pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
     if let Some((threshold, fallback)) = cluster {
         rule.cluster = Some(threshold);
         rule.cluster_fallback = fallback;
+    }
+    // Sentinel's `limitApp`: "default" every caller, "other" each origin no other rule names,
+    // else one origin's calls (validation names `limitApp` for what it refuses).
+    if let Some(limit_app) = &r.limit_app {
+        rule.origin = FlowOrigin::from_limit_app(limit_app);
     }
     Ok(rule)
 }

@@ -6,7 +6,7 @@
 //! ([`sentinel_flow_key`], [`sentinel_degrade_key`], [`sentinel_param_flow_key`],
 //! [`sentinel_system_key`], [`sentinel_authority_key`]); it then takes Sentinel's names only (a
 //! field of ours in it is refused by name). Every field Sentinel has that we do not support, and
-//! every value we do not support (chain strategy, origins on flow rules), is refused by name.
+//! every value we do not support (chain strategy), is refused by name.
 //!
 //! Numbers may be given as strings (`"count": "0.0"`, as fastjson reads them), and fields
 //! Sentinel writes with no meaning here (`controller`, `passCount`, `regex: false`) are
@@ -172,6 +172,7 @@ pub(crate) fn flow_field(field: &str) -> &str {
         "relate" => "refResource",
         "cluster" => "clusterMode",
         "cluster_fallback" => "clusterConfig.fallbackToLocalWhenFail",
+        "origin" => "limitApp",
         other => other,
     }
 }

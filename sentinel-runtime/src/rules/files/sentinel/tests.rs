@@ -84,10 +84,6 @@ fn unsupported_flow_fields_and_values_are_refused_by_name() {
             "refResource",
         ),
         (
-            r#"{"resource": "a", "count": 1, "limitApp": "app-a"}"#,
-            "limitApp",
-        ),
-        (
             r#"{"resource": "a", "count": 1, "clusterMode": true}"#,
             "clusterMode",
         ),
