@@ -356,7 +356,7 @@ impl FlowRule {
         if self.cluster.is_some() && self.metric != FlowMetric::Qps {
             return qps_only("cluster");
         }
-        super::origin::validate(self)?;
+        validate_origin(self)?;
         if self.cluster.is_some()
             && (self.warm_up.is_some() || self.max_wait.is_some() || self.relate.is_some())
         {
@@ -437,6 +437,42 @@ impl FlowRule {
         }
         Ok(())
     }
+}
+
+/// Checks a flow rule's `origin`: a name that is not blank nor one of Sentinel's words, on a
+/// QPS rule without `relate` or `cluster`; an [`Other`](FlowOrigin::Other) rule rejects over
+/// its threshold (no `warm_up`, `max_wait` or `strict`: each origin is paced by its own GCRA).
+fn validate_origin(rule: &FlowRule) -> Result<(), RuleError> {
+    let err = |message: &str| Err(RuleError::new(&rule.resource, "origin", message.to_owned()));
+    if let FlowOrigin::Named(name) = &rule.origin {
+        if name.trim().is_empty() {
+            return err("must name an origin (not blank); leave it out to limit every caller");
+        }
+        if ["default", "other"].contains(&name.trim()) {
+            return err(
+                "is one of Sentinel's words, not an origin's name: \"default\" is every caller \
+                 (no origin), \"other\" is FlowRule::other_origins",
+            );
+        }
+    }
+    if rule.origin.is_all() {
+        return Ok(());
+    }
+    if rule.metric != FlowMetric::Qps {
+        return err("applies to QPS rules only (per-origin concurrency limits are not supported)");
+    }
+    if rule.relate.is_some() || rule.cluster.is_some() {
+        return err("cannot be combined with relate or cluster");
+    }
+    if rule.origin == FlowOrigin::Other
+        && (rule.warm_up.is_some() || rule.max_wait.is_some() || rule.strict)
+    {
+        return err(
+            "other: each origin rejects over its own threshold; warm_up, max_wait and strict \
+             are not supported with it",
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

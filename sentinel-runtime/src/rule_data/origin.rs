@@ -1,8 +1,5 @@
 //! Which callers a flow rule limits: Sentinel's `limitApp` on flow rules.
 
-use super::flow::{FlowMetric, FlowRule};
-use crate::error::RuleError;
-
 /// The callers a [`FlowRule`](crate::rules::FlowRule) limits, by the origin of their calls
 /// ([`EntryBuilder::origin`](crate::EntryBuilder::origin), the tower layer's `.origin(..)`, or
 /// the [origin scope](crate::context) the call runs in). Sentinel's `limitApp`.
@@ -70,40 +67,4 @@ impl FlowOrigin {
 /// Whether a call's `origin` is `name`: trimmed, ignoring ASCII case.
 pub(crate) fn same_origin(origin: &str, name: &str) -> bool {
     origin.trim().eq_ignore_ascii_case(name.trim())
-}
-
-/// Checks a flow rule's `origin`: a name that is not blank nor one of Sentinel's words, on a
-/// QPS rule without `relate` or `cluster`; an [`Other`](FlowOrigin::Other) rule rejects over
-/// its threshold (no `warm_up`, `max_wait` or `strict`: each origin is paced by its own GCRA).
-pub(super) fn validate(rule: &FlowRule) -> Result<(), RuleError> {
-    let err = |message: &str| Err(RuleError::new(&rule.resource, "origin", message.to_owned()));
-    if let FlowOrigin::Named(name) = &rule.origin {
-        if name.trim().is_empty() {
-            return err("must name an origin (not blank); leave it out to limit every caller");
-        }
-        if ["default", "other"].contains(&name.trim()) {
-            return err(
-                "is one of Sentinel's words, not an origin's name: \"default\" is every caller \
-                 (no origin), \"other\" is FlowRule::other_origins",
-            );
-        }
-    }
-    if rule.origin.is_all() {
-        return Ok(());
-    }
-    if rule.metric != FlowMetric::Qps {
-        return err("applies to QPS rules only (per-origin concurrency limits are not supported)");
-    }
-    if rule.relate.is_some() || rule.cluster.is_some() {
-        return err("cannot be combined with relate or cluster");
-    }
-    if rule.origin == FlowOrigin::Other
-        && (rule.warm_up.is_some() || rule.max_wait.is_some() || rule.strict)
-    {
-        return err(
-            "other: each origin rejects over its own threshold; warm_up, max_wait and strict \
-             are not supported with it",
-        );
-    }
-    Ok(())
 }
