@@ -279,7 +279,7 @@ impl StaticNode {
         // Also without params: the resource is then known to supply none, and a rule naming
         // one is refused at load.
         let names: Vec<Option<&str>> = self.param_names.iter().copied().map(Some).collect();
-        crate::manager::learn_param_names(node, &names);
+        crate::registry::learn_param_names(node, &names);
         node
     }
 

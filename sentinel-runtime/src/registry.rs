@@ -141,6 +141,32 @@ pub(crate) fn install_create_hook(hook: CreateHook) {
     *CREATE_HOOK.write().unwrap_or_else(PoisonError::into_inner) = Some(hook);
 }
 
+/// How the rule manager puts a node's named hotspot rules in force once the node learned its
+/// parameters' names (see [`learn_param_names`]).
+pub(crate) type NamesHook = fn(&ResourceNode);
+
+/// The manager's hook for learned names, once it is in use (before that no rule is loaded, and
+/// the first load reads the names the node has by then).
+static NAMES_HOOK: RwLock<Option<NamesHook>> = RwLock::new(None);
+
+/// Installs the rule manager's reaction to learned parameter names (see [`NamesHook`]).
+pub(crate) fn install_names_hook(hook: NamesHook) {
+    *NAMES_HOOK.write().unwrap_or_else(PoisonError::into_inner) = Some(hook);
+}
+
+/// Teaches `node` its parameters' names (by index; `None`: unnamed), as entries by name and the
+/// tower layer know them; when that taught it anything, the manager's hook puts any hotspot rule
+/// naming a parameter in force. Entries call this only while the node knows no names yet.
+#[cold]
+pub(crate) fn learn_param_names<S: AsRef<str>>(node: &ResourceNode, names: &[Option<S>]) {
+    if node.learn_param_names(names) {
+        let hook = *NAMES_HOOK.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(names_learned) = hook {
+            names_learned(node);
+        }
+    }
+}
+
 /// Creates `name` through the manager's hook, or plainly (capped) before it is installed.
 fn create(name: &str, known_only: bool) -> Option<&'static ResourceNode> {
     let hook = CREATE_HOOK.read().unwrap_or_else(PoisonError::into_inner);

@@ -177,7 +177,7 @@ impl<'a> EntryBuilder<'a> {
         if let Some(names) = self.param_names {
             if !node.knows_param_names() {
                 let names: Vec<Option<&str>> = names.iter().copied().map(Some).collect();
-                crate::manager::learn_param_names(node, &names);
+                crate::registry::learn_param_names(node, &names);
             }
         }
     }

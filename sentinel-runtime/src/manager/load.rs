@@ -127,7 +127,10 @@ fn loaded() -> std::sync::MutexGuard<'static, Loaded> {
     // From the first use on, nodes created by name get the loaded rules (before it, no rule
     // was loaded: a plain node is right).
     static HOOKED: std::sync::Once = std::sync::Once::new();
-    HOOKED.call_once(|| registry::install_create_hook(create));
+    HOOKED.call_once(|| {
+        registry::install_create_hook(create);
+        registry::install_names_hook(names_learned);
+    });
     LOADED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -256,17 +259,16 @@ fn validate_hotspot(rule: &HotspotRule) -> Result<(), RuleError> {
     ))
 }
 
-/// Teaches `node` its parameters' names (by index; `None`: unnamed) if it does not know them
-/// yet, and puts the loaded rules naming them in force. Called by entries that supply names,
-/// until the node knows them.
-#[cold]
-pub(crate) fn learn_param_names<S: AsRef<str>>(node: &ResourceNode, names: &[Option<S>]) {
+/// The registry's hook once a node learned its parameters' names (see
+/// [`registry::learn_param_names`]): a hotspot rule that names a parameter resolves now, so the
+/// node's checks are built again when it has one.
+fn names_learned(node: &ResourceNode) {
     let loaded = loaded();
     let named_rules = loaded
         .hotspot
         .get(node.name())
         .is_some_and(|rules| rules.iter().any(|r| r.param.is_some()));
-    if node.learn_param_names(names) && named_rules {
+    if named_rules {
         loaded.apply(node);
     }
 }

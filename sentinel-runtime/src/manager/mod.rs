@@ -14,7 +14,7 @@ pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT
 pub(crate) use load::count_load;
 pub use load::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
 pub use load::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
-pub(crate) use load::{defined_node, learn_param_names, load_counts};
+pub(crate) use load::{defined_node, load_counts};
 pub use load::{load_system_rules, system_rules};
 pub use set::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
 pub use unmatched::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};

@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 
+use super::config::IsErrorFn;
 use super::response::classify;
-use super::IsErrorFn;
 use crate::Entry;
 
 /// The entry of a request whose response is being sent.

@@ -2,7 +2,9 @@
 //! anything a client can vary without bound.
 
 use super::response::is_grpc_request;
-use super::{MatchedPath, View};
+use axum::extract::MatchedPath;
+
+use super::view::View;
 use crate::registry::node_by_name;
 
 /// A method as resource names spell it: a standard method by its name, `HEAD` as `GET` (routers

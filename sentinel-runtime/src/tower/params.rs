@@ -3,7 +3,9 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
-use super::{ConnectInfo, View};
+use axum::extract::ConnectInfo;
+
+use super::view::View;
 
 /// The hash of a parameter's value: a value hashes as its text does
 /// (`EntryBuilder::param("vip")`, `HotspotRule::exception("vip", ..)`), and a missing value as a

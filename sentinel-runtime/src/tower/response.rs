@@ -3,7 +3,7 @@
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{Response, StatusCode};
 
-use super::IsErrorFn;
+use super::config::IsErrorFn;
 use crate::{BlockError, BlockKind};
 
 /// Whether a request or response is gRPC (`content-type: application/grpc...`, any case; gRPC-Web

@@ -12,10 +12,11 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use super::body::{poll_unwinding, Guard, SentinelBody};
+use super::config::{Config, IsErrorFn, ParamSource};
 use super::naming::{self, default_node, serves_method, RouteNodes};
 use super::params::{client_ip, client_text, hash_client, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
-use super::{Config, IsErrorFn, ParamSource, View};
+use super::view::View;
 use crate::param::Params;
 use crate::registry::node_by_name;
 use crate::{BlockError, Entry};
@@ -392,7 +393,7 @@ pub(super) fn admit(
         _ => default_node(view, learn, routes),
     };
     if config.names_params && !node.knows_param_names() {
-        crate::manager::learn_param_names(node, &config.param_names);
+        crate::registry::learn_param_names(node, &config.param_names);
     }
     // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
     let reserved = crate::entry::reserve_with(node, 1, true, &params);
@@ -437,7 +438,7 @@ fn admit_client(
     let node = default_node(view, learn, routes);
     // Its one parameter is named `client_ip` (`SentinelLayer::client_ip`).
     if !node.knows_param_names() {
-        crate::manager::learn_param_names(node, &config.param_names);
+        crate::registry::learn_param_names(node, &config.param_names);
     }
     let reserved = crate::entry::reserve_with(node, 1, true, &params);
     if let Err(block) = &reserved {

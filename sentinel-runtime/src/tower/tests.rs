@@ -8,8 +8,9 @@ use http::{Method, Request, StatusCode};
 use super::naming::{default_resource, grpc_service_route, names_route, MAX_GRPC_PATH};
 use super::params::{client_ip, client_text, hash_client, hash_ip, hash_value};
 use super::response::{classify, is_grpc, percent_encode, rejection, retry_after_secs};
-use super::{ConnectInfo, View};
+use super::view::View;
 use crate::BlockError;
+use axum::extract::ConnectInfo;
 
 fn parts(build: impl FnOnce(http::request::Builder) -> http::request::Builder) -> Parts {
     build(Request::builder()).body(()).unwrap().into_parts().0
@@ -401,9 +402,9 @@ fn client_ip_without_a_peer_address_is_reported_once() {
     }
 
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let config = super::Config {
-        params: vec![super::ParamSource::ClientIp { trusted_proxies: 0 }],
-        ..super::Config::default()
+    let config = super::config::Config {
+        params: vec![super::config::ParamSource::ClientIp { trusted_proxies: 0 }],
+        ..super::config::Config::default()
     };
     let with_peer = parts(|b| {
         b.uri("/no-peer-test")
@@ -439,6 +440,7 @@ fn client_ip_without_a_peer_address_is_reported_once() {
 /// Routers built and dropped one after another, their route strings all of one length (the
 /// allocator hands a freed string's address to the next): each request still counts under its
 /// own route, though the route cache is keyed by those addresses.
+#[cfg(feature = "tokio")] // a runtime of its own
 #[test]
 fn each_route_counts_its_own_requests_when_route_strings_are_freed_and_reallocated() {
     use tower_service::Service;
@@ -466,6 +468,7 @@ fn each_route_counts_its_own_requests_when_route_strings_are_freed_and_reallocat
 /// One layered service given to two routes (its clones share its own cache of route nodes,
 /// which keeps the first route it saw), each route with two methods, in turns, over routers
 /// built again: every request counts under its own route and method.
+#[cfg(feature = "tokio")] // a runtime of its own
 #[test]
 fn one_service_under_two_routes_counts_each_request_under_its_own_route() {
     use tower_layer::Layer as _;
@@ -504,6 +507,7 @@ fn one_service_under_two_routes_counts_each_request_under_its_own_route() {
 
 /// Under a service mounted with `nest_service`, axum builds the matched path again for each
 /// request (a new string each time): the requests still count under their route's resource.
+#[cfg(feature = "tokio")] // a runtime of its own
 #[test]
 fn a_nested_service_counts_its_requests_under_the_full_route() {
     use tower_service::Service;
