@@ -10,12 +10,12 @@ use super::sentinel;
 use super::value::{Value, ValueError};
 use crate::error::RuleError;
 use crate::manager::set;
+use crate::manager::set::{RuleSet, RuleSetErrorEntry};
 use crate::rule_data::authority::AuthorityRule;
 use crate::rule_data::circuit_breaker::CircuitBreakerRule;
 use crate::rule_data::flow::FlowRule;
 use crate::rule_data::hotspot::HotspotRule;
 use crate::rule_data::system::SystemRule;
-use crate::rules::{RuleSet, RuleSetErrorEntry};
 
 /// The rule kinds a file can hold: their names in errors and their keys in files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

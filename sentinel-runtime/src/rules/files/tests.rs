@@ -1,4 +1,7 @@
+use super::format::Format;
+use super::text::parse;
 use super::*;
+use crate::manager::set::RuleSet;
 use std::time::Duration;
 
 use super::locate::{self, Pos};

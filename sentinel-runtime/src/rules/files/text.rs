@@ -8,7 +8,7 @@ use super::format::Format;
 use super::locate::{self, Located, Pos};
 use super::read::Problem;
 use super::read::{read_rules, RawDoc, EMPTY};
-use crate::rules::{RuleSet, RuleSetError, RuleSetErrorEntry};
+use crate::manager::set::{RuleSet, RuleSetError, RuleSetErrorEntry};
 
 /// Parses and checks a rule file's text.
 pub(crate) fn parse(text: &str, format: Format) -> Result<RuleSet, RuleSetError> {
@@ -239,7 +239,7 @@ impl RuleSet {
     /// `.toml`); the error names the file.
     pub fn from_path(path: impl AsRef<Path>) -> Result<RuleSet, RuleSetError> {
         let path = path.as_ref();
-        let (text, format) = super::read_file(path)?;
+        let (text, format) = super::file::read_file(path)?;
         parse(&text, format).map_err(|e| e.in_file(path))
     }
 

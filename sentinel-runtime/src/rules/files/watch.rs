@@ -11,10 +11,11 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
+use super::file::format_of;
 use super::format::Format;
+use super::load::rule_count;
 use super::report::{self, content_version};
 use super::text::parse;
-use super::{format_of, rule_count};
 use crate::manager::set::{self, RuleSet, RuleSetError};
 
 /// A change is read once the directory has been quiet this long...
