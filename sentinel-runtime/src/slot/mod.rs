@@ -33,6 +33,7 @@ mod concurrency;
 mod custom;
 mod gate;
 mod hot_top;
+mod order;
 #[cfg(feature = "tower")]
 pub(crate) use hot_top::note_text;
 #[cfg(feature = "dashboard")]
@@ -56,21 +57,13 @@ pub(crate) use circuit_breaker::{CircuitBreaker, ProbeTicket};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use custom::{has_custom, install_node_marker, SlotList};
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
-pub(crate) use gate::{successions as gate_successions, Gate};
+pub(crate) use gate::Gate;
 pub(crate) use hotspot::{BlockedValues, HotPass, HotspotGate};
-pub(crate) use origin::{origin_key, OriginGate};
+pub use order::{
+    AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
+    SYSTEM_SLOT_ORDER,
+};
+pub(crate) use origin::OriginGate;
 pub(crate) use qps::QpsGate;
 pub(crate) use related::Resolve;
 pub(crate) use stage::{build, cancel, check};
-
-/// Order of the built-in authority (origin) checks, as in Sentinel.
-pub const AUTHORITY_SLOT_ORDER: i32 = -6_000;
-/// Order of the built-in system checks (inbound entries), as in Sentinel.
-pub const SYSTEM_SLOT_ORDER: i32 = -5_000;
-/// Order of the built-in flow checks (concurrency and QPS), as in Sentinel.
-pub const FLOW_SLOT_ORDER: i32 = -2_000;
-/// Order of the built-in hotspot (per-parameter-value) checks: after the flow checks, before
-/// the circuit breakers.
-pub const HOTSPOT_SLOT_ORDER: i32 = -1_500;
-/// Order of the built-in circuit breakers, as in Sentinel's degrade slot.
-pub const CIRCUIT_BREAKER_SLOT_ORDER: i32 = -1_000;

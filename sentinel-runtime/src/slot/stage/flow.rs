@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use crate::error::BlockError;
 use crate::rule_data::flow::{FlowMetric, FlowRule};
+use crate::slot::adaptive::AdaptiveLimit;
 use crate::slot::chain::Call;
 use crate::slot::chain::{BuildContext, Chain};
-use crate::slot::{gate_successions, origin_key, AdaptiveLimit, Gate, OriginGate};
+use crate::slot::gate::{successions as gate_successions, Gate};
+use crate::slot::origin::{origin_key, OriginGate};
 
 /// The flow part of a chain.
 #[derive(Default)]

@@ -9,9 +9,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::chain::{Admission, BuildContext, Call, Chain, ChainRules, Lone, Target};
+use super::concurrency::ConcurrencyCounter;
 use super::custom::{self, Registered, SlotContext, SlotList};
-use super::ConcurrencyCounter;
-use super::{
+use super::order::{
     AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
     SYSTEM_SLOT_ORDER,
 };
