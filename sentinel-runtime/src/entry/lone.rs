@@ -3,9 +3,7 @@
 //! counts and reports exactly as the runner would. A lone QPS gate that its node keeps pinned
 //! ([`ResourceNode::lone_qps`]) is read without reading the chain at all.
 
-use super::guard::{Ending, Entry};
-use super::record::{count_pass, on_block};
-use super::reservation::{wait_for_turn, Inner, Reservation, Waiting};
+use super::{count_pass, on_block, wait_for_turn, Ending, Entry, Inner, Reservation, Waiting};
 use crate::clock;
 use crate::error::BlockError;
 use crate::node::ResourceNode;

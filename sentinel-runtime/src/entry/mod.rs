@@ -1,27 +1,22 @@
 //! [`Entry`], the RAII guard of an admitted call, and [`entry`] / [`EntryBuilder`] to get one.
 
 use std::hash::Hash;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::clock;
 use crate::error::BlockError;
 use crate::node::ResourceNode;
 use crate::param::{ParamBuf, Params};
-use crate::slot::{self, system, Admission, Chain};
+use crate::slot::param_table::Place;
+use crate::slot::{self, system, Admission, Chain, ProbeTicket, SlotList};
+use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, thread_slot_if_assigned, Held};
-use guard::Ending;
 use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps, pinned_qps};
-use record::{count_pass, on_block};
-use reservation::{wait_for_turn, Inner, Waiting};
 
 mod exit;
-mod guard;
 mod lone;
-mod record;
-mod reservation;
-
-pub use guard::Entry;
-pub(crate) use reservation::wait_turn;
-pub use reservation::Reservation;
 
 /// Enters `resource` for one pass: `Ok(Entry)` if every rule admits the call, else the
 /// [`BlockError`] of the rule that blocked it.
@@ -359,6 +354,49 @@ fn enter_chain(
     }
 }
 
+/// Counts an admitted call's pass on its node (and, if inbound, in the inbound statistics).
+#[inline(always)]
+fn count_pass(node: &'static ResourceNode, slot: usize, at: u64, count: u32, inbound: bool) {
+    if inbound {
+        crate::stat::inbound().on_pass_in(slot, at, count);
+    }
+    node.stats().on_pass_in(slot, at, count);
+}
+
+/// Counts a blocked call on its node (and, if inbound, in the inbound statistics).
+#[cold]
+fn on_block(
+    node: &'static ResourceNode,
+    now: u64,
+    count: u32,
+    params: &Params,
+    block: &BlockError,
+) {
+    node.on_block(now, count, block.kind());
+    if params.is_inbound() {
+        crate::stat::inbound().on_block(now, count, BlockTotals::index_of(block.kind()));
+    }
+}
+
+/// Waits, without blocking the executor's thread, for a reserved call's throttling turn (at once
+/// if it has none). Under a [`MockClock`](crate::clock::MockClock) the mock clock then moves to
+/// the turn.
+pub(crate) async fn wait_turn(reservation: &Reservation) {
+    let wait = reservation.wait_nanos();
+    if wait > 0 {
+        crate::timer::sleep(std::time::Duration::from_nanos(wait)).await;
+        clock::catch_up_mock(reservation.turn());
+    }
+}
+
+/// Sleeps this thread until a throttled call's turn, then enters it.
+#[cold]
+#[inline(never)]
+fn wait_for_turn(waiting: Waiting) -> Entry {
+    clock::sleep_until(waiting.admission.turn);
+    Reservation(Inner::Waiting(Box::new(waiting))).into_entry()
+}
+
 /// Runs the slot chain without waiting: the admitted call, to be turned into an [`Entry`] once
 /// its throttling turn (if any) has come. `cancellable` marks an entry held by a future, which
 /// counts as abandoned (not as a verdict) if dropped before it is marked finished.
@@ -459,4 +497,347 @@ pub(crate) fn reserve_with(
             }
         }
     })
+}
+
+/// A call admitted by every check, not yet entered: it may have to wait for its throttling turn
+/// first. Dropped without [`into_entry`](Reservation::into_entry) (an async caller's future
+/// dropped while waiting), it gives back everything the checks reserved.
+#[derive(Debug)]
+#[must_use = "a Reservation is given back when dropped"]
+pub struct Reservation(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    /// No wait: the entry is made.
+    Ready(Entry),
+    /// A throttling turn to wait for (rare: boxed, so that the common reservation moves as the
+    /// small entry it holds).
+    Waiting(Box<Waiting>),
+}
+
+#[derive(Debug)]
+struct Waiting {
+    node: &'static ResourceNode,
+    /// The checks that admitted the call, held so that a dropped wait gives back to them.
+    chain: Arc<Chain>,
+    count: u32,
+    admission: Admission,
+    /// The custom slots that admitted the call, asked to cancel it if the wait is dropped.
+    slots: Option<SlotList>,
+    /// How its entry's exit learns of a panic (a guarded sync call or not, held by a future or
+    /// not).
+    ending: Ending,
+    /// The call entered: nothing to give back.
+    entered: bool,
+}
+
+impl Waiting {
+    fn new(
+        node: &'static ResourceNode,
+        chain: Arc<Chain>,
+        count: u32,
+        (admission, slots): (Admission, Option<SlotList>),
+        ending: Ending,
+    ) -> Waiting {
+        Waiting {
+            node,
+            chain,
+            count,
+            admission,
+            slots,
+            ending,
+            entered: false,
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.entered {
+            return;
+        }
+        slot::cancel(
+            self.node.target(),
+            &self.chain,
+            self.node.counter(),
+            self.count,
+            std::mem::take(&mut self.admission),
+            self.slots.take(),
+        );
+    }
+}
+
+impl Reservation {
+    /// How long from now the caller must wait for its throttling turn, in nanoseconds (0: pass
+    /// now).
+    #[inline]
+    pub fn wait_nanos(&self) -> u64 {
+        match self.turn() {
+            0 => 0,
+            turn => turn.saturating_sub(clock::precise_nanos()),
+        }
+    }
+
+    /// When the caller's turn comes, on the runtime's precise clock (0: at once).
+    #[inline]
+    pub fn turn(&self) -> u64 {
+        match &self.0 {
+            Inner::Ready(_) => 0,
+            Inner::Waiting(w) => w.admission.turn,
+        }
+    }
+
+    /// The call passes now: counted as a pass, and guarded by the returned [`Entry`].
+    #[inline(always)]
+    pub fn into_entry(self) -> Entry {
+        match self.0 {
+            Inner::Ready(entry) => entry,
+            // Out of line: the common reservation (no wait) is only its entry.
+            Inner::Waiting(mut w) => enter_after_wait(&mut w),
+        }
+    }
+}
+
+/// The entry of a reservation that waited for its throttling turn: its pass counted now (the
+/// wait, dropped after, then gives nothing back).
+#[cold]
+#[inline(never)]
+fn enter_after_wait(w: &mut Waiting) -> Entry {
+    w.entered = true;
+    let now = clock::now_nanos().max(w.admission.at);
+    count_pass(
+        w.node,
+        thread_slot(),
+        now,
+        w.count,
+        w.admission.inbound != 0,
+    );
+    let mut admission = std::mem::take(&mut w.admission);
+    admission.at = now;
+    Entry::new(w.node, w.count, &mut admission, w.ending, || {
+        Some(Arc::clone(&w.chain))
+    })
+}
+
+/// [`Entry::set_error`] was called.
+const ERROR: u64 = 1;
+/// Held by a future that has not finished: dropped in this state, the call was abandoned.
+const PENDING: u64 = 2;
+/// The call took a place in the node's concurrency counter.
+const COUNTED: u64 = 4;
+/// The call is inbound traffic: its exit is counted in the inbound statistics too.
+const INBOUND: u64 = 8;
+/// The call took a place in the system rules' count of inbound calls inside.
+const SYSTEM_COUNTED: u64 = 16;
+/// The exit asks whether the thread is unwinding: a panic then is the call's own. Not set for
+/// an entry made while the thread was already unwinding from a panic (a call in a `Drop`: the
+/// exit could not tell that panic from one of the call's own, which could only be one caught
+/// inside that `Drop`; such an entry is judged by [`ERROR`] alone), nor for a guarded
+/// function's sync call, which has [`RUNNING`] instead.
+const WATCH_PANIC: u64 = 32;
+/// The entry holds places in hotspot concurrency counters.
+const HELD: u64 = 64;
+/// A guarded function's sync call whose body has not returned: its generated code clears this
+/// when the body returns ([`Entry::returned`]), so an exit that finds it set is the body's
+/// unwinding (a panic of the call's own).
+const RUNNING: u64 = 128;
+/// The entry's count of passes is the flags word's upper half.
+const COUNT_SHIFT: u32 = 32;
+
+/// How the exit of an entry learns that the call ended by a panic of its own (see the flags).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ending {
+    /// Held by a future, which marks it finished ([`PENDING`]).
+    cancellable: bool,
+    /// A guarded function's sync call, which marks its body's return ([`RUNNING`]).
+    guarded: bool,
+}
+
+impl Ending {
+    /// The ending of an entry with `params` (a guarded function's sync call or not), held by a
+    /// future or not.
+    #[inline(always)]
+    pub(crate) fn new(params: &Params, cancellable: bool) -> Ending {
+        Ending {
+            cancellable,
+            guarded: params.is_guarded() && !cancellable,
+        }
+    }
+
+    /// The flags that tell it, read now.
+    #[inline(always)]
+    fn flags(self) -> u64 {
+        let mut flags = 0;
+        if self.cancellable {
+            flags |= PENDING;
+        }
+        if self.guarded {
+            flags |= RUNNING;
+        } else if !std::thread::panicking() {
+            flags |= WATCH_PANIC;
+        }
+        flags
+    }
+}
+
+/// An admitted call. Dropping it records the exit, exactly once, whatever path leaves the guarded
+/// code: the call's concurrency is released, it is counted as complete with its response time,
+/// and as an error if [`set_error`](Entry::set_error) was called or the thread is unwinding from
+/// a panic (one that started after the entry: a call made while an earlier panic unwinds, in a
+/// `Drop`, is judged by `set_error` alone; a `#[sentinel]` function's body that panics is an
+/// error there too). An async future that holds the entry and is dropped half-way releases it
+/// too.
+///
+/// A guarded `async fn` whose future is dropped before it finishes counts as complete but
+/// neither as an error nor as a success for circuit breakers: if it was a half-open probe, the
+/// probe's place is given back. If it had already run longer than a slow-request breaker's
+/// `max_rt`, it counts as slow there (whatever cut it short, it was slow).
+#[derive(Debug)]
+#[must_use = "the call counts as finished as soon as the Entry is dropped"]
+pub struct Entry {
+    // Only 8-byte fields (see `enter`), five of them.
+    node: &'static ResourceNode,
+    start: u64,
+    probe: ProbeTicket,
+    /// The flags above in the lower half, the count of passes in the upper half (set once).
+    flags: AtomicU64,
+    /// Places taken in hotspot concurrency counters (rare: boxed, so the common entry stays
+    /// small). Dropped by the exit that gives them back (the common exit, with none, runs no
+    /// drop code for it).
+    held: ManuallyDrop<Option<Box<HotHeld>>>,
+}
+
+/// Places an entry took in hotspot concurrency counters, with the checks that own them.
+#[derive(Debug)]
+struct HotHeld {
+    chain: Arc<Chain>,
+    places: Vec<(usize, Place)>,
+}
+
+impl Entry {
+    /// The entry of a call that holds nothing for any check: no chain on its node, or a lone
+    /// gate's pass (see `lone`), admitted at `at`.
+    #[inline(always)]
+    fn unchecked(
+        node: &'static ResourceNode,
+        count: u32,
+        at: u64,
+        inbound: bool,
+        ending: Ending,
+    ) -> Entry {
+        let mut flags = ending.flags();
+        if inbound {
+            flags |= INBOUND;
+        }
+        flags |= u64::from(count) << COUNT_SHIFT;
+        Entry {
+            node,
+            start: at,
+            probe: ProbeTicket::default(),
+            flags: AtomicU64::new(flags),
+            held: ManuallyDrop::new(None),
+        }
+    }
+
+    #[inline]
+    fn new(
+        node: &'static ResourceNode,
+        count: u32,
+        admission: &mut Admission,
+        ending: Ending,
+        chain: impl FnOnce() -> Option<Arc<Chain>>,
+    ) -> Entry {
+        let mut flags = ending.flags();
+        if admission.counted != 0 {
+            flags |= COUNTED;
+        }
+        if admission.inbound != 0 {
+            flags |= INBOUND;
+        }
+        if admission.system.counted {
+            flags |= SYSTEM_COUNTED;
+        }
+        // Rate passes hold nothing once admitted; only concurrency places are given back.
+        let held = if admission.hot.holds_places() {
+            hot_held(admission, chain)
+        } else {
+            None
+        };
+        if held.is_some() {
+            flags |= HELD;
+        }
+        flags |= u64::from(count) << COUNT_SHIFT;
+        Entry {
+            node,
+            start: admission.at,
+            probe: admission.probe,
+            flags: AtomicU64::new(flags),
+            held: ManuallyDrop::new(held),
+        }
+    }
+
+    /// Marks the call as failed: it is counted as an error when the entry is dropped (and by
+    /// circuit breakers).
+    pub fn set_error(&self) {
+        self.flags.fetch_or(ERROR, Ordering::Relaxed);
+    }
+
+    /// A guarded function's sync body returned (it did not unwind): see [`RUNNING`]. Through
+    /// `&mut`, a plain write (no locked instruction).
+    #[inline(always)]
+    pub(crate) fn returned(&mut self) {
+        *self.flags.get_mut() &= !RUNNING;
+    }
+
+    /// The future holding this entry ran to completion (it was not abandoned).
+    pub(crate) fn finish(&self) {
+        self.flags.fetch_and(!PENDING, Ordering::Relaxed);
+    }
+
+    /// [`set_error`](Entry::set_error) through `&mut` (an entry held by value): no other
+    /// reference can race, so a plain write does it without a locked instruction.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn set_error_mut(&mut self) {
+        *self.flags.get_mut() |= ERROR;
+    }
+
+    /// [`finish`](Entry::finish) through `&mut`, as [`set_error_mut`](Entry::set_error_mut).
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn finish_mut(&mut self) {
+        *self.flags.get_mut() &= !PENDING;
+    }
+
+    /// The entered resource's name.
+    pub fn resource(&self) -> &'static str {
+        self.node.name()
+    }
+
+    /// The entered resource's node.
+    pub fn node(&self) -> &'static ResourceNode {
+        self.node
+    }
+
+    /// When the call was admitted, on the runtime clock (nanoseconds): the time its pass is
+    /// recorded at in the statistics and counted at by the QPS rules. Usually the clock's
+    /// reading at the entry; later if a rule's window had already moved past that reading (the
+    /// thread was delayed between reading the clock and the check).
+    pub fn start_nanos(&self) -> u64 {
+        self.start
+    }
+}
+
+/// The hotspot places of `admission`, held with an owned handle on `chain`.
+#[cold]
+fn hot_held(
+    admission: &Admission,
+    chain: impl FnOnce() -> Option<Arc<Chain>>,
+) -> Option<Box<HotHeld>> {
+    let places: Vec<(usize, Place)> = admission.inside().collect();
+    if places.is_empty() {
+        return None;
+    }
+    let chain = chain()?;
+    Some(Box::new(HotHeld { chain, places }))
 }
