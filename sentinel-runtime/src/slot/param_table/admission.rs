@@ -6,9 +6,10 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 use crate::sync::AtomicWord;
 
+use super::gcra::RateDecision;
 use super::gcra::{gcra, RateRequest};
 use super::lookup::{matches, Located};
-use super::{lock, Bucket, ParamTable, Place, RateDecision, BUCKET, BUSY, CONCURRENCY, OCCUPIED};
+use super::table::{lock, Bucket, ParamTable, Place, BUCKET, BUSY, CONCURRENCY, OCCUPIED};
 
 impl<A: AtomicWord> ParamTable<A> {
     /// Admits `count` calls of `key` at `now` by the GCRA with emission interval `interval`

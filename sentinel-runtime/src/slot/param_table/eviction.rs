@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use crate::sync::AtomicWord;
 
 use super::lookup::Located;
-use super::{lock, Full, Kind, ParamTable, Shard, BUCKET, BUSY, CONCURRENCY, OCCUPIED, PINNED};
+use super::table::{
+    lock, Full, Kind, ParamTable, Shard, BUCKET, BUSY, CONCURRENCY, OCCUPIED, PINNED,
+};
 
 impl<A: AtomicWord> ParamTable<A> {
     /// Pins `key` (a rule's exception): it keeps its slot and state if present, else gets a slot

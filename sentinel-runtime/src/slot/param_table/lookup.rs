@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Acquire;
 
 use crate::sync::AtomicWord;
 
-use super::{Bucket, ParamTable, State, BUCKET, CONCURRENCY, EMPTY, OCCUPIED, PINNED};
+use super::table::{Bucket, ParamTable, State, BUCKET, CONCURRENCY, EMPTY, OCCUPIED, PINNED};
 
 /// A hint to the CPU to bring the cache line of `value` in; nothing is read.
 #[inline(always)]

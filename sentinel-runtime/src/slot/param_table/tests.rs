@@ -2,10 +2,13 @@
 //! concurrency places, threads released together, and property tests against plain reference
 //! models. The loom models are in `model_tests::loom_param_table`.
 
+use super::table::{Bucket, State};
 use super::*;
+use crate::sync::AtomicWord;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64 as StdWord;
 use std::sync::atomic::Ordering::AcqRel;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
