@@ -1,5 +1,5 @@
-//! Cluster limits under faults, against real `redis-server` processes (and a real 3-master Redis
-//! Cluster) started here on free loopback ports: keys that cannot collide, state the store
+//! Cluster limits under faults, against real `redis-server` processes (and a real Redis Cluster,
+//! with replicas for the failover) started here on free loopback ports: keys that cannot collide, state the store
 //! forgets, a slow store, instances cut off from it. Each fault is real (`FLUSHALL`,
 //! `DEBUG SLEEP`, a TCP proxy that stalls), and each instance is a process of our own binary
 //! (`tests/support/cluster_instance.rs`) that reports what it admitted every 100 ms.
@@ -619,4 +619,96 @@ fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runti
         "{redis_calls} Redis calls for {calls} calls"
     );
     assert!(slow * 100 <= calls, "{slow} of {calls} calls over 1 ms");
+}
+
+/// A Redis Cluster of 3 masters and 3 replicas; the master holding the rule's key is killed and
+/// its replica takes over (about 1.5-3 s with a 500 ms node timeout): the instances leave Redis
+/// once and come back once, admitting at most 1.25 R in any second.
+#[test]
+fn a_redis_cluster_failover_is_one_fallback_and_one_resume_at_most_1_25_r() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    // 3 masters and 3 replicas; a master unreachable for 500 ms is failed over to its replica.
+    let mut cluster = RedisCluster::start_with_replicas(1, 500);
+    let (r, secs) = (500.0, 4.5);
+    let urls = cluster.urls();
+    let args: Vec<Vec<String>> = (0..3)
+        .map(|_| {
+            let rest = offering(r, 1.5 * r, secs, &[]);
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            instance_args(&urls, true, "failover", &rest)
+        })
+        .collect();
+    let mut running = Instances::spawn(&args);
+    running.go(Duration::from_secs(20));
+    // At 1 s the master holding the rule's key is killed (SIGKILL).
+    let (mut last, mut killed) = (0u64, None);
+    let reports = running.collect(Duration::from_secs_f64(secs + 20.0), |line| {
+        let mut words = line.text.split_whitespace();
+        if words.next() != Some("tick") {
+            return;
+        }
+        let ms = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+        if ms <= last {
+            return;
+        }
+        last = ms;
+        if ms >= 1_000 && killed.is_none() {
+            let holder = cluster.nodes.iter().position(|n| {
+                n.cli(&["role"]).starts_with("master")
+                    && !n
+                        .cli(&["--scan", "--pattern", "failover:flow:*"])
+                        .trim()
+                        .is_empty()
+            });
+            if let Some(i) = holder {
+                cluster.nodes[i].kill();
+                killed = Some((i, ms));
+            }
+        }
+    });
+    let (_, killed_at) = killed.expect("a master held the rule's key");
+    let (most, at) = busiest_second(&reports, 1_000, 4_500);
+    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    let states: Vec<Vec<&str>> = reports
+        .iter()
+        .map(|r| r.states.iter().map(|(_, s)| s.as_str()).collect())
+        .collect();
+    eprintln!(
+        "Redis Cluster master killed at {killed_at} ms, R = {r}: at most {most} admitted in a \
+         second (from {at} ms), fallbacks {fallbacks:?}, states {states:?}, admitted {:?}",
+        reports
+            .iter()
+            .map(|r| r.get("admitted"))
+            .collect::<Vec<_>>()
+    );
+    for (i, r) in reports.iter().enumerate() {
+        eprintln!(
+            "instance {i}: {:?}",
+            r.ticks
+                .iter()
+                .zip(&r.healths)
+                .map(|((ms, n, _), h)| format!("{ms}:{n}:{}", &h[..1]))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        fallbacks.iter().all(|&n| n <= 1),
+        "flapping: fallbacks {fallbacks:?}"
+    );
+    for (i, report) in reports.iter().enumerate() {
+        assert_eq!(
+            report.states.last().map(|(_, s)| s.as_str()),
+            Some("connected"),
+            "instance {i} resumed after the failover: states {:?}",
+            states[i]
+        );
+    }
+    assert!(
+        most as f64 <= 1.25 * r,
+        "{most} admitted in the second from {at} ms, at most {}",
+        1.25 * r
+    );
 }

@@ -188,7 +188,14 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start() -> RedisCluster {
-        let nodes: Vec<RedisServer> = (0..3)
+        Self::start_with_replicas(0, 2000)
+    }
+
+    /// Three masters with `replicas` replicas each, whose nodes count a node unreachable for
+    /// `node_timeout_ms` as failed (a replica then takes over its master's slots).
+    pub fn start_with_replicas(replicas: usize, node_timeout_ms: u64) -> RedisCluster {
+        let timeout = node_timeout_ms.to_string();
+        let nodes: Vec<RedisServer> = (0..3 * (1 + replicas))
             .map(|_| {
                 RedisServer::start(&[
                     "--cluster-enabled",
@@ -196,7 +203,7 @@ impl RedisCluster {
                     "--cluster-config-file",
                     "nodes.conf",
                     "--cluster-node-timeout",
-                    "2000",
+                    &timeout,
                 ])
             })
             .collect();
@@ -208,7 +215,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .expect("run redis-cli --cluster create");
         assert!(
@@ -224,11 +231,18 @@ impl RedisCluster {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+        // And every replica must be in sync with its master (at most 10 s).
+        for node in &nodes {
+            while node.cli(&["role"]).starts_with("slave")
+                && !node
+                    .cli(&["info", "replication"])
+                    .contains("master_link_status:up")
+            {
+                assert!(Instant::now() < deadline, "a replica did not sync");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         RedisCluster { nodes }
-    }
-
-    pub fn urls(&self) -> Vec<String> {
-        self.nodes.iter().map(RedisServer::url).collect()
     }
 }
 
