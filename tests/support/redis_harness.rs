@@ -244,6 +244,10 @@ impl RedisCluster {
         }
         RedisCluster { nodes }
     }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
 }
 
 /// What an instance process printed, with when the harness read it.
