@@ -213,6 +213,7 @@ pub(crate) async fn connect(config: &Config, scripts: &Scripts) -> Result<Conn, 
     };
     for script in [
         &scripts.lease,
+        &scripts.lease_batch,
         &scripts.heartbeat,
         &scripts.value_key,
         &scripts.epoch,
