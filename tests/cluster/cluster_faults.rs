@@ -768,3 +768,77 @@ fn a_16ms_round_trip_is_ridden_out_at_most_1_15_r_without_flapping() {
         "flapping: fallbacks {fallbacks:?}"
     );
 }
+
+/// The port of the node whose `CLUSTER NODES` line `line` is.
+fn node_port(line: &str) -> u16 {
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|a| a.split(['@', ':']).nth(1))
+        .and_then(|p| p.parse().ok())
+        .expect("a node's port")
+}
+
+/// Instances started while a Redis Cluster fails over (`CLUSTER FAILOVER` on the replica of
+/// the master serving the namespace's value key, then back, then again) all connect: a script
+/// missing on the node that just took over, or no answer from it, is tried again within the
+/// connect timeout (3 s here: a node hands its slots over in about a second) instead of
+/// failing `start`.
+#[test]
+fn instances_started_during_redis_cluster_failovers_connect() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let cluster = RedisCluster::start_with_replicas(1, 500);
+    let urls = cluster.urls();
+    let slot: u16 = cluster.nodes[0]
+        .cli(&["cluster", "keyslot", "failover:value-key"])
+        .trim()
+        .parse()
+        .expect("a slot");
+    let nodes = cluster.nodes[0].cli(&["cluster", "nodes"]);
+    let serves = |line: &str| {
+        line.split_whitespace().skip(8).any(|range| {
+            let mut ends = range.split('-').filter_map(|w| w.parse::<u16>().ok());
+            matches!((ends.next(), ends.next()), (Some(a), Some(b)) if (a..=b).contains(&slot))
+        })
+    };
+    let master = nodes
+        .lines()
+        .find(|l| serves(l))
+        .expect("the value key's master");
+    let master_id = master.split_whitespace().next().expect("an id").to_owned();
+    let replica = nodes
+        .lines()
+        .find(|l| l.contains(&format!("slave {master_id}")))
+        .expect("its replica");
+    let ports = [node_port(replica), node_port(master)];
+    let (mut started, mut errors) = (0, Vec::new());
+    for round in 0..3 {
+        let took_over = harness::cli(ports[round % 2], &["cluster", "failover"]);
+        assert!(took_over.contains("OK"), "CLUSTER FAILOVER: {took_over}");
+        let until = Instant::now() + Duration::from_millis(1_000);
+        while Instant::now() < until {
+            match Cluster::redis_cluster(urls.clone())
+                .namespace("failover")
+                .connect_timeout(Duration::from_secs(3))
+                .start()
+            {
+                Ok(c) => {
+                    started += 1;
+                    drop(c);
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+    }
+    eprintln!(
+        "starts during 3 failovers: {started} connected, {} failed: {errors:?}",
+        errors.len()
+    );
+    assert!(
+        errors.is_empty(),
+        "{} starts failed: {errors:?}",
+        errors.len()
+    );
+}
