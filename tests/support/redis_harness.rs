@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -188,7 +188,14 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start() -> RedisCluster {
-        let nodes: Vec<RedisServer> = (0..3)
+        Self::start_with_replicas(0, 2000)
+    }
+
+    /// Three masters with `replicas` replicas each, whose nodes count a node unreachable for
+    /// `node_timeout_ms` as failed (a replica then takes over its master's slots).
+    pub fn start_with_replicas(replicas: usize, node_timeout_ms: u64) -> RedisCluster {
+        let timeout = node_timeout_ms.to_string();
+        let nodes: Vec<RedisServer> = (0..3 * (1 + replicas))
             .map(|_| {
                 RedisServer::start(&[
                     "--cluster-enabled",
@@ -196,7 +203,7 @@ impl RedisCluster {
                     "--cluster-config-file",
                     "nodes.conf",
                     "--cluster-node-timeout",
-                    "2000",
+                    &timeout,
                 ])
             })
             .collect();
@@ -208,7 +215,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .expect("run redis-cli --cluster create");
         assert!(
@@ -221,6 +228,17 @@ impl RedisCluster {
         for node in &nodes {
             while !node.cli(&["cluster", "info"]).contains("cluster_state:ok") {
                 assert!(Instant::now() < deadline, "the cluster did not become ok");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        // And every replica must be in sync with its master (at most 10 s).
+        for node in &nodes {
+            while node.cli(&["role"]).starts_with("slave")
+                && !node
+                    .cli(&["info", "replication"])
+                    .contains("master_link_status:up")
+            {
+                assert!(Instant::now() < deadline, "a replica did not sync");
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
@@ -398,10 +416,13 @@ pub fn instance_args(
 }
 
 /// A TCP proxy on loopback to `upstream` that forwards both ways until stalled: then it holds
-/// every byte (and new connections get nothing), as a network partition does.
+/// every byte (and new connections get nothing), as a network partition does. With
+/// `delay_us` set it delays every byte that long in each direction, as a slow network does.
 pub struct Proxy {
     pub port: u16,
     pub stalled: Arc<AtomicBool>,
+    /// How long each chunk is held in each direction, µs (a round trip is twice this).
+    pub delay_us: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
 
@@ -414,7 +435,12 @@ impl Proxy {
             .expect("nonblocking listener");
         let stalled = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let (stalled2, stop2) = (Arc::clone(&stalled), Arc::clone(&stop));
+        let delay_us = Arc::new(AtomicU64::new(0));
+        let (stalled2, stop2, delay2) = (
+            Arc::clone(&stalled),
+            Arc::clone(&stop),
+            Arc::clone(&delay_us),
+        );
         std::thread::spawn(move || {
             while !stop2.load(Ordering::Relaxed) {
                 match listener.accept() {
@@ -427,8 +453,12 @@ impl Proxy {
                             (server.try_clone(), client.try_clone()),
                         ] {
                             if let (Ok(from), Ok(to)) = (from, to) {
-                                let (stalled, stop) = (Arc::clone(&stalled2), Arc::clone(&stop2));
-                                std::thread::spawn(move || pump(from, to, &stalled, &stop));
+                                let (stalled, stop, delay) = (
+                                    Arc::clone(&stalled2),
+                                    Arc::clone(&stop2),
+                                    Arc::clone(&delay2),
+                                );
+                                std::thread::spawn(move || pump(from, to, &stalled, &delay, &stop));
                             }
                         }
                     }
@@ -439,6 +469,7 @@ impl Proxy {
         Proxy {
             port,
             stalled,
+            delay_us,
             stop,
         }
     }
@@ -454,10 +485,33 @@ impl Drop for Proxy {
     }
 }
 
-/// Copies `from` to `to`, holding what it read while `stalled`.
-fn pump(mut from: TcpStream, mut to: TcpStream, stalled: &AtomicBool, stop: &AtomicBool) {
+/// Copies `from` to `to`, holding what it read while `stalled`, each chunk `delay_us` (as it
+/// is when read) after it was read.
+fn pump(
+    mut from: TcpStream,
+    to: TcpStream,
+    stalled: &AtomicBool,
+    delay_us: &AtomicU64,
+    stop: &AtomicBool,
+) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(5)));
     let mut buf = [0u8; 16 * 1024];
+    // A delay line: chunks are written by a thread of their own when due, in order.
+    let (tx, rx) = channel::<(Instant, Vec<u8>)>();
+    let writer = {
+        let mut to = to.try_clone().ok();
+        std::thread::spawn(move || {
+            for (due, chunk) in rx {
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                let written = to.as_mut().map(|to| to.write_all(&chunk).is_ok());
+                if written != Some(true) {
+                    break;
+                }
+            }
+        })
+    };
     while !stop.load(Ordering::Relaxed) {
         let n = match from.read(&mut buf) {
             Ok(0) => break,
@@ -475,10 +529,13 @@ fn pump(mut from: TcpStream, mut to: TcpStream, stalled: &AtomicBool, stop: &Ato
         while stalled.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        if to.write_all(&buf[..n]).is_err() {
+        let due = Instant::now() + Duration::from_micros(delay_us.load(Ordering::Relaxed));
+        if tx.send((due, buf[..n].to_vec())).is_err() {
             break;
         }
     }
+    drop(tx);
+    let _ = writer.join();
     let _ = to.shutdown(Shutdown::Both);
 }
 

@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use tokio::time::{timeout, Instant};
 
 use super::connect::{
-    call, classify, connect, deregister, read_policy, share_value_key, Conn, Failure,
+    call, classify, connect, connect_start, deregister, read_policy, share_value_key, Conn, Failure,
 };
 use super::error::ClusterError;
 use super::keys::{Keys, BUCKETS};
@@ -191,7 +191,7 @@ pub(crate) fn thread_main(
     runtime.block_on(async move {
         let scripts = Arc::new(Scripts::new());
         let first = async {
-            let mut conn = connect(&config, &scripts).await?;
+            let mut conn = connect_start(&config, &scripts).await?;
             // Within the connect timeout: many instances starting at once load the store.
             let n = heartbeat_within(&config, &scripts, &mut conn, config.connect_timeout)
                 .await

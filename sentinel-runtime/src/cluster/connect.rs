@@ -193,6 +193,46 @@ pub(crate) async fn deregister(config: &Config, limit: Duration) {
     .await;
 }
 
+/// [`connect`] for `start`: a failure that may pass (no answer, a script missing on a node that
+/// just took over during a Redis Cluster failover) is tried again 20 ms later while the connect
+/// timeout lasts; a bad password or URL is not. (Once serving, a failed reconnect falls back at
+/// once and the reconnects back off.)
+pub(crate) async fn connect_start(
+    config: &Config,
+    scripts: &Scripts,
+) -> Result<Conn, ClusterError> {
+    let deadline = tokio::time::Instant::now() + config.connect_timeout;
+    // A try that hangs (a node paused while it hands over its slots) is cut short and made
+    // again: each gets a quarter of the connect timeout.
+    let each = config.connect_timeout / 4;
+    loop {
+        let cut = deadline.min(tokio::time::Instant::now() + each);
+        let error = match tokio::time::timeout_at(cut, connect(config, scripts)).await {
+            Ok(Ok(conn)) => return Ok(conn),
+            Ok(Err(e)) => e,
+            Err(_) => {
+                shared::CALLS_TIMEOUT.fetch_add(1, Relaxed);
+                ClusterError::Connect {
+                    url: hide_passwords(&config.urls),
+                    message: format!("no connection within {:?}", config.connect_timeout),
+                }
+            }
+        };
+        let passing = match &error {
+            ClusterError::Connect { .. } | ClusterError::Redis { .. } => true,
+            ClusterError::ScriptsDisabled { message } => {
+                message.to_ascii_uppercase().contains("NOSCRIPT")
+            }
+            _ => false,
+        };
+        let retry_at = tokio::time::Instant::now() + Duration::from_millis(20);
+        if !passing || retry_at >= deadline {
+            return Err(error);
+        }
+        tokio::time::sleep_until(retry_at).await;
+    }
+}
+
 /// Connects and checks that the store runs the scripts (loads them), then reads what an
 /// instance checks once connected.
 pub(crate) async fn connect(config: &Config, scripts: &Scripts) -> Result<Conn, ClusterError> {
@@ -213,6 +253,7 @@ pub(crate) async fn connect(config: &Config, scripts: &Scripts) -> Result<Conn, 
     };
     for script in [
         &scripts.lease,
+        &scripts.lease_batch,
         &scripts.heartbeat,
         &scripts.value_key,
         &scripts.epoch,

@@ -58,7 +58,10 @@
 //!   [`ClusterThreshold::PerInstance`] rule R, a rule with [`ClusterFallback::Pass`] everything.
 //!   On return the calls a flow rule admitted locally are charged to the shared bucket (those
 //!   of the last window, pro rata when the fallback lasted longer; debt of at most one more
-//!   window). A hotspot value's calls admitted in a fallback are charged with its first lease
+//!   window). For one window after the return a flow rule's leased calls also stay within the
+//!   local share: the other instances' local passes of the window in progress are not charged
+//!   yet, so the first instance back would otherwise find the shared bucket full. A hotspot
+//!   value's calls admitted in a fallback are charged with its first lease
 //!   after the return (all of them, within the same debt cap; values that share a lease slot
 //!   charge each other, which can only under-admit).
 //! - **Grace period, 2 s**: an instance heard from within 120 ms is connected; one heard from
@@ -73,8 +76,12 @@
 //!   ([`BlockKind::Flow`](crate::BlockKind::Flow) or [`BlockKind::HotParam`](crate::BlockKind::HotParam),
 //!   with a [`retry_after`](crate::BlockError::retry_after)); its
 //!   [`reason`](crate::BlockError::reason) starts with `cluster`.
-//! - **New hotspot values** are leased at most 1 000 a second per process; the others keep
-//!   their local share until their turn (counted in `values_over_cap`).
+//! - **New hotspot values** are leased at most 1 000 a second per process, up to 32 values of
+//!   one hash tag in one script call; the others keep their local share until their turn
+//!   (counted in `values_over_cap`). Measured with a flood of 1 000 000 distinct values on one
+//!   current-thread runtime (2.6-4.5 s on a loaded 2-core host): 0.0003-0.0007 Redis calls per
+//!   call (107-170 a second, heartbeats included, against about 670 with one call a value),
+//!   0.001-0.03% of calls over 1 ms.
 //!
 //! # State the store forgets
 //!
@@ -107,6 +114,11 @@
 //! of instances heard from in the last second (the most seen over 300 ms, and held for a
 //! second after the store lost the set, so a late heartbeat or a flush does not make it dip);
 //! `status().held_back` those heard from within the grace period but not in the last 120 ms.
+//! `start` tries again every 20 ms, within the connect timeout, when a failure may pass (no
+//! answer, or a script missing on a Redis Cluster node that just took over from its master):
+//! instances started during a failover connect (measured: 57-65 starts over 3 manual failovers,
+//! none failed, with a 3 s connect timeout). A bad password or URL fails at once.
+//!
 //! A stopped cluster takes its instance out of the set; a killed one is forgotten a second
 //! later and no longer held back after the grace period.
 //!
@@ -117,7 +129,11 @@
 //! back). It comes back after 3 heartbeats in a row answered, 30 ms apart, and after charging
 //! what it admitted locally. Reconnects back off from 20 ms, doubling to 500 ms. A slow store
 //! (a 50 ms stall every 250 ms) or a Redis Cluster failover is then no fallback or one, not a
-//! flip per timeout.
+//! flip per timeout. Measured (R = 500, 3 instances each offered 1.5 R, the busiest second):
+//! a 16 ms round trip, under the 20 ms timeout, no fallback and 0.6-0.66 R (the calls that time
+//! out leave the instances short of tokens: under the limit, not over); the Redis Cluster master
+//! holding the rule's key killed (3 masters, 3 replicas, 500 ms node timeout, failed over in
+//! about 2.5 s) one fallback and one resume per instance, 1.04-1.18 R.
 //!
 //! The hotspot value key (the hash key the instances share, kept in Redis without a TTL) is
 //! checked every second: a key in use for longer replaces a younger one (written by an instance

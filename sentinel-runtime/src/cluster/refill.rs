@@ -14,13 +14,15 @@ use super::scripts::Scripts;
 use crate::clock;
 use crate::rules::ClusterThreshold;
 use crate::slot::cluster::health;
-use crate::slot::cluster::lease::FLOW_KEY;
+use crate::slot::cluster::lease::{LeaseSlot, FLOW_KEY};
 use crate::slot::cluster::shared::{self, RuleLeases};
 
 /// The lease size follows this much of the instance's own traffic.
 const LEASE_HORIZON_NANOS: u64 = 50_000_000;
 /// New hotspot values leased per second, at most: the others are limited locally meanwhile.
 pub(crate) const NEW_VALUES_PER_SEC: u64 = 1_000;
+/// New hotspot values of one hash tag leased in one script call, at most.
+const BATCH: usize = 32;
 
 /// Starts a refill for every slot that asked and may ask now.
 pub(crate) fn refill_asked(
@@ -34,6 +36,8 @@ pub(crate) fn refill_asked(
         if !table.lease.take_dirty() {
             continue;
         }
+        // New hotspot values, by hash tag: leased together, up to BATCH a call.
+        let mut new_values: Vec<Vec<(usize, u64)>> = Vec::new();
         for (i, slot) in table.lease.slots().iter().enumerate() {
             let new_value = table.param_index.is_some() && slot.asks_for_new_key();
             if new_value && !new_values_allowed(now) {
@@ -49,12 +53,36 @@ pub(crate) fn refill_asked(
                 }
                 continue;
             };
+            if new_value {
+                let bucket = config.keys.lease(&table, key).1;
+                if new_values.len() <= bucket {
+                    new_values.resize_with(bucket + 1, Vec::new);
+                }
+                new_values[bucket].push((i, key));
+                continue;
+            }
             let (config, scripts, mut conn) =
                 (Arc::clone(config), Arc::clone(scripts), conn.clone());
             let table = Arc::clone(&table);
             tasks.spawn(async move {
                 Done::Refill(refill(&config, &scripts, &mut conn, &table, i, key).await)
             });
+        }
+        for (bucket, values) in new_values.into_iter().enumerate() {
+            for chunk in values.chunks(BATCH) {
+                let (config, scripts, mut conn) =
+                    (Arc::clone(config), Arc::clone(scripts), conn.clone());
+                let table = Arc::clone(&table);
+                let chunk = chunk.to_vec();
+                tasks.spawn(async move {
+                    let done = if let [(i, key)] = chunk[..] {
+                        refill(&config, &scripts, &mut conn, &table, i, key).await
+                    } else {
+                        refill_batch(&config, &scripts, &mut conn, &table, bucket, &chunk).await
+                    };
+                    Done::Refill(done)
+                });
+            }
         }
     }
 }
@@ -144,6 +172,13 @@ async fn lease(
         .arg(format!("{}", table.limit()));
     let (granted, wait_us, lost, epoch, until, disagree): (u64, u64, u64, String, u64, u64) =
         call(conn, invocation, config.command_timeout).await?;
+    record(config, bucket, lost, &epoch, disagree);
+    Ok((Answer { granted, wait_us }, until))
+}
+
+/// Records what a lease answer says of the store: the bucket's epoch, lost state, rules that
+/// disagree.
+fn record(config: &Config, bucket: usize, lost: u64, epoch: &str, disagree: u64) {
     if let Ok(epoch) = epoch.parse::<u64>() {
         config.epochs[bucket].store(epoch, Relaxed);
     }
@@ -153,7 +188,96 @@ async fn lease(
     if disagree != 0 {
         health::rules_disagree();
     }
-    Ok((Answer { granted, wait_us }, until))
+}
+
+/// Puts `answer` to a refill of `size` tokens into `slot`.
+fn settle(table: &RuleLeases, slot: &LeaseSlot, size: u64, answer: Answer, until: u64) {
+    let Answer { granted, wait_us } = answer;
+    let now = clock::precise_nanos();
+    let retry_at = if granted < size {
+        // The bucket is empty: ask again when a token comes, 5 to 50 ms from now, the same for
+        // every instance whatever its lease size (so that they share fairly).
+        let nanos = (wait_us.saturating_mul(1_000)).clamp(5_000_000, 50_000_000);
+        now.saturating_add(nanos)
+    } else {
+        0
+    };
+    slot.finish(granted, size, now, retry_at);
+    if until != 0 {
+        slot.set_alive_until(until);
+    }
+    if granted > 0 {
+        shared::LEASES_TAKEN.fetch_add(1, Relaxed);
+    }
+    if slot.is_asking() {
+        table.lease.mark_dirty();
+    }
+}
+
+/// The first leases of new hotspot values `values` (slot index, value hash) of `table`, all of
+/// hash tag `bucket`, in one script call.
+async fn refill_batch(
+    config: &Config,
+    scripts: &Scripts,
+    conn: &mut Conn,
+    table: &RuleLeases,
+    bucket: usize,
+    values: &[(usize, u64)],
+) -> Result<(), Failure> {
+    let slots = table.lease.slots();
+    let now = clock::precise_nanos();
+    let Some((interval, tolerance, burst)) = pace(table) else {
+        for &(i, _) in values {
+            slots[i].finish(0, 1, now, now.saturating_add(100_000_000));
+        }
+        return Ok(());
+    };
+    let cap = burst / u64::from(shared::instances());
+    let mut asks = Vec::with_capacity(values.len());
+    let mut invocation = scripts.lease_batch.prepare_invoke();
+    invocation
+        .key(config.keys.epoch(bucket))
+        .arg(format!("{interval:.6}"))
+        .arg(format!("{tolerance:.6}"))
+        .arg(config.epochs[bucket].load(Relaxed))
+        .arg(format!("{}", table.limit()));
+    for &(i, key) in values {
+        let slot = &slots[i];
+        let size = slot.next_size(now, LEASE_HORIZON_NANOS, cap);
+        let owed = slot.take_owed();
+        invocation
+            .key(config.keys.lease(table, key).0)
+            .arg(size)
+            .arg(slot.alive_until())
+            .arg(owed);
+        asks.push((slot, size, owed));
+    }
+    let answers: Result<Vec<String>, Failure> =
+        call(conn, invocation, config.command_timeout).await;
+    let answers = match answers {
+        Ok(a) if a.len() == asks.len() * 6 => a,
+        // A failure, or an answer of another length (never from this script): the values ask
+        // again, and what they owed is owed again.
+        failed => {
+            for &(slot, _, owed) in &asks {
+                if owed > 0 {
+                    slot.owe(u32::try_from(owed).unwrap_or(u32::MAX));
+                }
+                slot.abandon();
+            }
+            return failed.map(|_| ());
+        }
+    };
+    let number = |s: &String| s.parse::<u64>().unwrap_or(0);
+    for ((slot, size, _), a) in asks.into_iter().zip(answers.chunks(6)) {
+        record(config, bucket, number(&a[2]), &a[3], number(&a[5]));
+        let answer = Answer {
+            granted: number(&a[0]),
+            wait_us: number(&a[1]),
+        };
+        settle(table, slot, size, answer, number(&a[4]));
+    }
+    Ok(())
 }
 
 /// One refill of slot `i` of `table` for `key`.
@@ -183,26 +307,8 @@ async fn refill(
     };
     let answer = lease(config, scripts, conn, table, ask).await;
     match answer {
-        Ok((Answer { granted, wait_us }, until)) => {
-            let now = clock::precise_nanos();
-            let retry_at = if granted < size {
-                // The bucket is empty: ask again when a token comes, 5 to 50 ms from now, the
-                // same for every instance whatever its lease size (so that they share fairly).
-                let nanos = (wait_us.saturating_mul(1_000)).clamp(5_000_000, 50_000_000);
-                now.saturating_add(nanos)
-            } else {
-                0
-            };
-            slot.finish(granted, size, now, retry_at);
-            if until != 0 {
-                slot.set_alive_until(until);
-            }
-            if granted > 0 {
-                shared::LEASES_TAKEN.fetch_add(1, Relaxed);
-            }
-            if slot.is_asking() {
-                table.lease.mark_dirty();
-            }
+        Ok((answer, until)) => {
+            settle(table, slot, size, answer, until);
             Ok(())
         }
         Err(f) => {

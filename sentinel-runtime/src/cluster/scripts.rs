@@ -152,9 +152,33 @@ end
 return k .. ' ' .. s
 ";
 
+/// [`LEASE`] for several keys of one hash tag in one call (new hotspot values leased together):
+/// `KEYS[1]` is the tag's epoch key and `KEYS[2..]` the lease keys; `ARGV[1]`, `ARGV[2]` the
+/// emission interval and tolerance, `ARGV[3]` the epoch last seen, `ARGV[4]` the threshold,
+/// then for each lease key its tokens wanted, until when it must exist and its charge (three
+/// arguments each). Returns the answers of [`LEASE`] one after the other, six values each.
+pub(crate) fn lease_batch() -> String {
+    let one = LEASE
+        .replace("KEYS[1]", "k1")
+        .replace("KEYS[2]", "k2")
+        .replace("ARGV[", "a[");
+    format!(
+        "local function one(k1, k2, a)\n{one}\nend\n\
+         local out = {{}}\n\
+         for i = 2, #KEYS do\n\
+         \x20 local b = 5 + (i - 2) * 3\n\
+         \x20 local r = one(KEYS[i], KEYS[1], {{ARGV[1], ARGV[2], ARGV[b], ARGV[3], ARGV[b + 1], \
+         ARGV[b + 2], ARGV[4]}})\n\
+         \x20 for j = 1, 6 do out[#out + 1] = r[j] end\n\
+         end\n\
+         return out\n"
+    )
+}
+
 /// The scripts, hashed once.
 pub(crate) struct Scripts {
     pub(crate) lease: Script,
+    pub(crate) lease_batch: Script,
     pub(crate) heartbeat: Script,
     pub(crate) value_key: Script,
     pub(crate) epoch: Script,
@@ -164,6 +188,7 @@ impl Scripts {
     pub(crate) fn new() -> Scripts {
         Scripts {
             lease: Script::new(LEASE),
+            lease_batch: Script::new(&lease_batch()),
             heartbeat: Script::new(HEARTBEAT),
             value_key: Script::new(VALUE_KEY),
             epoch: Script::new(EPOCH),

@@ -147,7 +147,15 @@ impl ClusterGate {
                     // Counted in the local window too, up to the local share (refused beyond
                     // it: the window is full), so that a switch to local limiting starts from
                     // this instance's own recent passes instead of a fresh window.
-                    let _ = self.local.try_acquire(now, count);
+                    let local = self.local.try_acquire(now, count);
+                    // For one window after a return from a fallback the local share still
+                    // bounds this instance: the others' local passes of the window in progress
+                    // are not yet charged to the shared bucket, which may look full.
+                    if local.is_none()
+                        && shared::resumed_within(now, self.window_ms.saturating_mul(1_000_000))
+                    {
+                        return Err(self.cluster_block(resource, count));
+                    }
                     return Ok(now);
                 }
                 Spent::Dry => return Err(self.cluster_block(resource, count)),

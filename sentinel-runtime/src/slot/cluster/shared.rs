@@ -24,6 +24,9 @@ static INSTANCES: AtomicU32 = AtomicU32::new(1);
 static RECENT: AtomicU32 = AtomicU32::new(1);
 static KNOWN: AtomicU32 = AtomicU32::new(1);
 
+/// When (runtime clock, ns) this process last came back from a fallback; 0: never.
+static RESUMED_AT: AtomicU64 = AtomicU64::new(0);
+
 pub(crate) static LEASES_TAKEN: AtomicU64 = AtomicU64::new(0);
 pub(crate) static CALLS_OK: AtomicU64 = AtomicU64::new(0);
 pub(crate) static CALLS_ERROR: AtomicU64 = AtomicU64::new(0);
@@ -46,8 +49,19 @@ pub(crate) fn mode() -> u8 {
     MODE.load(Acquire)
 }
 
+/// Whether `now` (runtime clock, ns) lies within `window_ns` of this process's last return from
+/// a fallback.
+#[inline]
+pub(crate) fn resumed_within(now: u64, window_ns: u64) -> bool {
+    let at = RESUMED_AT.load(Relaxed);
+    at != 0 && now.saturating_sub(at) < window_ns
+}
+
 /// Sets the mode; returns the previous one.
 pub(crate) fn set_mode(mode: u8) -> u8 {
+    if mode == MODE_CONNECTED && MODE.load(Relaxed) == MODE_FALLBACK {
+        RESUMED_AT.store(crate::clock::precise_nanos().max(1), Relaxed);
+    }
     let old = MODE.swap(mode, AcqRel);
     if mode != MODE_CONNECTED {
         for table in tables() {
