@@ -123,7 +123,7 @@ impl SentinelLayer {
     /// "client_ip", ..)`), or by its index (see [`param`](Self::param) for the indexing).
     ///
     /// With `trusted_proxies == 0` it is the peer address: axum's
-    /// [`ConnectInfo<SocketAddr>`](ConnectInfo) request extension (serve with
+    /// [`ConnectInfo<SocketAddr>`](crate::tower::ConnectInfo) request extension (serve with
     /// `into_make_service_with_connect_info::<SocketAddr>()`) or a plain
     /// [`SocketAddr`](std::net::SocketAddr) extension. With `N` trusted proxies in front of the service, it is the `N`th address
     /// from the **right** of `X-Forwarded-For` (all such headers, in order): the one the

@@ -55,11 +55,11 @@
 //! | circuit breaker, system | 503 + `Retry-After` | 14 `UNAVAILABLE` |
 //! | authority | 403 | 7 `PERMISSION_DENIED` |
 //!
-//! `Retry-After` is in whole seconds, rounded up from [`BlockError::retry_after`], at least 1
+//! `Retry-After` is in whole seconds, rounded up from [`BlockError::retry_after`](crate::BlockError::retry_after), at least 1
 //! (1 when the rule cannot tell). The body (gRPC: `grpc-message`) says what the status says and
 //! when to retry, `Too Many Requests; retry after 2 s` (a 403: `Forbidden`), and nothing else:
 //! which rule blocked, its threshold, the resource's name and the caller's origin stay in the
-//! [`BlockError`] given to [`SentinelLayer::on_block`] and in the logs (feature `tracing`).
+//! [`BlockError`](crate::BlockError) given to [`SentinelLayer::on_block`] and in the logs (feature `tracing`).
 //! The rejection is the layer's own response, returned from the
 //! service's future: no `Buffer` or `HandleError` layer is needed to keep the status.
 //! [`SentinelLayer::on_block`] replaces it ([`block_response`] gives the default, to start
