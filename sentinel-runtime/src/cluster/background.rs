@@ -3,7 +3,7 @@
 //! persist, and coming back (with hysteresis, charging what was admitted locally meanwhile).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -11,13 +11,14 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::{timeout, Instant};
 
+use super::config::Config;
 use super::connect::{
     call, classify, connect, connect_start, deregister, read_policy, share_value_key, Conn, Failure,
 };
 use super::error::ClusterError;
-use super::keys::{Keys, BUCKETS};
 use super::refill::{charge_back, refill_asked};
 use super::scripts::Scripts;
+use super::task::{Done, Seen};
 use crate::slot::cluster::health;
 use crate::slot::cluster::shared::{self, MODE_CONNECTED, MODE_FALLBACK};
 
@@ -53,40 +54,6 @@ const VALUE_KEY_EVERY: Duration = Duration::from_secs(1);
 const DEREGISTER_WITHIN: Duration = Duration::from_millis(200);
 /// How often the store's eviction policy is read again.
 const POLICY_EVERY: Duration = Duration::from_secs(10);
-
-/// What the background work was started with, and the epochs it saw.
-#[derive(Debug)]
-pub(crate) struct Config {
-    pub(crate) urls: Vec<String>,
-    pub(crate) cluster_mode: bool,
-    pub(crate) namespace: String,
-    pub(crate) instance_id: String,
-    pub(crate) command_timeout: Duration,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) keys: Keys,
-    /// The epoch of each bucket of keys as this instance last saw it (0: not yet).
-    pub(crate) epochs: Box<[AtomicU64]>,
-}
-
-impl Config {
-    /// No epoch seen yet.
-    pub(crate) fn no_epochs() -> Box<[AtomicU64]> {
-        (0..BUCKETS).map(|_| AtomicU64::new(0)).collect()
-    }
-}
-
-/// The instances as one heartbeat saw them.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Seen {
-    /// Heard from within [`INSTANCE_TTL_MS`].
-    live: u32,
-    /// Heard from within [`RECENT_MS`].
-    recent: u32,
-    /// Heard from within [`GRACE_MS`].
-    known: u32,
-    /// The set of instances was missing: the store lost it.
-    fresh: bool,
-}
 
 /// One heartbeat: this instance is live; the instances seen.
 async fn heartbeat(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<Seen, Failure> {
@@ -250,24 +217,6 @@ fn fallback(config: &Config, error: String) {
     shared::set_last_error(Some(error));
 }
 
-/// The store lost state (an epoch gone or changed, a key evicted): counted, reported in
-/// `status()`, and an event.
-pub(crate) fn report_lost(config: &Config) {
-    let first = !health::is_state_lost();
-    health::state_lost();
-    if first {
-        #[cfg(feature = "tracing")]
-        tracing::warn!(
-            target: "sentinel",
-            namespace = %config.namespace,
-            "cluster: the store lost state (flushed, evicted, restarted empty or failed over): \
-             the lost window counts as spent"
-        );
-    }
-    #[cfg(not(feature = "tracing"))]
-    let _ = config;
-}
-
 /// The cluster was dropped: cluster rules are local rules.
 pub(crate) fn announce_stop(namespace: &str) {
     #[cfg(feature = "tracing")]
@@ -327,13 +276,6 @@ async fn stable(config: &Config, scripts: &Scripts, conn: &mut Conn) -> Result<S
         n = heartbeat(config, scripts, conn).await?;
     }
     Ok(n)
-}
-
-/// What a task of [`serve`] finished with.
-pub(crate) enum Done {
-    Beat(Result<Seen, Failure>),
-    Refill(Result<(), Failure>),
-    Check(Result<(), Failure>),
 }
 
 /// Failures in a row, since when.

@@ -10,7 +10,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{ErrorKind, FromRedisValue, RedisError, RedisResult, ServerErrorKind};
 use tokio::time::timeout;
 
-use super::background::Config;
+use super::config::Config;
 use super::error::ClusterError;
 use super::keys::BUCKETS;
 use super::scripts::Scripts;
@@ -360,7 +360,7 @@ pub(crate) async fn read_epochs(
         lost |= known != 0 && known != epoch;
     }
     if lost {
-        super::background::report_lost(config);
+        super::config::report_lost(config);
     }
     Ok(())
 }

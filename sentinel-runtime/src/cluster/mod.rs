@@ -167,6 +167,8 @@ pub use status::{ClusterDegraded, ClusterState, ClusterStatus};
 #[cfg(feature = "redis")]
 mod background;
 #[cfg(feature = "redis")]
+mod config;
+#[cfg(feature = "redis")]
 mod connect;
 #[cfg(feature = "redis")]
 mod error;
@@ -178,6 +180,8 @@ mod redis;
 mod refill;
 #[cfg(feature = "redis")]
 mod scripts;
+#[cfg(feature = "redis")]
+mod task;
 #[cfg(feature = "redis")]
 pub use self::error::ClusterError;
 #[cfg(feature = "redis")]

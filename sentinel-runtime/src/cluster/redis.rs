@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::background::{self, Config};
+use super::background;
+use super::config::Config;
 use super::connect;
 use super::error::ClusterError;
 use super::keys::Keys;

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use super::background::{report_lost, Config, Done};
+use super::config::{report_lost, Config};
 use super::connect::{call, Conn, Failure};
 use super::scripts::Scripts;
+use super::task::Done;
 use crate::clock;
 use crate::rules::ClusterThreshold;
 use crate::slot::cluster::health;
