@@ -188,7 +188,6 @@ pub(crate) fn thread_main(
 /// Connected: cluster rules spend leases.
 fn connected(config: &Config) {
     shared::set_last_error(None);
-    shared::set_mode(MODE_CONNECTED);
     #[cfg(feature = "tracing")]
     tracing::info!(
         target: "sentinel",
@@ -198,12 +197,13 @@ fn connected(config: &Config) {
     );
     #[cfg(not(feature = "tracing"))]
     let _ = config;
+    // Last, as for a fallback: the state is seen after its event.
+    shared::set_mode(MODE_CONNECTED);
 }
 
 /// The store failed: cluster rules limit locally.
 fn fallback(config: &Config, error: String) {
     shared::FALLBACKS.fetch_add(1, Relaxed);
-    shared::set_mode(MODE_FALLBACK);
     #[cfg(feature = "tracing")]
     tracing::warn!(
         target: "sentinel",
@@ -215,6 +215,8 @@ fn fallback(config: &Config, error: String) {
     #[cfg(not(feature = "tracing"))]
     let _ = config;
     shared::set_last_error(Some(error));
+    // Last: whoever sees the fallback state also sees its count, its error and its event.
+    shared::set_mode(MODE_FALLBACK);
 }
 
 /// The cluster was dropped: cluster rules are local rules.
