@@ -90,6 +90,7 @@ mod error;
 #[cfg(feature = "tracing")]
 mod events;
 pub mod fallback;
+mod kinds;
 mod manager;
 pub mod metrics;
 mod node;

@@ -7,10 +7,12 @@ use std::time::Duration;
 use crate::breaker::CircuitState;
 use crate::clock;
 use crate::error::BlockKind;
-use crate::rule_data::circuit_breaker::CircuitBreakerRule;
-use crate::rule_data::defaults::Defaults;
-use crate::rule_data::flow::FlowRule;
-use crate::slot::{self, Chain, ConcurrencyCounter, Gate, QpsGate, Target};
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
+use crate::kinds::defaults::Defaults;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::flow::{Gate, QpsGate};
+use crate::kinds::{Chain, Target};
+use crate::slot::{self, ConcurrencyCounter};
 use crate::stat::{BlockTotals, NodeStats, ResourceStats};
 use crate::sync::{Held, Published};
 
@@ -327,7 +329,7 @@ impl ResourceNode {
     /// What each of its hotspot rules blocked most in the last minute as of `now` (clock
     /// nanoseconds), in rule order.
     #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
-    pub(crate) fn hotspot_blocked(&self, now: u64) -> Vec<crate::slot::BlockedValues> {
+    pub(crate) fn hotspot_blocked(&self, now: u64) -> Vec<crate::kinds::hotspot::BlockedValues> {
         self.with_chain(|c| c.hotspots.iter().map(|g| g.blocked_top(now)).collect())
     }
 

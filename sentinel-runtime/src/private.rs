@@ -9,12 +9,12 @@ pub use crate::entry::{Entry, Reservation};
 pub use crate::error::BlockError;
 use std::time::Duration;
 
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
+use crate::kinds::defaults::Defaults;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::hotspot::rule::HotspotRule;
 use crate::node::ResourceNode;
 use crate::param::Params;
-use crate::rule_data::circuit_breaker::CircuitBreakerRule;
-use crate::rule_data::defaults::Defaults;
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::hotspot::HotspotRule;
 
 /// A rule written in the attribute, in a form a `static` can hold.
 #[derive(Clone, Copy, Debug)]

@@ -222,7 +222,9 @@ fn hotspot_blocked() -> Vec<Value> {
                 .top
                 .iter()
                 .map(|(c, text)| {
-                    let text = text.clone().or_else(|| crate::slot::text_of(c.key));
+                    let text = text
+                        .clone()
+                        .or_else(|| crate::kinds::hotspot::hot_top::text_of(c.key));
                     json!({
                         "value": text,
                         "value_hash": format!("{:016x}", c.key),

@@ -9,8 +9,9 @@ use super::{
     WATCH_PANIC,
 };
 use crate::clock;
+use crate::kinds::flow::Outcome;
+use crate::kinds::system::check as system;
 use crate::node::{REPORTS_ADAPTIVE, REPORTS_BREAKERS};
-use crate::slot::{system, Outcome};
 
 impl Drop for Entry {
     #[inline]

@@ -1,4 +1,4 @@
-//! The shortcuts of a chain that is one gate and nothing else ([`Chain::lone`](crate::slot::Chain)):
+//! The shortcuts of a chain that is one gate and nothing else ([`Chain::lone`](crate::kinds::Chain)):
 //! the entry asks that gate directly, without the stage runner and its admission record, and
 //! counts and reports exactly as the runner would. A lone QPS gate that its node keeps pinned
 //! ([`ResourceNode::lone_qps`]) is read without reading the chain at all.
@@ -6,9 +6,12 @@
 use super::{count_pass, on_block, wait_for_turn, Ending, Entry, Inner, Reservation, Waiting};
 use crate::clock;
 use crate::error::BlockError;
+use crate::kinds::flow::QpsGate;
+use crate::kinds::hotspot::{HotPass, HotspotGate};
+use crate::kinds::system::check as system;
+use crate::kinds::{Admission, Chain, INBOUND_CALL};
 use crate::node::ResourceNode;
 use crate::param::Params;
-use crate::slot::{self, system, Admission, Chain, HotPass, INBOUND_CALL};
 use crate::sync::Held;
 
 /// The chain's lone exact QPS gate, if that is all an entry of `node` with `params` must ask
@@ -18,7 +21,7 @@ pub(super) fn lone_qps<'c>(
     node: &ResourceNode,
     chain: &'c Chain,
     params: &Params,
-) -> Option<&'c slot::QpsGate> {
+) -> Option<&'c crate::kinds::flow::QpsGate> {
     let gate = chain.lone_qps()?;
     shortcut_allowed(node, params).then_some(gate)
 }
@@ -26,7 +29,10 @@ pub(super) fn lone_qps<'c>(
 /// The lone exact QPS gate the node keeps pinned ([`ResourceNode::lone_qps`]), if that is
 /// all an entry of `node` with `params` must ask: [`lone_qps`] without reading the chain.
 #[inline(always)]
-pub(super) fn pinned_qps<'n>(node: &'n ResourceNode, params: &Params) -> Option<&'n slot::QpsGate> {
+pub(super) fn pinned_qps<'n>(
+    node: &'n ResourceNode,
+    params: &Params,
+) -> Option<&'n crate::kinds::flow::QpsGate> {
     let gate = node.lone_qps()?;
     shortcut_allowed(node, params).then_some(gate)
 }
@@ -38,7 +44,7 @@ pub(super) fn lone_hotspot<'c>(
     node: &ResourceNode,
     chain: &'c Chain,
     params: &Params,
-) -> Option<&'c slot::HotspotGate> {
+) -> Option<&'c crate::kinds::hotspot::HotspotGate> {
     let gate = chain.lone_hotspot()?;
     shortcut_allowed(node, params).then_some(gate)
 }
@@ -71,7 +77,7 @@ pub(super) trait Admitted: Sized {
 
     /// A hotspot pass that holds something (a wait, or a place), as the stage runner would make
     /// it. The gate of a chain's shortcut gives no such pass (see
-    /// [`HotspotGate::is_plain_rate`](slot::HotspotGate::is_plain_rate)); this keeps the
+    /// [`HotspotGate::is_plain_rate`](crate::kinds::hotspot::HotspotGate::is_plain_rate)); this keeps the
     /// shortcut exact whatever the gate answers.
     fn holding(hold: Holding<'_, '_>) -> Self;
 }
@@ -183,7 +189,7 @@ pub(super) fn enter_lone_hot<O: Admitted, const INBOUND: bool>(
     slot: usize,
     node: &'static ResourceNode,
     chain: &Held<'_, Chain>,
-    gate: &slot::HotspotGate,
+    gate: &HotspotGate,
     (count, cancellable): (u32, bool),
     params: &Params,
 ) -> Result<O, BlockError> {
@@ -228,7 +234,7 @@ pub(super) fn enter_lone_hot<O: Admitted, const INBOUND: bool>(
 #[inline(never)]
 fn lone_hot_block(
     node: &'static ResourceNode,
-    gate: &slot::HotspotGate,
+    gate: &HotspotGate,
     params: &Params,
     now: u64,
     count: u32,
@@ -245,7 +251,7 @@ fn lone_hot_block(
 pub(super) fn enter_lone<const INBOUND: bool>(
     slot: usize,
     node: &'static ResourceNode,
-    gate: &slot::QpsGate,
+    gate: &QpsGate,
     count: u32,
     params: &Params,
     cancellable: bool,
@@ -266,7 +272,7 @@ pub(super) fn enter_lone<const INBOUND: bool>(
 #[inline(never)]
 fn lone_block(
     node: &'static ResourceNode,
-    gate: &slot::QpsGate,
+    gate: &QpsGate,
     now: u64,
     count: u32,
     params: &Params,

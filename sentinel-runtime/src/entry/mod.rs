@@ -7,10 +7,13 @@ use std::sync::Arc;
 
 use crate::clock;
 use crate::error::BlockError;
+use crate::kinds::circuit_breaker::ProbeTicket;
+use crate::kinds::system::check as system;
+use crate::kinds::{Admission, Chain};
 use crate::node::ResourceNode;
 use crate::param::{ParamBuf, Params};
 use crate::slot::param_table::Place;
-use crate::slot::{self, system, Admission, Chain, ProbeTicket, SlotList};
+use crate::slot::SlotList;
 use crate::stat::BlockTotals;
 use crate::sync::{thread_slot, thread_slot_if_assigned, Held};
 use lone::{enter_lone, enter_lone_hot, lone_hotspot, lone_qps, pinned_qps};
@@ -324,7 +327,7 @@ fn enter_chain(
     // The entry is built here, as the result: no copy of a larger value on the way out (a
     // copied struct read back whole after narrower writes stalls store forwarding, measured on
     // this path).
-    match slot::check(
+    match crate::kinds::check(
         node.target(),
         chain,
         node.counter(),
@@ -469,7 +472,7 @@ pub(crate) fn reserve_with(
         chain.prefetch_params(params);
         let now = clock::now_nanos();
         let mut admission = Admission::default();
-        let checked = slot::check(
+        let checked = crate::kinds::check(
             node.target(),
             &chain,
             node.counter(),
@@ -556,7 +559,7 @@ impl Drop for Waiting {
         if self.entered {
             return;
         }
-        slot::cancel(
+        crate::kinds::cancel(
             self.node.target(),
             &self.chain,
             self.node.counter(),

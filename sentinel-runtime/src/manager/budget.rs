@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::RuleError;
-use crate::rule_data::hotspot::{HotspotRule, MAX_HOTSPOT_CAPACITY};
+use crate::kinds::hotspot::rule::{HotspotRule, MAX_HOTSPOT_CAPACITY};
 use crate::slot::param_table::ParamTable;
 
 /// The default of [`set_max_hotspot_memory`]: 1 GiB, the tables of about 19 million values of

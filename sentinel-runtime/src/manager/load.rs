@@ -8,15 +8,15 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 use super::budget;
 use crate::clock;
 use crate::error::RuleError;
+use crate::kinds::authority::rule::AuthorityRule;
+use crate::kinds::circuit_breaker::rule::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use crate::kinds::defaults::Defaults;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::hotspot::rule::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
+use crate::kinds::system::rule::SystemRule;
+use crate::kinds::{BuildContext, ChainRules};
 use crate::node::ResourceNode;
 use crate::registry;
-use crate::rule_data::authority::AuthorityRule;
-use crate::rule_data::circuit_breaker::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
-use crate::rule_data::defaults::Defaults;
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::hotspot::{HotspotRule, MAX_HOTSPOT_RULES_PER_RESOURCE};
-use crate::rule_data::system::SystemRule;
-use crate::slot::{self, BuildContext, ChainRules};
 use crate::stat::NodeStats;
 
 /// A resource's statistics by name, for rules that count another resource's traffic.
@@ -61,7 +61,7 @@ impl Loaded {
                 stats,
                 resolve: resolve_stats,
             };
-            slot::build(&rules, old, &ctx)
+            crate::kinds::build(&rules, old, &ctx)
         });
     }
 
@@ -578,7 +578,7 @@ fn load_system(rules: impl IntoIterator<Item = SystemRule>) -> Result<(), RuleEr
 
 /// Puts validated system rules in force and starts or stops the CPU and load sampler.
 fn put_system_in_force(rules: &[SystemRule]) {
-    crate::slot::system::set_rules(rules, crate::clock::now_nanos());
+    crate::kinds::system::check::set_rules(rules, crate::clock::now_nanos());
     if rules.is_empty() {
         crate::system_load::stop();
     } else {

@@ -5,11 +5,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::error::RuleError;
-use crate::rule_data::authority::AuthorityRule;
-use crate::rule_data::circuit_breaker::CircuitBreakerRule;
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::hotspot::HotspotRule;
-use crate::rule_data::system::SystemRule;
+use crate::kinds::authority::rule::AuthorityRule;
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::hotspot::rule::HotspotRule;
+use crate::kinds::system::rule::SystemRule;
 
 /// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
 /// every kind together) and what [`current`] returns.

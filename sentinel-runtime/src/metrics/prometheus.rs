@@ -719,7 +719,7 @@ mod tests {
         for (name, labels, _) in &samples {
             for key in labels.keys() {
                 assert!(
-                    ["resource", "rule", "state", "from", "to", "kind", "result"]
+                    ["resource", "rule", "state", "from", "to", "kind", "result", "source"]
                         .contains(&key.as_str()),
                     "{name} has label {key}"
                 );

@@ -9,7 +9,7 @@ pub const MAX_SAMPLE_COUNT: u32 = 10_000;
 
 /// Checks a rule's `window` and `sample_count`: a positive whole number of milliseconds (at most
 /// `u32::MAX`), split into `1..=MAX_SAMPLE_COUNT` buckets that divide it evenly.
-pub(super) fn validate(
+pub(crate) fn validate(
     resource: &str,
     window: Duration,
     sample_count: u32,

@@ -23,6 +23,22 @@
 #[cfg(feature = "rule-files")]
 pub mod files;
 
+pub use crate::kinds::authority::rule::{AuthorityRule, AuthorityStrategy};
+pub use crate::kinds::circuit_breaker::rule::{
+    BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
+    MAX_RECOVERY,
+};
+pub use crate::kinds::flow::adaptive_rule::MAX_ADAPTIVE_LIMIT;
+pub use crate::kinds::flow::origin_rule::{FlowOrigin, MAX_TRACKED_ORIGINS};
+pub use crate::kinds::flow::rule::{
+    AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
+    MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
+};
+pub use crate::kinds::hotspot::rule::{
+    HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
+    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
+};
+pub use crate::kinds::system::rule::{SystemRule, MAX_SYSTEM_RT};
 pub use crate::manager::{
     authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules,
 };
@@ -36,23 +52,7 @@ pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE
 /// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));
 /// a hotspot rule's `param_index` is below it.
 pub use crate::param::MAX_PARAMS;
-pub use crate::rule_data::adaptive::MAX_ADAPTIVE_LIMIT;
-pub use crate::rule_data::authority::{AuthorityRule, AuthorityStrategy};
-pub use crate::rule_data::circuit_breaker::{
-    BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
-    MAX_RECOVERY,
-};
 pub use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
-pub use crate::rule_data::flow::{
-    AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
-    MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
-};
-pub use crate::rule_data::hotspot::{
-    HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
-    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
-};
-pub use crate::rule_data::origin::{FlowOrigin, MAX_TRACKED_ORIGINS};
-pub use crate::rule_data::system::{SystemRule, MAX_SYSTEM_RT};
 #[cfg(feature = "rule-files")]
 pub use files::load_file;
 #[cfg(feature = "rule-files")]

@@ -4,17 +4,19 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use super::chain::{Chain, Target};
+use super::target::Target;
 use crate::error::BlockError;
+use crate::stat::circuit_state::CircuitState;
 use crate::stat::ResourceStats;
 
 /// What a check slot sees of the call being entered.
 #[derive(Debug)]
 pub struct SlotContext<'a> {
-    pub(super) target: Target<'a>,
-    pub(super) chain: &'a Chain,
-    pub(super) now: u64,
-    pub(super) count: u32,
+    pub(crate) target: Target<'a>,
+    /// The state of the resource's most open circuit breaker, if it has any.
+    pub(crate) circuit: Option<CircuitState>,
+    pub(crate) now: u64,
+    pub(crate) count: u32,
 }
 
 impl SlotContext<'_> {
@@ -26,8 +28,7 @@ impl SlotContext<'_> {
     /// The resource's statistics over its second-level window, as
     /// [`metrics::snapshot`](crate::metrics::snapshot) gives them.
     pub fn stats(&self) -> ResourceStats {
-        let circuit = self.chain.breakers.iter().map(|b| b.state()).max();
-        ResourceStats::from_totals(self.target.stats.window(self.now), circuit)
+        ResourceStats::from_totals(self.target.stats.window(self.now), self.circuit)
             .with_running(self.target.stats.totals())
     }
 
@@ -79,7 +80,7 @@ pub trait CheckSlot: Send + Sync + 'static {
 }
 
 /// A registered slot and its order.
-pub(super) type Registered = (i32, Arc<dyn CheckSlot>);
+pub(crate) type Registered = (i32, Arc<dyn CheckSlot>);
 
 /// The registered slots as a registration left them, sorted by order (a shared snapshot).
 #[derive(Clone, Default)]
@@ -87,7 +88,7 @@ pub(crate) struct SlotList(Arc<Vec<Registered>>);
 
 impl SlotList {
     /// The slots, sorted by order.
-    pub(super) fn slots(&self) -> &[Registered] {
+    pub(crate) fn slots(&self) -> &[Registered] {
         &self.0
     }
 }
@@ -150,7 +151,7 @@ pub(crate) fn has_custom() -> bool {
 
 /// The registered slots, sorted by order: the list in force now (a later registration makes a
 /// new one).
-pub(super) fn registered() -> SlotList {
+pub(crate) fn registered() -> SlotList {
     let custom = CUSTOM.read().unwrap_or_else(PoisonError::into_inner);
     custom.clone().unwrap_or_default()
 }

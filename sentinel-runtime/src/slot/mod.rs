@@ -25,45 +25,21 @@
 //! [`CheckSlot::cancel`] is contained (it is reported by the panic hook, printed to stderr by
 //! default) so that the remaining reservations are still given back.
 
-pub(crate) mod adaptive;
-mod chain;
-pub(crate) mod circuit_breaker;
 pub(crate) mod cluster;
-mod concurrency;
-mod custom;
-mod gate;
-mod hot_top;
-mod order;
-#[cfg(feature = "tower")]
-pub(crate) use hot_top::note_text;
-#[cfg(feature = "dashboard")]
-pub(crate) use hot_top::text_of;
-mod hotspot;
-mod origin;
+pub(crate) mod concurrency;
+pub(crate) mod custom;
+pub(crate) mod order;
 pub(crate) mod param_table;
-mod qps;
 pub(crate) mod qps_ring;
-mod related;
-mod stage;
-mod succession;
-pub(crate) mod system;
-mod threshold;
-mod throttle;
-mod warm_up;
+pub(crate) mod succession;
+mod target;
+pub(crate) mod threshold;
 
-pub(crate) use adaptive::{AdaptiveLimit, Outcome};
-pub(crate) use chain::{Admission, BuildContext, Chain, ChainRules, Target, INBOUND_CALL};
-pub(crate) use circuit_breaker::{CircuitBreaker, ProbeTicket};
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use custom::{has_custom, install_node_marker, SlotList};
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
-pub(crate) use gate::Gate;
-pub(crate) use hotspot::{BlockedValues, HotPass, HotspotGate};
 pub use order::{
     AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
     SYSTEM_SLOT_ORDER,
 };
-pub(crate) use origin::OriginGate;
-pub(crate) use qps::QpsGate;
-pub(crate) use related::Resolve;
-pub(crate) use stage::{build, cancel, check};
+pub(crate) use target::Target;

@@ -1,6 +1,6 @@
 //! The process-wide statistics of inbound traffic (Sentinel's `ENTRY_NODE`): the passes, blocks
 //! and exits of every inbound entry, whatever its resource. The system rules' check reads them
-//! (`slot::system`), and [`metrics::inbound`](crate::metrics::inbound) reports them.
+//! (`crate::kinds::system::check`), and [`metrics::inbound`](crate::metrics::inbound) reports them.
 
 use std::sync::LazyLock;
 

@@ -466,6 +466,6 @@ fn note_blocked_value(config: &Config, view: View<'_>, parts: Option<&Parts>, bl
         }
     };
     if let Some(text) = text {
-        crate::slot::note_text(hash_value(Some(&text)), &text);
+        crate::kinds::hotspot::hot_top::note_text(hash_value(Some(&text)), &text);
     }
 }

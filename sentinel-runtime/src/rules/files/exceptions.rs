@@ -11,7 +11,7 @@ use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
-use crate::rule_data::hotspot::HotspotException;
+use crate::kinds::hotspot::rule::HotspotException;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

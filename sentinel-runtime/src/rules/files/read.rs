@@ -9,13 +9,13 @@ use serde::Deserialize;
 use super::sentinel;
 use super::value::{Value, ValueError};
 use crate::error::RuleError;
+use crate::kinds::authority::rule::AuthorityRule;
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::hotspot::rule::HotspotRule;
+use crate::kinds::system::rule::SystemRule;
 use crate::manager::set;
 use crate::manager::set::{RuleSet, RuleSetErrorEntry};
-use crate::rule_data::authority::AuthorityRule;
-use crate::rule_data::circuit_breaker::CircuitBreakerRule;
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::hotspot::HotspotRule;
-use crate::rule_data::system::SystemRule;
 
 /// The rule kinds a file can hold: their names in errors and their keys in files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

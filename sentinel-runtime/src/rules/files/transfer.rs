@@ -13,14 +13,14 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{duration, exceptions};
-use crate::rule_data::adaptive::AdaptiveConcurrency;
-use crate::rule_data::authority::{AuthorityRule, AuthorityStrategy};
-use crate::rule_data::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::kinds::authority::rule::{AuthorityRule, AuthorityStrategy};
+use crate::kinds::circuit_breaker::rule::{BreakerStrategy, CircuitBreakerRule};
+use crate::kinds::flow::adaptive_rule::AdaptiveConcurrency;
+use crate::kinds::flow::origin_rule::FlowOrigin;
+use crate::kinds::flow::rule::{FlowMetric, FlowRule, WarmUp};
+use crate::kinds::hotspot::rule::{HotspotException, HotspotMetric, HotspotRule, PARAM_BY_NAME};
+use crate::kinds::system::rule::SystemRule;
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
-use crate::rule_data::flow::{FlowMetric, FlowRule, WarmUp};
-use crate::rule_data::hotspot::{HotspotException, HotspotMetric, HotspotRule, PARAM_BY_NAME};
-use crate::rule_data::origin::FlowOrigin;
-use crate::rule_data::system::SystemRule;
 
 // ----- flow rules ---------------------------------------------------------------------------------
 
@@ -87,7 +87,7 @@ struct FlowRuleFile {
 mod origin_field {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use crate::rule_data::origin::FlowOrigin;
+    use crate::kinds::flow::origin_rule::FlowOrigin;
 
     pub(super) fn serialize<S: Serializer>(origin: &FlowOrigin, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(origin.as_limit_app())

@@ -8,7 +8,7 @@ use super::fields::{
     check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
     whole,
 };
-use crate::rule_data::circuit_breaker::CircuitBreakerRule;
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
 use crate::rules::files::value::{Value, ValueError};
 
 /// Sentinel's default slow ratio, which its serialisers write on every degrade rule.

@@ -7,9 +7,9 @@ use serde::Deserialize;
 
 use super::cluster::{cluster, ClusterConfig, SentinelClusterFlowConfig};
 use super::fields::{check_regex, code, number, opt_number, positive, refuse, unused_at_default};
+use crate::kinds::flow::origin_rule::FlowOrigin;
+use crate::kinds::flow::rule::{FlowMetric, FlowRule};
 use crate::rule_data::cluster::ClusterFallback;
-use crate::rule_data::flow::{FlowMetric, FlowRule};
-use crate::rule_data::origin::FlowOrigin;
 use crate::rules::files::value::{Value, ValueError};
 
 /// Sentinel's defaults, for fields it writes on every rule (its JSON serialisers do).

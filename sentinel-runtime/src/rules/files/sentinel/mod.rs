@@ -47,7 +47,7 @@ mod system;
 mod tests;
 
 use super::value::Value;
-use crate::rule_data::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::kinds::circuit_breaker::rule::{BreakerStrategy, CircuitBreakerRule};
 
 pub(crate) use degrade::degrade_rule;
 pub(crate) use flow::flow_rule;

@@ -9,8 +9,8 @@ use super::fields::{
     check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
     whole,
 };
+use crate::kinds::hotspot::rule::{HotspotException, HotspotMetric, HotspotRule};
 use crate::rule_data::cluster::ClusterFallback;
-use crate::rule_data::hotspot::{HotspotException, HotspotMetric, HotspotRule};
 use crate::rules::files::value::{Value, ValueError};
 
 /// The `classType`s of a param-flow item read as strings (Sentinel's `String.class.getName()`,

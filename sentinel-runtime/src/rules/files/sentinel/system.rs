@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::fields::{check_limit_app, check_regex, opt_number, refuse, whole};
-use crate::rule_data::authority::{AuthorityRule, AuthorityStrategy};
-use crate::rule_data::system::SystemRule;
+use crate::kinds::authority::rule::{AuthorityRule, AuthorityStrategy};
+use crate::kinds::system::rule::SystemRule;
 use crate::rules::files::value::{Value, ValueError};
 
 /// Sentinel's system rule: every limit is a number, negative (Sentinel writes -1) for unset.

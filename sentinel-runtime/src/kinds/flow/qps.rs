@@ -3,11 +3,11 @@
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use super::qps_ring::QpsRing;
-use super::threshold::Threshold;
-use super::warm_up::WarmUpCurve;
 use crate::error::BlockError;
-use crate::rule_data::flow::FlowRule;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::flow::warm_up::WarmUpCurve;
+use crate::slot::qps_ring::QpsRing;
+use crate::slot::threshold::Threshold;
 
 /// The passes a resource admitted since a time: `recent(since, f)` calls `f(start, length,
 /// passes)` per statistics bucket (see [`QpsGate::seed`]).
@@ -20,8 +20,8 @@ pub(crate) struct QpsGate {
     ring: QpsRing<AtomicU64>,
     /// With warm-up, the limit per window follows the curve instead of the threshold.
     warm: Option<WarmUpCurve>,
-    pub(super) threshold: Threshold,
-    pub(super) window_ms: u64,
+    pub(crate) threshold: Threshold,
+    pub(crate) window_ms: u64,
 }
 
 impl QpsGate {
@@ -30,7 +30,7 @@ impl QpsGate {
         self.ring.buckets()
     }
 
-    pub(super) fn new(rule: &FlowRule, now: u64) -> QpsGate {
+    pub(crate) fn new(rule: &FlowRule, now: u64) -> QpsGate {
         // Validated rules have n >= 1 dividing the window; stay panic-free even so.
         let n = rule.sample_count.max(1);
         let bucket_nanos = (rule.window_ms() * 1_000_000 / u64::from(n)).max(1);
@@ -48,7 +48,7 @@ impl QpsGate {
     /// `f(start, length, passes)` per statistics bucket. Each lands in the gate bucket holding
     /// the end of its statistics bucket (never earlier than it happened, so it stays in the
     /// window at least as long as it should: at most one statistics bucket longer).
-    pub(super) fn seed(&mut self, now: u64, recent: Recent<'_>) {
+    pub(crate) fn seed(&mut self, now: u64, recent: Recent<'_>) {
         let since = now.saturating_sub(self.window_ms.saturating_mul(1_000_000));
         let ring = &mut self.ring;
         recent(since, &mut |start, length, passes| {
@@ -107,7 +107,7 @@ impl QpsGate {
 
     /// Undoes a reservation admitted at `at` (the time [`try_acquire`](Self::try_acquire)
     /// returned).
-    pub(super) fn cancel(&self, at: u64, count: u32) {
+    pub(crate) fn cancel(&self, at: u64, count: u32) {
         self.ring.rollback(self.ring.period(at), u64::from(count));
     }
 }

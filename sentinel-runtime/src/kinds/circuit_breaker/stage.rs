@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use crate::error::BlockError;
-use crate::rule_data::circuit_breaker::CircuitBreakerRule;
-use crate::slot::chain::Call;
-use crate::slot::circuit_breaker::{CircuitBreaker, ProbeTicket};
+use crate::kinds::chain::Call;
+use crate::kinds::circuit_breaker::breaker::{CircuitBreaker, ProbeTicket};
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
 
 /// The breaker part of a chain: a breaker of a rule identical to one in `old` is kept (its
 /// state and counts stay), any other starts closed.

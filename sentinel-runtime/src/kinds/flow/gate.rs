@@ -1,6 +1,6 @@
 //! The built-in flow checks of passes, one [`Gate`] per QPS rule in force: exact QPS admission
 //! (reject or warm-up), throttling and related-resource gates. Concurrency rules are checked
-//! against the node's own count of calls inside ([`super::concurrency`]).
+//! against the node's own count of calls inside ([`crate::slot::concurrency`]).
 //!
 //! Sentinel, sentinel-golang and sentinel-rust read the count, decide, and add the pass later,
 //! so concurrent callers over-admit. Here a caller adds its pass only if the sum stays within the
@@ -9,14 +9,14 @@
 
 use std::sync::Arc;
 
-use super::cluster::ClusterGate;
-use super::qps::{QpsGate, Recent};
-use super::related::{RelatedGate, Resolve};
-use super::throttle::ThrottleGate;
 use crate::clock;
 use crate::error::BlockError;
+use crate::kinds::flow::cluster::ClusterGate;
+use crate::kinds::flow::qps::{QpsGate, Recent};
+use crate::kinds::flow::related::{RelatedGate, Resolve};
+use crate::kinds::flow::rule::{FlowMetric, FlowRule};
+use crate::kinds::flow::throttle::ThrottleGate;
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
-use crate::rule_data::flow::{FlowMetric, FlowRule};
 
 /// What makes two rules need different gates; anything else (the threshold) is updated in place,
 /// keeping the gate's counts. Warm-up curves depend on the threshold, so for them it is part of
@@ -54,7 +54,7 @@ impl GateShape {
 /// list), then any of the same shape (a threshold change, set in place). So two throttling
 /// rules of one shape keep their own pacing when the list is reordered.
 pub(crate) fn successions(old: &[Arc<Gate>], rules: &[&FlowRule]) -> Vec<Option<usize>> {
-    super::succession::assign(
+    crate::slot::succession::assign(
         old,
         rules,
         &[

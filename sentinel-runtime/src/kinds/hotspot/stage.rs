@@ -1,9 +1,9 @@
 //! The hotspot stage: each hotspot gate admits the call's value of its parameter.
 
 use crate::error::BlockError;
-use crate::rule_data::hotspot::HotspotRule;
-use crate::slot::chain::Call;
-use crate::slot::hotspot::{successions, HotPass, HotspotGate};
+use crate::kinds::chain::Call;
+use crate::kinds::hotspot::gate::{successions, HotPass, HotspotGate};
+use crate::kinds::hotspot::rule::HotspotRule;
 
 /// The hotspot part of a chain: a gate per rule, each taking over the table of the gate in
 /// `old` that [`successions`] names (every value keeps its state), else on a new table.

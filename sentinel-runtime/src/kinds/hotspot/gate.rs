@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::cluster::ClusterHot;
-use super::hot_top::{BlockedTop, Counted};
-use super::param_table::{Full, Kind, Located, ParamTable, Place, RateDecision};
 use crate::error::BlockError;
-use crate::param::Params;
-use crate::rule_data::hotspot::{
+use crate::kinds::flow::cluster::ClusterHot;
+use crate::kinds::hotspot::hot_top::{BlockedTop, Counted};
+use crate::kinds::hotspot::rule::{
     interval_nanos, strict_interval_nanos, HotspotMetric, HotspotRule,
 };
+use crate::param::Params;
+use crate::slot::param_table::{Full, Kind, Located, ParamTable, Place, RateDecision};
 
 /// What makes two hotspot rules need different tables. Everything else (thresholds, burst,
 /// window, wait, exceptions) is per gate: a reload builds a new gate on the table in force, so
@@ -40,7 +40,7 @@ impl HotspotShape {
 /// any gate of the same shape (a window change). So a 100/min rule does not take over a 10/s
 /// sibling's table (a second's debt at most) when the 10/s rule is dropped.
 pub(crate) fn successions(old: &[HotspotGate], rules: &[HotspotRule]) -> Vec<Option<usize>> {
-    super::succession::assign(
+    crate::slot::succession::assign(
         old,
         rules,
         &[

@@ -3,18 +3,19 @@
 
 use std::sync::Arc;
 
-use super::hotspot::{HotPass, HotPasses, HotspotGate};
-use super::param_table;
-use super::system::SystemPass;
-use super::{
-    AdaptiveLimit, CircuitBreaker, ConcurrencyCounter, Gate, OriginGate, ProbeTicket, QpsGate,
-    Resolve,
-};
+use crate::kinds::authority::rule::AuthorityRule;
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
+use crate::kinds::circuit_breaker::{CircuitBreaker, ProbeTicket};
+use crate::kinds::flow::related::Resolve;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::flow::{AdaptiveLimit, Gate, OriginGate, QpsGate};
+use crate::kinds::hotspot::gate::{HotPass, HotPasses, HotspotGate};
+use crate::kinds::hotspot::rule::HotspotRule;
+use crate::kinds::system::check::SystemPass;
 use crate::param::Params;
-use crate::rule_data::authority::AuthorityRule;
-use crate::rule_data::circuit_breaker::CircuitBreakerRule;
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::hotspot::HotspotRule;
+use crate::slot::param_table;
+use crate::slot::ConcurrencyCounter;
+pub(crate) use crate::slot::Target;
 use crate::stat::NodeStats;
 
 /// The checks in force on a resource, as the entry path reads them. Each field is one kind's
@@ -181,14 +182,6 @@ impl Admission {
             _ => None,
         })
     }
-}
-
-/// The resource a call enters, as the checks see it: its name, its statistics and the checks
-/// in force (never the node type or the registry: see the layering in the crate docs).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Target<'a> {
-    pub(crate) name: &'static str,
-    pub(crate) stats: &'a NodeStats,
 }
 
 /// One call going through the stages: what it asks for, and what the stages decided and

@@ -107,7 +107,7 @@ impl AuthorityRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
-        super::resource::validate(&self.resource)?;
+        crate::rule_data::resource::validate(&self.resource)?;
         if self.origins.is_empty() {
             return err("origins", "must list at least one origin".into());
         }

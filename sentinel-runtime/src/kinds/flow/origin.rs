@@ -7,13 +7,13 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::gate::{Gate, Pass};
-use super::param_table::{Full, ParamTable, RateDecision};
-use super::related::Resolve;
 use crate::error::BlockError;
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::hotspot::interval_nanos;
-use crate::rule_data::origin::{same_origin, FlowOrigin, MAX_TRACKED_ORIGINS};
+use crate::kinds::flow::gate::{Gate, Pass};
+use crate::kinds::flow::origin_rule::{same_origin, FlowOrigin, MAX_TRACKED_ORIGINS};
+use crate::kinds::flow::related::Resolve;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::hotspot::rule::interval_nanos;
+use crate::slot::param_table::{Full, ParamTable, RateDecision};
 
 /// One flow rule with an origin, in force on a node.
 #[derive(Debug)]

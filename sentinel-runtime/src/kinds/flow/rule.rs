@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-pub use super::adaptive::AdaptiveConcurrency;
-use super::cluster::{ClusterFallback, ClusterThreshold};
-pub use super::origin::FlowOrigin;
 use crate::error::RuleError;
+pub use crate::kinds::flow::adaptive_rule::AdaptiveConcurrency;
+pub use crate::kinds::flow::origin_rule::FlowOrigin;
+use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
 
 /// The largest threshold a flow rule accepts (passes per window, or calls inside).
 pub const MAX_THRESHOLD: f64 = 2_147_483_647.0;
-pub use super::window::MAX_SAMPLE_COUNT;
+pub use crate::rule_data::window::MAX_SAMPLE_COUNT;
 /// The window a flow rule uses unless told otherwise: one second...
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
 /// ...in ten buckets of 100 ms, so a boundary burst is bounded by a tenth of the window.
@@ -312,7 +312,7 @@ impl FlowRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
-        super::resource::validate(&self.resource)?;
+        crate::rule_data::resource::validate(&self.resource)?;
         let t = self.threshold;
         if !t.is_finite() {
             return err("threshold", format!("must be a finite number, got {t}"));
@@ -326,7 +326,7 @@ impl FlowRule {
                 format!("must be at most {MAX_THRESHOLD}, got {t}"),
             );
         }
-        super::window::validate(&self.resource, self.window, self.sample_count)?;
+        crate::rule_data::window::validate(&self.resource, self.window, self.sample_count)?;
         match (self.metric, &self.adaptive) {
             (FlowMetric::AdaptiveConcurrency, settings) => {
                 settings.unwrap_or_default().validate(&self.resource)?

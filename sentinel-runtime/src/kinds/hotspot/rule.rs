@@ -3,10 +3,10 @@
 use std::hash::Hash;
 use std::time::Duration;
 
-use super::cluster::{ClusterFallback, ClusterThreshold};
-use super::flow::{MAX_THRESHOLD, MAX_WAIT_LIMIT};
 use crate::error::RuleError;
+use crate::kinds::flow::rule::{MAX_THRESHOLD, MAX_WAIT_LIMIT};
 use crate::param::MAX_PARAMS;
+use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
 
 /// How many values a hotspot rule tracks unless told otherwise.
 pub const DEFAULT_HOTSPOT_CAPACITY: usize = 16_384;
@@ -380,7 +380,7 @@ impl HotspotRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
-        super::resource::validate(&self.resource)?;
+        crate::rule_data::resource::validate(&self.resource)?;
         if self.cluster.is_some() && self.metric != HotspotMetric::Qps {
             return err(
                 "cluster",

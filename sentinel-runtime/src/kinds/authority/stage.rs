@@ -2,8 +2,8 @@
 //! It reserves nothing.
 
 use crate::error::BlockError;
-use crate::rule_data::authority::AuthorityRule;
-use crate::slot::chain::Call;
+use crate::kinds::authority::rule::AuthorityRule;
+use crate::kinds::chain::Call;
 
 /// The authority part of a chain: the rules as given.
 pub(crate) fn build(rules: &[AuthorityRule]) -> Vec<AuthorityRule> {

@@ -1,10 +1,10 @@
 //! The rules written at a resource's definition (the attribute's `qps = ...`, `breaker(...)`):
 //! its defaults, in force for every kind no loaded rule replaces.
 
-use super::circuit_breaker::CircuitBreakerRule;
-use super::flow::FlowRule;
-use super::hotspot::HotspotRule;
 use crate::error::RuleError;
+use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::hotspot::rule::HotspotRule;
 
 /// Rules written at a resource's definition, by kind.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::threshold::Threshold;
+use crate::slot::threshold::Threshold;
 use crate::stat::NodeStats;
 
 /// Finds a resource's statistics by name; given by the rule loader, so this layer needs neither
@@ -14,14 +14,14 @@ pub(crate) type Resolve = fn(&str) -> Option<&'static NodeStats>;
 #[derive(Debug)]
 pub(crate) struct RelatedGate {
     /// The related resource's name, freed with the gate when a reload replaces it.
-    pub(super) related: Arc<str>,
+    pub(crate) related: Arc<str>,
     node: OnceLock<&'static NodeStats>,
     resolve: Resolve,
-    pub(super) threshold: Threshold,
+    pub(crate) threshold: Threshold,
 }
 
 impl RelatedGate {
-    pub(super) fn new(related: &str, threshold: f64, resolve: Resolve) -> RelatedGate {
+    pub(crate) fn new(related: &str, threshold: f64, resolve: Resolve) -> RelatedGate {
         RelatedGate {
             related: Arc::from(related),
             node: OnceLock::new(),
@@ -31,7 +31,7 @@ impl RelatedGate {
     }
 
     #[inline]
-    pub(super) fn admits(&self, now: u64, count: u32) -> bool {
+    pub(crate) fn admits(&self, now: u64, count: u32) -> bool {
         let node = match self.node.get() {
             Some(node) => node,
             None => match (self.resolve)(&self.related) {

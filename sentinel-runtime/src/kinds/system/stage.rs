@@ -2,8 +2,8 @@
 //! force.
 
 use crate::error::BlockError;
-use crate::slot::chain::{Call, INBOUND_CALL};
-use crate::slot::system::{cancel, is_active, try_enter, SystemPass};
+use crate::kinds::chain::{Call, INBOUND_CALL};
+use crate::kinds::system::check::{cancel, is_active, try_enter, SystemPass};
 
 /// The stage's check: what the system check reserved goes into the call's admission.
 #[inline(always)]

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Mutex;
 
-use crate::rule_data::adaptive::AdaptiveConcurrency;
+use crate::kinds::flow::adaptive_rule::AdaptiveConcurrency;
 
 /// How an admitted call ended, for the limit. A call cancelled half-way is not reported, unless
 /// it was cut after the timeout (a drop).

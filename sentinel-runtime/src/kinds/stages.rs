@@ -4,25 +4,25 @@
 //!
 //! A stage is a kind of check: a function that checks the call and records what it reserved
 //! in the [`Call`], and one that gives that back. Adding a kind is one entry in [`STAGES`]
-//! (plus its part of the [`Chain`](super::Chain) and its builder).
+//! (plus its part of the [`Chain`](crate::kinds::Chain) and its builder).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::chain::{Admission, BuildContext, Call, Chain, ChainRules, Lone, Target};
-use super::concurrency::ConcurrencyCounter;
-use super::custom::{self, Registered, SlotContext, SlotList};
-use super::order::{
+use crate::error::BlockError;
+use crate::kinds::chain::{Admission, BuildContext, Call, Chain, ChainRules, Lone, Target};
+use crate::param::Params;
+use crate::slot::concurrency::ConcurrencyCounter;
+use crate::slot::custom::{self, Registered, SlotContext, SlotList};
+use crate::slot::order::{
     AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
     SYSTEM_SLOT_ORDER,
 };
-use crate::error::BlockError;
-use crate::param::Params;
 
-mod authority;
-mod circuit_breaker;
-mod flow;
-mod hotspot;
-mod system;
+use crate::kinds::authority::stage as authority;
+use crate::kinds::circuit_breaker::stage as circuit_breaker;
+use crate::kinds::flow::stage as flow;
+use crate::kinds::hotspot::stage as hotspot;
+use crate::kinds::system::stage as system;
 
 /// A built-in stage: where custom slots fall around it, its check, and what gives back what
 /// its check reserved (also after the check itself blocked half-way; a no-op when it reserved
@@ -180,7 +180,7 @@ impl Unwind<'_, '_> {
     fn context(&self, stages: usize) -> SlotContext<'_> {
         SlotContext {
             target: self.call.target,
-            chain: self.call.chain,
+            circuit: self.call.chain.breakers.iter().map(|b| b.state()).max(),
             now: self.times[stages],
             count: self.call.count,
         }

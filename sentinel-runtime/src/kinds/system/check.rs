@@ -19,11 +19,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, LazyLock};
 
-use super::concurrency::ConcurrencyCounter;
-use super::gate::Gate;
 use crate::error::BlockError;
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::system::{SystemRule, SYSTEM_RESOURCE};
+use crate::kinds::flow::gate::Gate;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::system::rule::{SystemRule, SYSTEM_RESOURCE};
+use crate::slot::concurrency::ConcurrencyCounter;
 use crate::stat::inbound;
 use crate::sync::Published;
 use crate::system_load::{cpu_usage, load_per_core};
@@ -54,7 +54,7 @@ pub(crate) fn is_active() -> bool {
 /// Puts `rules` (validated) in force, combined to the strictest value of each field; none makes
 /// the system check inactive. A `qps` limit keeps its gate's counts across reloads.
 pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
-    let rule = crate::rule_data::system::combine(rules);
+    let rule = crate::kinds::system::rule::combine(rules);
     let old = LIMITS.load_full();
     let qps = rule.qps.map(|qps| match &old.qps {
         Some(gate) => {

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use crate::error::BlockError;
-use crate::rule_data::flow::{FlowMetric, FlowRule};
-use crate::slot::adaptive::AdaptiveLimit;
-use crate::slot::chain::Call;
-use crate::slot::chain::{BuildContext, Chain};
-use crate::slot::gate::{successions as gate_successions, Gate};
-use crate::slot::origin::{origin_key, OriginGate};
+use crate::kinds::chain::Call;
+use crate::kinds::chain::{BuildContext, Chain};
+use crate::kinds::flow::adaptive::AdaptiveLimit;
+use crate::kinds::flow::gate::{successions as gate_successions, Gate};
+use crate::kinds::flow::origin::{origin_key, OriginGate};
+use crate::kinds::flow::rule::{FlowMetric, FlowRule};
 
 /// The flow part of a chain.
 #[derive(Default)]

@@ -1,6 +1,6 @@
 //! The checks of cluster rules: a flow rule's [`ClusterGate`] and a hotspot rule's
 //! [`ClusterHot`]. While the store answers they spend tokens leased from it
-//! ([`lease`](super::lease)); a key without a lease yet is admitted against its local share
+//! ([`lease`](crate::slot::cluster::lease)); a key without a lease yet is admitted against its local share
 //! (charged with its lease); when the store cannot be reached, or no cluster is started, they
 //! limit locally (or pass) as the rule's [`ClusterFallback`] says.
 //!
@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::lease::{key_of, Take, FLOW_KEY};
-use super::shared::{self, RuleLeases, MODE_CONNECTED, MODE_FALLBACK};
 use crate::error::BlockError;
+use crate::kinds::flow::qps::QpsGate;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::hotspot::rule::HotspotRule;
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
-use crate::rule_data::flow::FlowRule;
-use crate::rule_data::hotspot::HotspotRule;
+use crate::slot::cluster::lease::{key_of, Take, FLOW_KEY};
+use crate::slot::cluster::shared::{self, RuleLeases, MODE_CONNECTED, MODE_FALLBACK};
 use crate::slot::param_table::{ParamTable, RateDecision};
-use crate::slot::qps::QpsGate;
 
 /// The reason a cluster rule's block gives while the instances share the limit.
 pub(crate) const CLUSTER_LIMIT: &str =

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
-use crate::rule_data::flow::WarmUp;
+use crate::kinds::flow::rule::WarmUp;
 use crate::stat::word::{pack, tag, tag_of, value};
 
 const SECOND: u64 = 1_000_000_000;

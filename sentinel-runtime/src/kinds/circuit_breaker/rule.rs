@@ -153,7 +153,7 @@ impl CircuitBreakerRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
-        super::resource::validate(&self.resource)?;
+        crate::rule_data::resource::validate(&self.resource)?;
         match self.strategy {
             BreakerStrategy::SlowRequestRatio { max_rt, threshold } => {
                 if max_rt.is_zero() {
@@ -182,7 +182,7 @@ impl CircuitBreakerRule {
                 ),
             );
         }
-        super::window::validate(&self.resource, self.window, self.sample_count)?;
+        crate::rule_data::window::validate(&self.resource, self.window, self.sample_count)?;
         if self.recovery.is_zero() || self.recovery > MAX_RECOVERY {
             return err(
                 "recovery",

@@ -14,7 +14,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::breaker::{self, CircuitState, StateChange};
 use crate::error::BlockError;
-use crate::rule_data::circuit_breaker::{BreakerStrategy, CircuitBreakerRule};
+use crate::kinds::circuit_breaker::rule::{BreakerStrategy, CircuitBreakerRule};
 use crate::stat::{LeapArray, MetricEvent};
 
 const CLOSED: u64 = 0;

@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 
 use crossbeam_utils::CachePadded;
 
-use super::threshold::Threshold;
-use super::warm_up::WarmUpCurve;
-use crate::rule_data::flow::FlowRule;
+use crate::kinds::flow::rule::FlowRule;
+use crate::kinds::flow::warm_up::WarmUpCurve;
+use crate::slot::threshold::Threshold;
 
 /// Sentinel's `RateLimiterController`, in nanoseconds (Sentinel Java's milliseconds got rates
 /// above 1000/s wrong, its issue #1615), with the turn taken by CAS so that no two callers
@@ -15,17 +15,17 @@ use crate::rule_data::flow::FlowRule;
 pub(crate) struct ThrottleGate {
     /// The time of the latest turn handed out.
     latest: CachePadded<AtomicU64>,
-    pub(super) threshold: Threshold,
+    pub(crate) threshold: Threshold,
     /// Nanoseconds between two single passes (`window / threshold`, as `f64` bits).
     spacing: AtomicU64,
-    pub(super) window_ns: u64,
-    pub(super) max_wait_ns: u64,
+    pub(crate) window_ns: u64,
+    pub(crate) max_wait_ns: u64,
     /// With warm-up, the spacing follows the curve's rate instead.
     warm: Option<WarmUpCurve>,
 }
 
 impl ThrottleGate {
-    pub(super) fn new(rule: &FlowRule, now: u64) -> ThrottleGate {
+    pub(crate) fn new(rule: &FlowRule, now: u64) -> ThrottleGate {
         let window_ns = rule.window_ms() * 1_000_000;
         let gate = ThrottleGate {
             latest: CachePadded::new(AtomicU64::new(0)),
@@ -43,7 +43,7 @@ impl ThrottleGate {
         gate
     }
 
-    pub(super) fn set_threshold(&self, threshold: f64) {
+    pub(crate) fn set_threshold(&self, threshold: f64) {
         self.threshold.set(threshold);
         let spacing = if threshold > 0.0 {
             self.window_ns as f64 / threshold
@@ -74,7 +74,7 @@ impl ThrottleGate {
     /// `ThrottlingChecker`). A single call always gets a turn: a threshold below 1 paces calls
     /// more than a window apart.
     #[inline]
-    pub(super) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
+    pub(crate) fn try_acquire(&self, now: u64, count: u32) -> Option<u64> {
         if self.oversized(count) {
             return None;
         }
@@ -106,14 +106,14 @@ impl ThrottleGate {
 
     /// Whether a batch of `count` is more than the threshold: it can never pass.
     #[inline]
-    pub(super) fn oversized(&self, count: u32) -> bool {
+    pub(crate) fn oversized(&self, count: u32) -> bool {
         u64::from(count) > self.threshold.limit().max(1)
     }
 
     /// For a call refused at `now`: how long until `count` passes would get a turn within
     /// `max_wait`, at the current queue and rate (`None` at a rate of 0).
     #[cold]
-    pub(super) fn retry_after(&self, now: u64, count: u32) -> Option<u64> {
+    pub(crate) fn retry_after(&self, now: u64, count: u32) -> Option<u64> {
         let turn = self
             .latest
             .load(Acquire)
