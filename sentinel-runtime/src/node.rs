@@ -253,13 +253,13 @@ impl ResourceNode {
     /// The resource's statistics over the second-level window, with its running totals.
     pub fn snapshot(&self) -> ResourceStats {
         let (circuit, limit, evictions, min_rtt) = self.with_chain(|c| {
-            let circuit = c.breakers.iter().map(|b| b.state()).max();
-            let evictions = (!c.hotspots.is_empty())
-                .then(|| c.hotspots.iter().map(|g| g.live_evictions()).sum());
-            let min_rtt = c.adaptive.as_ref().and_then(|a| a.min_rtt());
+            let circuit = c.circuit_breaker.iter().map(|b| b.state()).max();
+            let evictions =
+                (!c.hotspot.is_empty()).then(|| c.hotspot.iter().map(|g| g.live_evictions()).sum());
+            let min_rtt = c.flow.adaptive.as_ref().and_then(|a| a.min_rtt());
             (
                 circuit,
-                c.adaptive.as_ref().map(|a| a.limit()),
+                c.flow.adaptive.as_ref().map(|a| a.limit()),
                 evictions,
                 min_rtt,
             )
@@ -330,18 +330,18 @@ impl ResourceNode {
     /// nanoseconds), in rule order.
     #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
     pub(crate) fn hotspot_blocked(&self, now: u64) -> Vec<crate::kinds::hotspot::BlockedValues> {
-        self.with_chain(|c| c.hotspots.iter().map(|g| g.blocked_top(now)).collect())
+        self.with_chain(|c| c.hotspot.iter().map(|g| g.blocked_top(now)).collect())
     }
 
     /// Values its hotspot rules forgot while still being limited, because their tables were full
     /// of such values (a table full of idle values forgets those first, losing nothing).
     pub fn hotspot_live_evictions(&self) -> u64 {
-        self.with_chain(|c| c.hotspots.iter().map(|g| g.live_evictions()).sum())
+        self.with_chain(|c| c.hotspot.iter().map(|g| g.live_evictions()).sum())
     }
 
     /// The state of each circuit breaker in force, in rule order.
     pub fn circuit_states(&self) -> Vec<CircuitState> {
-        self.with_chain(|c| c.breakers.iter().map(|b| b.state()).collect())
+        self.with_chain(|c| c.circuit_breaker.iter().map(|b| b.state()).collect())
     }
 
     /// The flow rules written at the resource's definition.
@@ -351,7 +351,7 @@ impl ResourceNode {
 
     /// The circuit-breaker rules written at the resource's definition.
     pub fn default_circuit_breaker_rules(&self) -> Vec<CircuitBreakerRule> {
-        self.config().defaults.breakers.clone()
+        self.config().defaults.circuit_breaker.clone()
     }
 
     /// Whether the node has learned its parameters' names.
@@ -422,10 +422,10 @@ impl ResourceNode {
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
         let mut reports = 0;
-        if !chain.breakers.is_empty() {
+        if !chain.circuit_breaker.is_empty() {
             reports |= REPORTS_BREAKERS;
         }
-        if chain.adaptive.is_some() {
+        if chain.flow.adaptive.is_some() {
             reports |= REPORTS_ADAPTIVE;
         }
         if self.counter.is_tracking() {

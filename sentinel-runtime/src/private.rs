@@ -268,7 +268,7 @@ impl StaticNode {
                     .flow
                     .push(FlowRule::adaptive_concurrency(self.name)),
                 DefaultRule::Flow(spec) => defaults.flow.push(spec.rule(self.name)),
-                DefaultRule::Breaker(spec) => defaults.breakers.push(spec.rule(self.name)),
+                DefaultRule::Breaker(spec) => defaults.circuit_breaker.push(spec.rule(self.name)),
                 DefaultRule::Hotspot(spec) => defaults.hotspot.push(spec.rule(self.name)),
             }
         }

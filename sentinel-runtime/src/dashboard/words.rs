@@ -21,7 +21,7 @@ pub(crate) fn transition(change: &StateChange) -> String {
 /// listener runs inside the breaker's transition, on the caller's thread).
 fn breaker_rules(resource: &str) -> Vec<CircuitBreakerRule> {
     crate::registry::get(resource)
-        .map(|node| node.with_chain(|c| c.breakers.iter().map(|b| b.rule.clone()).collect()))
+        .map(|node| node.with_chain(|c| c.circuit_breaker.iter().map(|b| b.rule.clone()).collect()))
         .unwrap_or_default()
 }
 

@@ -105,7 +105,7 @@ impl Entry {
         // never read again.
         if let Some(held) = unsafe { ManuallyDrop::take(&mut self.held) } {
             for &(i, place) in &held.places {
-                if let Some(gate) = held.chain.hotspots.get(i) {
+                if let Some(gate) = held.chain.hotspot.get(i) {
                     gate.exit(place);
                 }
             }
@@ -118,14 +118,14 @@ impl Entry {
         if reports & (REPORTS_BREAKERS | REPORTS_ADAPTIVE) != 0 {
             // Breaker transitions run listeners: a panicking one is contained there.
             self.node.with_chain(|chain| {
-                for breaker in chain.breakers.iter() {
+                for breaker in chain.circuit_breaker.iter() {
                     let probe = self.probe.for_breaker(breaker);
                     breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
                 }
                 // A cancelled call (its future dropped half-way) says nothing about the limit,
                 // unless it was cut after the limit's timeout (an outer timeout drops exactly
                 // the calls the limit counts as drops).
-                if let Some(limit) = &chain.adaptive {
+                if let Some(limit) = &chain.flow.adaptive {
                     let rtt = now.saturating_sub(self.start);
                     if !abandoned || limit.timed_out(rtt) {
                         let outcome = if error || abandoned {

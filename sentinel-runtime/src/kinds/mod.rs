@@ -1,16 +1,25 @@
 //! One folder per kind of rule: its rule data and validation, its check and its stage, its
-//! section of the rule files. The chain of checks a resource runs, the stage runner and the
-//! table of kinds sit beside them; shared building blocks (the QPS ring, the parameter table,
-//! the cluster's leases) are in [`slot`](crate::slot).
+//! section of the rule files. Beside them: the table of kinds (`table`) and what every kind
+//! supplies to it (`kind`), a resource's chain of checks (`chain`), what a call carries through
+//! the stages (`call`) and the stage runner (`stages`). Shared building blocks (the QPS ring,
+//! the parameter table, the cluster's leases) are in [`slot`](crate::slot).
+//!
+//! Adding a kind: its folder (its rule, its `Kind` in `kind.rs`, its stage and checks, its file
+//! section), one line in `table.rs`, its section in the rule files' format.
 
 pub(crate) mod authority;
+pub(crate) mod call;
 pub(crate) mod chain;
 pub(crate) mod circuit_breaker;
 pub(crate) mod defaults;
 pub(crate) mod flow;
 pub(crate) mod hotspot;
+pub(crate) mod kind;
 pub(crate) mod stages;
 pub(crate) mod system;
+pub(crate) mod table;
+pub(crate) mod validate;
 
-pub(crate) use chain::{Admission, BuildContext, Chain, ChainRules, Target, INBOUND_CALL};
-pub(crate) use stages::{build, cancel, check};
+pub(crate) use call::{Admission, BuildContext, Target, INBOUND_CALL};
+pub(crate) use chain::{Chain, ChainRules};
+pub(crate) use stages::{cancel, check};

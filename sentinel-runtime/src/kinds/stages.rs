@@ -2,82 +2,61 @@
 //! slots merged in by their order numbers); the first block stops the run, and everything the
 //! stages and slots before it reserved is given back by walking the same list back.
 //!
-//! A stage is a kind of check: a function that checks the call and records what it reserved
-//! in the [`Call`], and one that gives that back. Adding a kind is one entry in [`STAGES`]
-//! (plus its part of the [`Chain`](crate::kinds::Chain) and its builder).
+//! A stage is a kind of check: its [`Kind::check`] checks the call and records what it
+//! reserved in the [`Call`], and its [`Kind::release`] gives that back. The list is the table
+//! of kinds, sorted by each kind's [`Kind::ORDER`].
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::BlockError;
-use crate::kinds::chain::{Admission, BuildContext, Call, Chain, ChainRules, Lone, Target};
+use crate::kinds::call::{Admission, Call, Target};
+use crate::kinds::chain::Chain;
+use crate::kinds::kind::Kind;
+use crate::kinds::table::kinds_table;
 use crate::param::Params;
 use crate::slot::concurrency::ConcurrencyCounter;
 use crate::slot::custom::{self, Registered, SlotContext, SlotList};
-use crate::slot::order::{
-    AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
-    SYSTEM_SLOT_ORDER,
-};
 
-use crate::kinds::authority::stage as authority;
-use crate::kinds::circuit_breaker::stage as circuit_breaker;
-use crate::kinds::flow::stage as flow;
-use crate::kinds::hotspot::stage as hotspot;
-use crate::kinds::system::stage as system;
-
-/// A built-in stage: where custom slots fall around it, its check, and what gives back what
-/// its check reserved (also after the check itself blocked half-way; a no-op when it reserved
-/// nothing).
+/// A built-in stage: where custom slots fall around it, its kind's check, and what gives back
+/// what its check reserved (also after the check itself blocked half-way; a no-op when it
+/// reserved nothing).
+#[derive(Clone, Copy)]
 pub(crate) struct Stage {
     pub(crate) order: i32,
-    pub(crate) check: fn(&mut Call<'_>) -> Result<(), BlockError>,
-    pub(crate) release: fn(&mut Call<'_>),
+    pub(crate) check: fn(&Chain, &mut Call<'_>) -> Result<(), BlockError>,
+    pub(crate) release: fn(&Chain, &mut Call<'_>),
 }
 
-/// The built-in stages, in the order they run (Sentinel's).
-pub(crate) const STAGES: [Stage; 5] = [
-    Stage {
-        order: AUTHORITY_SLOT_ORDER,
-        check: authority::check,
-        release: authority::release,
-    },
-    Stage {
-        order: SYSTEM_SLOT_ORDER,
-        check: system::check,
-        release: system::release,
-    },
-    Stage {
-        order: FLOW_SLOT_ORDER,
-        check: flow::check,
-        release: flow::release,
-    },
-    Stage {
-        order: HOTSPOT_SLOT_ORDER,
-        check: hotspot::check,
-        release: hotspot::release,
-    },
-    Stage {
-        order: CIRCUIT_BREAKER_SLOT_ORDER,
-        check: circuit_breaker::check,
-        release: circuit_breaker::release,
-    },
-];
-
-/// The chain of `rules`, taking over from `old` what each kind keeps across a reload (a
-/// gate's counts, a hotspot table, a breaker's state).
-pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>) -> Chain {
-    let flow = flow::build(rules.flow, old, ctx);
-    let mut chain = Chain {
-        authority: authority::build(rules.authority),
-        concurrency: flow.concurrency,
-        adaptive: flow.adaptive,
-        gates: flow.gates,
-        origin_gates: flow.origin_gates,
-        hotspots: hotspot::build(rules.hotspot, &old.hotspots),
-        breakers: circuit_breaker::build(rules.breakers, &old.breakers, ctx.now),
-        lone: Lone::No,
+/// Defines [`STAGES`] from the table of kinds.
+macro_rules! define_stages {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+        /// The built-in stages, in the order they run (Sentinel's: by each kind's order).
+        pub(crate) const STAGES: [Stage; [$(stringify!($name)),*].len()] = by_order([$(
+            Stage {
+                order: <$kind as Kind>::ORDER,
+                check: |chain, call| <$kind as Kind>::check(&chain.$name, call),
+                release: |chain, call| <$kind as Kind>::release(&chain.$name, call),
+            },
+        )*]);
     };
-    chain.mark_lone();
-    chain
+}
+
+kinds_table!(define_stages);
+
+/// `stages` sorted by order (a stable insertion sort, at compile time).
+const fn by_order<const N: usize>(mut stages: [Stage; N]) -> [Stage; N] {
+    let mut i = 1;
+    while i < N {
+        let mut j = i;
+        while j > 0 && stages[j - 1].order > stages[j].order {
+            let held = stages[j - 1];
+            stages[j - 1] = stages[j];
+            stages[j] = held;
+            j -= 1;
+        }
+        i += 1;
+    }
+    stages
 }
 
 /// Runs the stages for one entry at `now`, writing what they decided into `out` (a default
@@ -97,7 +76,6 @@ pub(crate) fn check(
     out.at = now;
     let mut call = Call {
         target,
-        chain,
         counter,
         params,
         count,
@@ -105,13 +83,13 @@ pub(crate) fn check(
         out,
     };
     if custom::has_custom() {
-        return check_with_custom(&mut call);
+        return check_with_custom(chain, &mut call);
     }
     // No user code runs in the built-in stages, so no guard is needed against a panic: a block
     // gives back what was reserved explicitly.
     for (i, stage) in STAGES.iter().enumerate() {
-        if let Err(block) = (stage.check)(&mut call) {
-            release_stages(&mut call, i + 1);
+        if let Err(block) = (stage.check)(chain, &mut call) {
+            release_stages(chain, &mut call, i + 1);
             return Err(block);
         }
     }
@@ -120,9 +98,9 @@ pub(crate) fn check(
 
 /// Gives back what the first `ran` stages reserved, the latest first.
 #[cold]
-fn release_stages(call: &mut Call<'_>, ran: usize) {
+fn release_stages(chain: &Chain, call: &mut Call<'_>, ran: usize) {
     for stage in STAGES[..ran].iter().rev() {
-        (stage.release)(call);
+        (stage.release)(chain, call);
     }
 }
 
@@ -142,14 +120,14 @@ pub(crate) fn cancel(
     let at = admission.at;
     let mut call = Call {
         target,
-        chain,
         counter,
         params: &Params::NONE,
         count,
-        gates: chain.gates.len(),
+        gates: chain.flow.gates.len(),
         out: &mut admission,
     };
     drop(Unwind {
+        chain,
         call: &mut call,
         stages: STAGES.len(),
         slots,
@@ -162,6 +140,7 @@ pub(crate) fn cancel(
 /// Everything run so far for one call with custom slots; dropped armed (a block returned
 /// early, or a panic unwinding), it gives all of it back, in the reverse of the order it ran.
 struct Unwind<'c, 'a> {
+    chain: &'c Chain,
     call: &'c mut Call<'a>,
     /// The first `stages` built-in stages ran (the last of them perhaps half-way).
     stages: usize,
@@ -180,7 +159,7 @@ impl Unwind<'_, '_> {
     fn context(&self, stages: usize) -> SlotContext<'_> {
         SlotContext {
             target: self.call.target,
-            circuit: self.call.chain.breakers.iter().map(|b| b.state()).max(),
+            circuit: self.chain.circuit_breaker.iter().map(|b| b.state()).max(),
             now: self.times[stages],
             count: self.call.count,
         }
@@ -214,7 +193,7 @@ impl Unwind<'_, '_> {
                 let _ = catch_unwind(AssertUnwindSafe(|| slot.cancel(&ctx)));
             } else {
                 i -= 1;
-                (STAGES[i].release)(self.call);
+                (STAGES[i].release)(self.chain, self.call);
             }
         }
     }
@@ -231,10 +210,11 @@ impl Drop for Unwind<'_, '_> {
 /// The stages with the custom slots merged in by order. A block or a panic anywhere gives back
 /// everything reserved before it.
 #[cold]
-fn check_with_custom(call: &mut Call<'_>) -> Result<Option<SlotList>, BlockError> {
+fn check_with_custom(chain: &Chain, call: &mut Call<'_>) -> Result<Option<SlotList>, BlockError> {
     let slots = custom::registered();
     let at = call.out.at;
     let mut run = Unwind {
+        chain,
         call,
         stages: 0,
         slots: slots.slots(),
@@ -245,7 +225,7 @@ fn check_with_custom(call: &mut Call<'_>) -> Result<Option<SlotList>, BlockError
     for stage in &STAGES {
         run.run_slots_before(Some(stage.order))?;
         run.stages += 1;
-        (stage.check)(run.call)?;
+        (stage.check)(chain, run.call)?;
         run.times[run.stages] = run.call.out.at;
     }
     run.run_slots_before(None)?;

@@ -4,70 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use super::rule_set::RuleSet;
 use crate::error::RuleError;
-use crate::kinds::authority::rule::AuthorityRule;
-use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
-use crate::kinds::flow::rule::FlowRule;
-use crate::kinds::hotspot::rule::HotspotRule;
-use crate::kinds::system::rule::SystemRule;
-
-/// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
-/// every kind together) and what [`current`] returns.
-///
-/// Build one in code (the struct is `#[non_exhaustive]`, so start from `RuleSet::default()`), or
-/// read one from a file with the default feature `rule-files`: `RuleSet::from_json`,
-/// `from_yaml`, `from_toml`, `from_path`, and `rules::watch_file` to reload it on change. The
-/// file format (with a complete example in each format, and Sentinel's JSON names) is described
-/// in the `rules::files` module.
-///
-/// ```
-/// use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, RuleSet};
-/// use std::time::Duration;
-///
-/// let mut set = RuleSet::default();
-/// set.flow.push(FlowRule::qps("doc-set-api", 100.0));
-/// set.circuit_breaker.push(
-///     CircuitBreakerRule::error_ratio("doc-set-db", 0.5).recovery(Duration::from_secs(5)),
-/// );
-/// rules::load(set.clone())?;
-/// assert_eq!(rules::current(), set);
-///
-/// // One bad rule refuses the whole set; the rules in force stay.
-/// let mut bad = set.clone();
-/// bad.flow.push(FlowRule::qps("doc-set-other", -1.0));
-/// let err = rules::load(bad).unwrap_err();
-/// assert_eq!(err.entries().len(), 1);
-/// assert_eq!(err.entries()[0].index, Some(1));
-/// assert_eq!(err.entries()[0].field.as_deref(), Some("threshold"));
-/// assert_eq!(rules::current(), set);
-/// # rules::load(RuleSet::default())?;
-/// # Ok::<(), rules::RuleSetError>(())
-/// ```
-#[derive(Clone, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "rule-files", derive(serde::Serialize))]
-#[non_exhaustive]
-pub struct RuleSet {
-    /// Flow rules (Sentinel's `FlowRule`). In files: `flow`.
-    pub flow: Vec<FlowRule>,
-    /// Circuit-breaker rules (Sentinel's `DegradeRule`). In files: `circuit_breaker`, or
-    /// Sentinel's name `degrade`.
-    pub circuit_breaker: Vec<CircuitBreakerRule>,
-    /// Hotspot (per-parameter-value) rules (Sentinel's `ParamFlowRule`). In files: `hotspot`, or
-    /// Sentinel's name `paramFlow`.
-    pub hotspot: Vec<HotspotRule>,
-    /// System rules (Sentinel's `SystemRule`). In files: `system`.
-    pub system: Vec<SystemRule>,
-    /// Authority rules (Sentinel's `AuthorityRule`). In files: `authority`.
-    pub authority: Vec<AuthorityRule>,
-    // A kind added later goes here, a `Vec` with its file name (serde attributes on the field
-    // and in `files::RawFields`), with a line in `is_empty`, `problems`, `load::replace_all` and
-    // `current` below, a `files::RuleKind` (name, keys with the alias) and its reading in
-    // `files::read_rules`.
-}
-
-/// The kind names used in errors, as the rule manager reports them (for rule files).
-#[cfg(feature = "rule-files")]
-pub(crate) use super::load::{AUTHORITY, CIRCUIT_BREAKER, FLOW, HOTSPOT, SYSTEM};
 
 impl RuleSet {
     /// An empty set: loading it clears every loaded rule (resources return to their defaults).
@@ -77,11 +15,7 @@ impl RuleSet {
 
     /// Whether the set has no rule of any kind.
     pub fn is_empty(&self) -> bool {
-        self.flow.is_empty()
-            && self.circuit_breaker.is_empty()
-            && self.hotspot.is_empty()
-            && self.system.is_empty()
-            && self.authority.is_empty()
+        super::load::is_empty(self)
     }
 
     /// Checks every rule of every kind (as [`load`] does first), listing every problem by kind,
@@ -104,13 +38,7 @@ impl RuleSet {
 /// Every invalid rule of `set`, by kind and position in its kind's list (see
 /// [`load::problems`](super::load::problems)).
 pub(crate) fn problems(set: &RuleSet) -> Vec<(&'static str, usize, RuleError)> {
-    super::load::problems(
-        &set.flow,
-        &set.circuit_breaker,
-        &set.hotspot,
-        &set.system,
-        &set.authority,
-    )
+    super::load::problems(set)
 }
 
 /// Validates every rule of every kind, then replaces **every kind at once**: the loaded rules of
@@ -128,14 +56,7 @@ pub fn load(set: RuleSet) -> Result<(), RuleSetError> {
 /// file's name).
 pub(crate) fn load_uncounted(set: RuleSet) -> Result<(), RuleSetError> {
     set.validate()?;
-    super::load::replace_all(
-        set.flow,
-        set.circuit_breaker,
-        set.hotspot,
-        set.system,
-        set.authority,
-    )
-    .map_err(|problems| {
+    super::load::replace_all(set).map_err(|problems| {
         // Unreachable after `validate`, which makes the same checks; kept for safety.
         RuleSetError::new(
             problems
@@ -147,20 +68,14 @@ pub(crate) fn load_uncounted(set: RuleSet) -> Result<(), RuleSetError> {
 }
 
 /// The rules loaded now, every kind (not the resources' defaults): what the last [`load`] (or
-/// per-kind load) put in force. Each kind is read on its own, in the order of
+/// per-kind load) put in force, every kind read at once, each in the order of
 /// [`flow_rules`](crate::rules::flow_rules),
 /// [`circuit_breaker_rules`](crate::rules::circuit_breaker_rules),
 /// [`hotspot_rules`](crate::rules::hotspot_rules),
 /// [`system_rules`](crate::rules::system_rules) and
 /// [`authority_rules`](crate::rules::authority_rules).
 pub fn current() -> RuleSet {
-    RuleSet {
-        flow: super::load::flow_rules(),
-        circuit_breaker: super::load::circuit_breaker_rules(),
-        hotspot: super::load::hotspot_rules(),
-        system: super::load::system_rules(),
-        authority: super::load::authority_rules(),
-    }
+    super::load::current()
 }
 
 /// A refused rule set: every problem found, each with where it is.
@@ -344,8 +259,9 @@ impl std::error::Error for RuleSetError {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manager::load::{CIRCUIT_BREAKER, FLOW};
-    use crate::rules::MAX_BREAKERS_PER_RESOURCE;
+    const FLOW: &str = "flow";
+    const CIRCUIT_BREAKER: &str = "circuit_breaker";
+    use crate::rules::{CircuitBreakerRule, FlowRule, MAX_BREAKERS_PER_RESOURCE};
     use std::time::Duration;
 
     #[test]

@@ -1,7 +1,10 @@
-//! Rules as plain validated data, one module per kind: what a rule says, its builder methods and
-//! its `validate()`. Nothing here knows how rules are checked, loaded or read from files; the
-//! public paths are in [`rules`](crate::rules).
+//! What the kinds of rules share below them: cluster settings, resource names and windows as
+//! plain validated data, and (`file`) the parsed rule document and its readers' helpers. Each
+//! kind's own rule is in its folder under `kinds/`; the public paths are in
+//! [`rules`](crate::rules).
 
 pub(crate) mod cluster;
+#[cfg(feature = "rule-files")]
+pub(crate) mod file;
 pub(crate) mod resource;
 pub(crate) mod window;

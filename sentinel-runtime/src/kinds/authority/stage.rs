@@ -3,7 +3,7 @@
 
 use crate::error::BlockError;
 use crate::kinds::authority::rule::AuthorityRule;
-use crate::kinds::chain::Call;
+use crate::kinds::call::Call;
 
 /// The authority part of a chain: the rules as given.
 pub(crate) fn build(rules: &[AuthorityRule]) -> Vec<AuthorityRule> {
@@ -12,15 +12,15 @@ pub(crate) fn build(rules: &[AuthorityRule]) -> Vec<AuthorityRule> {
 
 /// The stage's check: the call's origin (the entry's own, else its scope's) must pass each rule.
 #[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
-    if call.chain.authority.is_empty() {
+pub(crate) fn check(checks: &[AuthorityRule], call: &mut Call<'_>) -> Result<(), BlockError> {
+    if checks.is_empty() {
         return Ok(());
     }
-    check_origin(call)
+    check_origin(checks, call)
 }
 
 #[cold]
-fn check_origin(call: &Call<'_>) -> Result<(), BlockError> {
+fn check_origin(checks: &[AuthorityRule], call: &Call<'_>) -> Result<(), BlockError> {
     let scoped;
     let origin = match call.params.origin() {
         Some(origin) => Some(origin),
@@ -29,16 +29,11 @@ fn check_origin(call: &Call<'_>) -> Result<(), BlockError> {
             scoped.as_deref()
         }
     };
-    match call
-        .chain
-        .authority
-        .iter()
-        .find(|rule| !rule.admits(origin))
-    {
+    match checks.iter().find(|rule| !rule.admits(origin)) {
         Some(_) => Err(BlockError::authority(call.target.name, origin)),
         None => Ok(()),
     }
 }
 
 /// Nothing to give back.
-pub(crate) fn release(_: &mut Call<'_>) {}
+pub(crate) fn release(_: &[AuthorityRule], _: &mut Call<'_>) {}

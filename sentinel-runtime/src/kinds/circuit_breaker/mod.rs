@@ -2,7 +2,12 @@
 //! its stage.
 
 pub(crate) mod breaker;
+#[cfg(feature = "rule-files")]
+pub(crate) mod file;
+pub(crate) mod kind;
 pub(crate) mod rule;
+#[cfg(feature = "rule-files")]
+pub(crate) mod sentinel;
 pub(crate) mod stage;
 
-pub(crate) use breaker::{CircuitBreaker, ProbeTicket};
+pub(crate) use breaker::ProbeTicket;

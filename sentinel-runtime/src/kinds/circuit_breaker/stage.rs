@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::BlockError;
-use crate::kinds::chain::Call;
+use crate::kinds::call::Call;
 use crate::kinds::circuit_breaker::breaker::{CircuitBreaker, ProbeTicket};
 use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
 
@@ -30,15 +30,15 @@ pub(crate) fn build(
 
 /// The stage's check: every breaker must admit the call; at most one makes it its probe.
 #[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
-    if call.chain.breakers.is_empty() {
+pub(crate) fn check(checks: &[Arc<CircuitBreaker>], call: &mut Call<'_>) -> Result<(), BlockError> {
+    if checks.is_empty() {
         return Ok(());
     }
-    check_breakers(call)
+    check_breakers(checks, call)
 }
 
-fn check_breakers(call: &mut Call<'_>) -> Result<(), BlockError> {
-    for breaker in call.chain.breakers.iter() {
+fn check_breakers(checks: &[Arc<CircuitBreaker>], call: &mut Call<'_>) -> Result<(), BlockError> {
+    for breaker in checks.iter() {
         if let Some(probe) =
             breaker.try_enter(call.target.name, call.out.at, call.out.probe.is_some())?
         {
@@ -49,10 +49,10 @@ fn check_breakers(call: &mut Call<'_>) -> Result<(), BlockError> {
 }
 
 /// Gives back the probe, if a half-open breaker admitted the call as one.
-pub(crate) fn release(call: &mut Call<'_>) {
+pub(crate) fn release(checks: &[Arc<CircuitBreaker>], call: &mut Call<'_>) {
     let ticket = std::mem::take(&mut call.out.probe);
     if ticket.is_some() {
-        for breaker in &call.chain.breakers {
+        for breaker in checks {
             if let Some(probe) = ticket.for_breaker(breaker) {
                 breaker.release_probe(probe);
             }

@@ -4,17 +4,21 @@
 pub(crate) mod adaptive;
 pub(crate) mod adaptive_rule;
 pub(crate) mod cluster;
+#[cfg(feature = "rule-files")]
+pub(crate) mod file;
 pub(crate) mod gate;
+pub(crate) mod kind;
 pub(crate) mod origin;
 pub(crate) mod origin_rule;
 pub(crate) mod qps;
 pub(crate) mod related;
 pub(crate) mod rule;
+#[cfg(feature = "rule-files")]
+pub(crate) mod sentinel;
 pub(crate) mod stage;
 pub(crate) mod throttle;
 pub(crate) mod warm_up;
 
-pub(crate) use adaptive::{AdaptiveLimit, Outcome};
+pub(crate) use adaptive::Outcome;
 pub(crate) use gate::Gate;
-pub(crate) use origin::OriginGate;
 pub(crate) use qps::QpsGate;

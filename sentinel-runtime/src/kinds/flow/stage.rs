@@ -6,15 +6,14 @@
 use std::sync::Arc;
 
 use crate::error::BlockError;
-use crate::kinds::chain::Call;
-use crate::kinds::chain::{BuildContext, Chain};
+use crate::kinds::call::{BuildContext, Call};
 use crate::kinds::flow::adaptive::AdaptiveLimit;
 use crate::kinds::flow::gate::{successions as gate_successions, Gate};
 use crate::kinds::flow::origin::{origin_key, OriginGate};
 use crate::kinds::flow::rule::{FlowMetric, FlowRule};
 
 /// The flow part of a chain.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct FlowChecks {
     pub(crate) concurrency: Option<(u64, f64)>,
     pub(crate) adaptive: Option<Arc<AdaptiveLimit>>,
@@ -25,7 +24,7 @@ pub(crate) struct FlowChecks {
 /// The flow checks of `rules`. A gate of the same shape as one in `old` is kept with the new
 /// threshold (its counts stay); a new gate starts with the passes the resource admitted in its
 /// window; the adaptive limit is kept while its settings are unchanged.
-pub(crate) fn build(rules: &[FlowRule], old: &Chain, ctx: &BuildContext<'_>) -> FlowChecks {
+pub(crate) fn build(rules: &[FlowRule], old: &FlowChecks, ctx: &BuildContext<'_>) -> FlowChecks {
     let mut checks = FlowChecks::default();
     // The gate each QPS rule takes over, decided before any threshold is set in place.
     let gated: Vec<&FlowRule> = rules
@@ -88,11 +87,11 @@ pub(crate) fn build(rules: &[FlowRule], old: &Chain, ctx: &BuildContext<'_>) -> 
 /// The stage's check: the concurrency limit, then the QPS gates. The latest throttling turn
 /// among the gates goes into the call's admission.
 #[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
+pub(crate) fn check(checks: &FlowChecks, call: &mut Call<'_>) -> Result<(), BlockError> {
     let resource = call.target.name;
     if call.counter.is_tracking() {
-        let fixed = call.chain.concurrency.map(|(limit, _)| limit);
-        let adaptive = call.chain.adaptive.as_ref().map(|a| a.limit());
+        let fixed = checks.concurrency.map(|(limit, _)| limit);
+        let adaptive = checks.adaptive.as_ref().map(|a| a.limit());
         let limit = match (fixed, adaptive) {
             (Some(f), Some(a)) => Some(f.min(a)),
             (f, a) => f.or(a),
@@ -100,14 +99,14 @@ pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
         // A batch holds as many places as it asks passes (Sentinel's `canPass`).
         let places = u64::from(call.count);
         if !call.counter.try_acquire(limit, places) {
-            if let Some(a) = &call.chain.adaptive {
+            if let Some(a) = &checks.adaptive {
                 a.on_block(call.out.at); // ends a probe past its deadline
             }
-            return Err(concurrency_block(resource, call.chain, fixed, adaptive));
+            return Err(concurrency_block(resource, checks, fixed, adaptive));
         }
         call.out.counted = places;
     }
-    match call.chain.gates.as_slice() {
+    match checks.gates.as_slice() {
         [] => {}
         [gate] => {
             // One gate (the common case): no other gate to check again at a later time.
@@ -116,12 +115,12 @@ pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
             call.gates = 1;
             call.out.turn = call.out.turn.max(pass.turn);
         }
-        _ => check_gates(call, resource)?,
+        _ => check_gates(checks, call, resource)?,
     }
-    if call.chain.origin_gates.is_empty() {
+    if checks.origin_gates.is_empty() {
         return Ok(());
     }
-    check_origins(call, resource)
+    check_origins(checks, call, resource)
 }
 
 /// The gates of the rules with an origin that count the call's origin (the entry's own, else
@@ -129,7 +128,11 @@ pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
 /// refuses the call (rare: the thread was delayed; refusing is always safe).
 #[cold]
 #[inline(never)]
-fn check_origins(call: &mut Call<'_>, resource: &'static str) -> Result<(), BlockError> {
+fn check_origins(
+    checks: &FlowChecks,
+    call: &mut Call<'_>,
+    resource: &'static str,
+) -> Result<(), BlockError> {
     let scoped;
     let origin = match call.params.origin() {
         Some(origin) => Some(origin),
@@ -143,7 +146,7 @@ fn check_origins(call: &mut Call<'_>, resource: &'static str) -> Result<(), Bloc
     };
     let key = origin_key(origin);
     call.out.origin_key = key;
-    for (i, gate) in call.chain.origin_gates.iter().enumerate().take(64) {
+    for (i, gate) in checks.origin_gates.iter().enumerate().take(64) {
         if !gate.applies(Some(origin)) {
             continue;
         }
@@ -159,19 +162,19 @@ fn check_origins(call: &mut Call<'_>, resource: &'static str) -> Result<(), Bloc
             }
             Err(block) => block,
         };
-        cancel_origins(call);
+        cancel_origins(checks, call);
         return Err(block);
     }
     Ok(())
 }
 
 /// Gives back the passes the origin gates took.
-fn cancel_origins(call: &mut Call<'_>) {
+fn cancel_origins(checks: &FlowChecks, call: &mut Call<'_>) {
     let mut passes = std::mem::take(&mut call.out.origin_passes);
     while passes != 0 {
         let i = passes.trailing_zeros() as usize;
         passes &= passes - 1;
-        if let Some(gate) = call.chain.origin_gates.get(i) {
+        if let Some(gate) = checks.origin_gates.get(i) {
             gate.cancel(call.out.origin_key, call.out.at, call.count);
         }
     }
@@ -179,17 +182,21 @@ fn cancel_origins(call: &mut Call<'_>) {
 
 /// The QPS gates of a chain with more than one, each counting the call at the same time.
 #[inline(never)]
-fn check_gates(call: &mut Call<'_>, resource: &'static str) -> Result<(), BlockError> {
+fn check_gates(
+    checks: &FlowChecks,
+    call: &mut Call<'_>,
+    resource: &'static str,
+) -> Result<(), BlockError> {
     let mut turn = 0;
     // A gate whose window has moved past `at` counts the call later; the gates before it then
     // check again at that time, so that every gate counts the call at the time it is recorded.
     for _round in 0..3 {
         let mut moved = false;
-        for gate in call.chain.gates.iter() {
+        for gate in checks.gates.iter() {
             let pass = gate.try_enter(resource, call.out.at, call.count)?;
             turn = turn.max(pass.turn);
             if pass.at > call.out.at && call.gates > 0 {
-                cancel_gates(call);
+                cancel_gates(checks, call);
                 gate.cancel(pass.at, call.count);
                 call.out.at = pass.at;
                 moved = true;
@@ -206,25 +213,25 @@ fn check_gates(call: &mut Call<'_>, resource: &'static str) -> Result<(), BlockE
     }
     // Still moving after three rounds: the clock is racing past bucket boundaries faster than
     // the check runs. Refusing is always safe.
-    cancel_gates(call);
-    Err(call.chain.gates.first().map_or_else(
+    cancel_gates(checks, call);
+    Err(checks.gates.first().map_or_else(
         || BlockError::flow(resource, 0.0, 1_000),
         |g| g.block_error(resource),
     ))
 }
 
 /// Gives back the passes the admitting gates took.
-fn cancel_gates(call: &mut Call<'_>) {
-    for gate in &call.chain.gates[..call.gates] {
+fn cancel_gates(checks: &FlowChecks, call: &mut Call<'_>) {
+    for gate in &checks.gates[..call.gates] {
         gate.cancel(call.out.at, call.count);
     }
     call.gates = 0;
 }
 
 /// Gives back the gates' passes and the place inside.
-pub(crate) fn release(call: &mut Call<'_>) {
-    cancel_origins(call);
-    cancel_gates(call);
+pub(crate) fn release(checks: &FlowChecks, call: &mut Call<'_>) {
+    cancel_origins(checks, call);
+    cancel_gates(checks, call);
     if call.out.counted != 0 {
         call.counter.release(call.out.counted);
         call.out.counted = 0;
@@ -236,7 +243,7 @@ pub(crate) fn release(call: &mut Call<'_>) {
 #[cold]
 fn concurrency_block(
     resource: &'static str,
-    chain: &Chain,
+    checks: &FlowChecks,
     fixed: Option<u64>,
     adaptive: Option<u64>,
 ) -> BlockError {
@@ -244,6 +251,6 @@ fn concurrency_block(
         Some(a) if fixed.is_none_or(|f| a < f) => {
             BlockError::concurrency(resource, a as f64).because("adaptive limit")
         }
-        _ => BlockError::concurrency(resource, chain.concurrency.map_or(0.0, |(_, given)| given)),
+        _ => BlockError::concurrency(resource, checks.concurrency.map_or(0.0, |(_, given)| given)),
     }
 }

@@ -1,7 +1,7 @@
 //! The hotspot stage: each hotspot gate admits the call's value of its parameter.
 
 use crate::error::BlockError;
-use crate::kinds::chain::Call;
+use crate::kinds::call::Call;
 use crate::kinds::hotspot::gate::{successions, HotPass, HotspotGate};
 use crate::kinds::hotspot::rule::HotspotRule;
 
@@ -22,16 +22,16 @@ pub(crate) fn build(rules: &[HotspotRule], old: &[HotspotGate]) -> Vec<HotspotGa
 /// throttling turn among them goes into the call's admission, the passes into its
 /// [`HotPasses`].
 #[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
-    if call.chain.hotspots.is_empty() {
+pub(crate) fn check(checks: &[HotspotGate], call: &mut Call<'_>) -> Result<(), BlockError> {
+    if checks.is_empty() {
         return Ok(());
     }
-    check_values(call)
+    check_values(checks, call)
 }
 
-fn check_values(call: &mut Call<'_>) -> Result<(), BlockError> {
+fn check_values(checks: &[HotspotGate], call: &mut Call<'_>) -> Result<(), BlockError> {
     let (resource, params, at, count) = (call.target.name, call.params, call.out.at, call.count);
-    for (i, gate) in call.chain.hotspots.iter().enumerate() {
+    for (i, gate) in checks.iter().enumerate() {
         let pass = gate
             .try_enter(resource, params, at, count)
             .inspect_err(|_| gate.note_block(params, at, count))?;
@@ -46,9 +46,9 @@ fn check_values(call: &mut Call<'_>) -> Result<(), BlockError> {
 }
 
 /// Gives back what the gates admitted, the latest first.
-pub(crate) fn release(call: &mut Call<'_>) {
+pub(crate) fn release(checks: &[HotspotGate], call: &mut Call<'_>) {
     for (i, pass) in call.out.hot.drain_latest_first() {
-        if let Some(gate) = call.chain.hotspots.get(i) {
+        if let Some(gate) = checks.get(i) {
             gate.cancel(pass, call.count);
         }
     }

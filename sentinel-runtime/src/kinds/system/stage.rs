@@ -2,12 +2,12 @@
 //! force.
 
 use crate::error::BlockError;
-use crate::kinds::chain::{Call, INBOUND_CALL};
+use crate::kinds::call::{Call, INBOUND_CALL};
 use crate::kinds::system::check::{cancel, is_active, try_enter, SystemPass};
 
 /// The stage's check: what the system check reserved goes into the call's admission.
 #[inline(always)]
-pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
+pub(crate) fn check(_: &(), call: &mut Call<'_>) -> Result<(), BlockError> {
     if call.params.is_inbound() {
         call.out.inbound = INBOUND_CALL;
         if is_active() {
@@ -20,7 +20,7 @@ pub(crate) fn check(call: &mut Call<'_>) -> Result<(), BlockError> {
 }
 
 /// Gives back what the system check reserved.
-pub(crate) fn release(call: &mut Call<'_>) {
+pub(crate) fn release(_: &(), call: &mut Call<'_>) {
     if call.out.system != SystemPass::default() {
         cancel(std::mem::take(&mut call.out.system), call.count);
     }

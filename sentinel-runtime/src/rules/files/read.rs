@@ -6,56 +6,43 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::sentinel;
-use super::value::{Value, ValueError};
 use crate::error::RuleError;
-use crate::kinds::authority::rule::AuthorityRule;
-use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
-use crate::kinds::flow::rule::FlowRule;
-use crate::kinds::hotspot::rule::HotspotRule;
-use crate::kinds::system::rule::SystemRule;
+use crate::kinds::kind::Kind;
+use crate::kinds::table::kinds_table;
 use crate::manager::set;
 use crate::manager::set::{RuleSet, RuleSetErrorEntry};
+use crate::rule_data::file::reader::Reader;
+use crate::rule_data::file::value::{Value, ValueError};
 
-/// The rule kinds a file can hold: their names in errors and their keys in files.
+/// A kind of rule a file can hold: its name in errors and its keys in files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum RuleKind {
-    Flow,
-    CircuitBreaker,
-    Hotspot,
-    System,
-    Authority,
+pub(super) struct RuleKind {
+    name: &'static str,
+    keys: &'static [&'static str],
+    process_wide: bool,
 }
 
 impl RuleKind {
     pub(super) fn name(self) -> &'static str {
-        match self {
-            RuleKind::Flow => set::FLOW,
-            RuleKind::CircuitBreaker => set::CIRCUIT_BREAKER,
-            RuleKind::Hotspot => set::HOTSPOT,
-            RuleKind::System => set::SYSTEM,
-            RuleKind::Authority => set::AUTHORITY,
-        }
+        self.name
     }
 
     pub(super) fn keys(self) -> &'static [&'static str] {
-        match self {
-            RuleKind::Flow => &["flow"],
-            RuleKind::CircuitBreaker => &["circuit_breaker", "degrade"],
-            RuleKind::Hotspot => &["hotspot", "paramFlow"],
-            RuleKind::System => &["system"],
-            RuleKind::Authority => &["authority"],
+        self.keys
+    }
+
+    fn of<K: Kind>() -> RuleKind {
+        RuleKind {
+            name: K::NAME,
+            keys: K::KEYS,
+            process_wide: K::PROCESS_WIDE,
         }
     }
 
-    fn of(name: &str) -> RuleKind {
-        match name {
-            set::FLOW => RuleKind::Flow,
-            set::HOTSPOT => RuleKind::Hotspot,
-            set::SYSTEM => RuleKind::System,
-            set::AUTHORITY => RuleKind::Authority,
-            _ => RuleKind::CircuitBreaker,
-        }
+    /// The kind named `name`, if a file can hold it.
+    #[cfg(test)]
+    pub(super) fn named(name: &str) -> Option<RuleKind> {
+        KINDS.iter().copied().find(|k| k.name == name)
     }
 }
 
@@ -77,40 +64,51 @@ pub(super) enum RawDoc {
     Fields(RawFields),
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A document's lists of rules, by kind (in the table's order), each as unread rules.
 pub(super) struct RawFields {
-    #[serde(default, deserialize_with = "rule_list")]
-    flow: Option<Vec<Value>>,
-    #[serde(default, alias = "degrade", deserialize_with = "rule_list")]
-    circuit_breaker: Option<Vec<Value>>,
-    #[serde(default, alias = "paramFlow", deserialize_with = "rule_list")]
-    hotspot: Option<Vec<Value>>,
-    #[serde(default, deserialize_with = "rule_list")]
-    system: Option<Vec<Value>>,
-    #[serde(default, deserialize_with = "rule_list")]
-    authority: Option<Vec<Value>>,
+    lists: Vec<Option<Vec<Value>>>,
 }
 
 impl RawFields {
     pub(super) fn lists_no_kind(&self) -> bool {
-        self.flow.is_none()
-            && self.circuit_breaker.is_none()
-            && self.hotspot.is_none()
-            && self.system.is_none()
-            && self.authority.is_none()
+        self.lists.iter().all(Option::is_none)
     }
 }
 
 /// A kind's list of rules: a list (`null`, as from `flow:` with nothing after it, is refused).
-fn rule_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Seq(rules) => Ok(Some(rules)),
-        Value::Null => Err(de::Error::custom(
+fn rule_list<E: de::Error>(value: Value) -> Result<Vec<Value>, E> {
+    match value {
+        Value::Seq(rules) => Ok(rules),
+        Value::Null => Err(E::custom(
             "a rule kind with no value: list its rules, or write `[]` to clear that kind",
         )),
-        _ => Err(de::Error::custom("a rule kind must be a list of rules")),
+        _ => Err(E::custom("a rule kind must be a list of rules")),
     }
+}
+
+/// Reads the map of kinds: each key one kind's (by its name or Sentinel's), at most once.
+fn raw_fields<'de, A: MapAccess<'de>>(mut map: A) -> Result<RawFields, A::Error> {
+    let mut lists: Vec<Option<Vec<Value>>> = KINDS.iter().map(|_| None).collect();
+    while let Some(key) = map.next_key::<String>()? {
+        let Some(at) = KINDS.iter().position(|k| k.keys.contains(&key.as_str())) else {
+            return Err(de::Error::unknown_field(&key, NAMES));
+        };
+        if lists[at].is_some() {
+            return Err(de::Error::duplicate_field(KINDS[at].name));
+        }
+        lists[at] = Some(rule_list(map.next_value::<Value>()?)?);
+    }
+    Ok(RawFields { lists })
+}
+
+/// The hint a syntax error about a kind given twice gets, when the kind has two names.
+pub(super) fn duplicate_hint(message: &str) -> Option<String> {
+    KINDS.iter().find_map(|k| {
+        let other = k.keys.get(1)?;
+        message
+            .contains(&format!("duplicate field `{}`", k.name))
+            .then(|| format!(" (`{other}` is another name for it: use one)"))
+    })
 }
 
 impl<'de> Deserialize<'de> for RawDoc {
@@ -119,10 +117,7 @@ impl<'de> Deserialize<'de> for RawDoc {
         impl<'de> Visitor<'de> for DocVisitor {
             type Value = RawDoc;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(
-                    "a map of rule kinds (`flow`, `circuit_breaker`, `hotspot`, `system`, \
-                     `authority`)",
-                )
+                write!(f, "a map of rule kinds (`{}`)", NAMES.join("`, `"))
             }
             fn visit_unit<E: de::Error>(self) -> Result<RawDoc, E> {
                 Ok(RawDoc::Empty)
@@ -134,8 +129,7 @@ impl<'de> Deserialize<'de> for RawDoc {
                 Err(de::Error::custom(TOP_LEVEL_LIST))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawDoc, A::Error> {
-                RawFields::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(RawDoc::Fields)
+                raw_fields(map).map(RawDoc::Fields)
             }
         }
         d.deserialize_any(DocVisitor)
@@ -217,10 +211,10 @@ fn read_rule<R>(
     value: Value,
     reader: &Reader<R>,
 ) -> Result<(R, Naming), Box<Problem>> {
-    // A system rule is process-wide: it names no resource (Sentinel's unused `resource` aside).
-    let resource = match kind {
-        RuleKind::System => None,
-        _ => resource_of(&value),
+    // A process-wide rule names no resource (Sentinel's unused `resource` aside).
+    let resource = match kind.process_wide {
+        true => None,
+        false => resource_of(&value),
     };
     let (result, naming) = match (reader.is_sentinel)(&value) {
         Some(key) => {
@@ -243,72 +237,13 @@ fn read_rule<R>(
     }
 }
 
-/// How one kind's rules are read: the test for Sentinel's names, a reader for each naming, and
-/// how each naming spells a field the rule's validation names (by our name, flat).
-struct Reader<R> {
-    is_sentinel: fn(&Value) -> Option<&'static str>,
-    ours: fn(Value) -> Result<R, ValueError>,
-    sentinel: fn(Value) -> Result<R, ValueError>,
-    our_field: fn(&str) -> &str,
-    sentinel_field: for<'a> fn(&R, &'a str) -> &'a str,
-}
-
-const FLOW: Reader<FlowRule> = Reader {
-    is_sentinel: sentinel::sentinel_flow_key,
-    ours: FlowRule::deserialize,
-    sentinel: sentinel::flow_rule,
-    our_field: |field| match field {
-        "warm_up" => "warm_up.period",
-        "cold_factor" => "warm_up.cold_factor",
-        other => other,
-    },
-    sentinel_field: |_, field| sentinel::flow_field(field),
-};
-
-const CIRCUIT_BREAKER: Reader<CircuitBreakerRule> = Reader {
-    is_sentinel: sentinel::sentinel_degrade_key,
-    ours: CircuitBreakerRule::deserialize,
-    sentinel: sentinel::degrade_rule,
-    our_field: |field| match field {
-        "threshold" => "strategy.threshold",
-        "max_rt" => "strategy.max_rt",
-        other => other,
-    },
-    sentinel_field: sentinel::degrade_field,
-};
-
-const HOTSPOT: Reader<HotspotRule> = Reader {
-    is_sentinel: sentinel::sentinel_param_flow_key,
-    ours: HotspotRule::deserialize,
-    sentinel: sentinel::param_flow_rule,
-    our_field: |field| field,
-    sentinel_field: |_, field| sentinel::param_flow_field(field),
-};
-
-const SYSTEM: Reader<SystemRule> = Reader {
-    is_sentinel: sentinel::sentinel_system_key,
-    ours: SystemRule::deserialize,
-    sentinel: sentinel::system_rule,
-    our_field: |field| field,
-    sentinel_field: |_, field| sentinel::system_field(field),
-};
-
-const AUTHORITY: Reader<AuthorityRule> = Reader {
-    is_sentinel: sentinel::sentinel_authority_key,
-    ours: authority_rule,
-    sentinel: sentinel::authority_rule,
-    our_field: |field| field,
-    sentinel_field: |_, field| sentinel::authority_field(field),
-};
-
 /// Reads one kind's rules: those that read, each with its position in the file's list and its
 /// naming; a problem for each that does not.
-fn read_kind<R>(
-    kind: RuleKind,
+fn read_kind<K: Kind>(
     values: Option<Vec<Value>>,
-    reader: &Reader<R>,
     problems: &mut Vec<Problem>,
-) -> (Vec<R>, Vec<(usize, Naming)>) {
+) -> (Vec<K::Rule>, Vec<(usize, Naming)>) {
+    let (kind, reader) = (RuleKind::of::<K>(), &K::READER);
     let mut rules = Vec::new();
     let mut at = Vec::new();
     for (i, value) in values.unwrap_or_default().into_iter().enumerate() {
@@ -323,63 +258,47 @@ fn read_kind<R>(
     (rules, at)
 }
 
-/// Reads and checks every rule of every kind: the set of the rules that read, and every problem.
-pub(super) fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
-    let mut problems = Vec::new();
-    let mut set = RuleSet::new();
-    // For each rule read: its position in the file's list, and its naming.
-    let flow_at;
-    let breaker_at;
-    let hotspot_at;
-    let system_at;
-    let authority_at;
-    (set.flow, flow_at) = read_kind(RuleKind::Flow, fields.flow, &FLOW, &mut problems);
-    (set.circuit_breaker, breaker_at) = read_kind(
-        RuleKind::CircuitBreaker,
-        fields.circuit_breaker,
-        &CIRCUIT_BREAKER,
-        &mut problems,
-    );
-    (set.hotspot, hotspot_at) =
-        read_kind(RuleKind::Hotspot, fields.hotspot, &HOTSPOT, &mut problems);
-    (set.system, system_at) = read_kind(RuleKind::System, fields.system, &SYSTEM, &mut problems);
-    (set.authority, authority_at) = read_kind(
-        RuleKind::Authority,
-        fields.authority,
-        &AUTHORITY,
-        &mut problems,
-    );
-    for (kind, j, e) in set::problems(&set) {
-        let kind = RuleKind::of(kind);
-        problems.push(match kind {
-            RuleKind::Flow => invalid(kind, &FLOW, &set.flow, &flow_at, j, &e),
-            RuleKind::CircuitBreaker => invalid(
-                kind,
-                &CIRCUIT_BREAKER,
-                &set.circuit_breaker,
-                &breaker_at,
-                j,
-                &e,
-            ),
-            RuleKind::Hotspot => invalid(kind, &HOTSPOT, &set.hotspot, &hotspot_at, j, &e),
-            RuleKind::System => invalid(kind, &SYSTEM, &set.system, &system_at, j, &e),
-            RuleKind::Authority => invalid(kind, &AUTHORITY, &set.authority, &authority_at, j, &e),
-        });
-    }
-    problems.sort_by_key(|p| (p.kind.name(), p.index));
-    (set, problems)
+/// Defines the kinds a file holds and the reading of every kind, from the table of kinds.
+macro_rules! define_reading {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+        /// The rule kinds a file can hold, in the table's order.
+        const KINDS: &[RuleKind] = &[$( RuleKind {
+            name: <$kind as Kind>::NAME,
+            keys: <$kind as Kind>::KEYS,
+            process_wide: <$kind as Kind>::PROCESS_WIDE,
+        }, )*];
+
+        /// The kinds' names, for errors.
+        const NAMES: &[&str] = &[$( <$kind as Kind>::NAME, )*];
+
+        /// Reads and checks every rule of every kind: the set of the rules that read, and
+        /// every problem.
+        pub(super) fn read_rules(fields: RawFields) -> (RuleSet, Vec<Problem>) {
+            let mut problems = Vec::new();
+            let mut lists = fields.lists.into_iter();
+            // Per kind: the rules read, and for each its position in the file's list and its
+            // naming.
+            $( let $name = read_kind::<$kind>(lists.next().flatten(), &mut problems); )*
+            let set = RuleSet { $( $name: $name.0, )* };
+            for (kind, j, e) in set::problems(&set) {
+                $(
+                    if kind == <$kind as Kind>::NAME {
+                        problems.push(invalid::<$kind>(&set.$name, &$name.1, j, &e));
+                    }
+                )*
+            }
+            problems.sort_by_key(|p| (p.kind.name(), p.index));
+            (set, problems)
+        }
+    };
 }
+
+kinds_table!(define_reading);
 
 /// The problem of the `j`th rule read of a kind that its validation refused, at the rule's
 /// position in the file and naming the field as the file spells it.
-fn invalid<R>(
-    kind: RuleKind,
-    reader: &Reader<R>,
-    rules: &[R],
-    at: &[(usize, Naming)],
-    j: usize,
-    e: &RuleError,
-) -> Problem {
+fn invalid<K: Kind>(rules: &[K::Rule], at: &[(usize, Naming)], j: usize, e: &RuleError) -> Problem {
+    let (kind, reader) = (RuleKind::of::<K>(), &K::READER);
     let (index, naming) = at[j];
     let field = match naming {
         Naming::Ours => (reader.our_field)(e.field()),
@@ -387,17 +306,8 @@ fn invalid<R>(
     };
     let mut entry = RuleSetErrorEntry::from_rule_error(kind.name(), index, e);
     entry.field = Some(field.to_owned());
-    if kind == RuleKind::System {
+    if kind.process_wide {
         entry.resource = None;
     }
     Problem { kind, index, entry }
-}
-
-/// Reads an authority rule with our names; origins are trimmed, as the constructors do.
-fn authority_rule(value: Value) -> Result<AuthorityRule, ValueError> {
-    let mut rule = AuthorityRule::deserialize(value)?;
-    for origin in &mut rule.origins {
-        *origin = origin.trim().to_owned();
-    }
-    Ok(rule)
 }

@@ -1,7 +1,7 @@
 use super::format::Format;
 use super::text::parse;
-use super::*;
 use crate::manager::set::RuleSet;
+use crate::rule_data::file::duration;
 use std::time::Duration;
 
 use super::locate::{self, Pos};
@@ -200,12 +200,30 @@ fn at(
 fn rules_and_fields_are_located_in_every_format() {
     let json =
         "{\n \"x\": 1,\n \"flow\": [\n  {\"a\": 1},\n\n  {\n \"b\": {\"c\": [0, 2]}}, {\"c\":3}]}";
-    let rule = |i| at(json, Format::Json, RuleKind::Flow, i, None).0;
+    let rule = |i| {
+        at(
+            json,
+            Format::Json,
+            RuleKind::named("flow").unwrap(),
+            i,
+            None,
+        )
+        .0
+    };
     assert_eq!(
         (rule(0), rule(1), rule(2), rule(3)),
         (Some((4, 3)), Some((6, 3)), Some((7, 23)), None)
     );
-    let field = |f| at(json, Format::Json, RuleKind::Flow, 1, Some(f)).1;
+    let field = |f| {
+        at(
+            json,
+            Format::Json,
+            RuleKind::named("flow").unwrap(),
+            1,
+            Some(f),
+        )
+        .1
+    };
     assert_eq!(field("b"), Some((7, 2)));
     assert_eq!(field("b.c"), Some((7, 8)));
     assert_eq!(field("b.c[1]"), Some((7, 17)));
@@ -213,23 +231,59 @@ fn rules_and_fields_are_located_in_every_format() {
     assert_eq!(field("missing"), None);
 
     let yaml = "x: 1\ndegrade:\n  - a: 1\n\n  - b: 2\n    c: {d: [5, 6]}\n  - {e: 5}\n";
-    let rule = |i| at(yaml, Format::Yaml, RuleKind::CircuitBreaker, i, None).0;
+    let rule = |i| {
+        at(
+            yaml,
+            Format::Yaml,
+            RuleKind::named("circuit_breaker").unwrap(),
+            i,
+            None,
+        )
+        .0
+    };
     assert_eq!(
         (rule(0), rule(1), rule(2), rule(3)),
         (Some((3, 5)), Some((5, 5)), Some((7, 6)), None)
     );
-    let field = |f| at(yaml, Format::Yaml, RuleKind::CircuitBreaker, 1, Some(f)).1;
+    let field = |f| {
+        at(
+            yaml,
+            Format::Yaml,
+            RuleKind::named("circuit_breaker").unwrap(),
+            1,
+            Some(f),
+        )
+        .1
+    };
     assert_eq!(field("c"), Some((6, 5)));
     assert_eq!(field("c.d"), Some((6, 9)));
     assert_eq!(field("c.d[1]"), Some((6, 16)));
 
     let toml = "x = 1\n\n[[flow]]\na = 1\n\n[[flow]]\n# c\nb = 2\nc = { d = [1, 2] }\n";
-    let rule = |i| at(toml, Format::Toml, RuleKind::Flow, i, None).0;
+    let rule = |i| {
+        at(
+            toml,
+            Format::Toml,
+            RuleKind::named("flow").unwrap(),
+            i,
+            None,
+        )
+        .0
+    };
     assert_eq!(
         (rule(0), rule(1), rule(2)),
         (Some((3, 1)), Some((6, 1)), None)
     );
-    let field = |f| at(toml, Format::Toml, RuleKind::Flow, 1, Some(f)).1;
+    let field = |f| {
+        at(
+            toml,
+            Format::Toml,
+            RuleKind::named("flow").unwrap(),
+            1,
+            Some(f),
+        )
+        .1
+    };
     assert_eq!(field("b"), Some((8, 1)));
     assert_eq!(field("c.d[1]"), Some((9, 15)));
 }

@@ -87,11 +87,8 @@ fn located_error(text: &str, format: Format, problems: Vec<Problem>) -> RuleSetE
 }
 
 fn syntax_error(mut message: String, location: Option<(usize, usize)>) -> RuleSetError {
-    if message.contains("duplicate field `circuit_breaker`") {
-        message.push_str(" (`degrade` is another name for it: use one)");
-    }
-    if message.contains("duplicate field `hotspot`") {
-        message.push_str(" (`paramFlow` is another name for it: use one)");
+    if let Some(hint) = super::read::duplicate_hint(&message) {
+        message.push_str(&hint);
     }
     RuleSetError::new(vec![RuleSetErrorEntry::whole(message).at(location)])
 }

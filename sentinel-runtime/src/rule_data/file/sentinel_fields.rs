@@ -3,20 +3,20 @@
 
 use serde::de::{self, Deserializer, Visitor};
 
-use crate::rules::files::value::ValueError;
+use crate::rule_data::file::value::ValueError;
 
-pub(super) fn refuse(field: &str, message: impl Into<String>) -> ValueError {
+pub(crate) fn refuse(field: &str, message: impl Into<String>) -> ValueError {
     ValueError::new(Some(field), message)
 }
 
 /// A number as Sentinel's JSON may give it: a number, or a string holding a finite one
 /// (fastjson reads both, and Sentinel's own datasource tests write `"count": "0.0"`).
-pub(super) fn number<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+pub(crate) fn number<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     d.deserialize_any(NumberVisitor)
 }
 
 /// [`number`], or `null` (or absent, with `#[serde(default)]`) for none.
-pub(super) fn opt_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+pub(crate) fn opt_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     d.deserialize_option(OptNumber)
 }
 
@@ -74,7 +74,7 @@ struct OptNumber;
 
 /// Sentinel's `regex` (a resource name that is a regular expression, since 1.8.7; its
 /// serialisers write `"regex": false` on every rule): accepted when false.
-pub(super) fn check_regex(regex: Option<bool>) -> Result<(), ValueError> {
+pub(crate) fn check_regex(regex: Option<bool>) -> Result<(), ValueError> {
     if regex == Some(true) {
         return Err(refuse(
             "regex",
@@ -85,7 +85,7 @@ pub(super) fn check_regex(regex: Option<bool>) -> Result<(), ValueError> {
 }
 
 /// A whole number in `0..=max`, for Sentinel's integer fields (which JSON may write as `10.0`).
-pub(super) fn whole(field: &str, value: f64, max: f64) -> Result<f64, ValueError> {
+pub(crate) fn whole(field: &str, value: f64, max: f64) -> Result<f64, ValueError> {
     if value.is_finite() && value >= 0.0 && value <= max && value.fract() == 0.0 {
         Ok(value)
     } else {
@@ -97,7 +97,7 @@ pub(super) fn whole(field: &str, value: f64, max: f64) -> Result<f64, ValueError
 }
 
 /// A whole number in `1..=u32::MAX` of `unit`.
-pub(super) fn positive(field: &str, value: f64, unit: &str) -> Result<f64, ValueError> {
+pub(crate) fn positive(field: &str, value: f64, unit: &str) -> Result<f64, ValueError> {
     let max = f64::from(u32::MAX);
     if value.is_finite() && value >= 1.0 && value <= max && value.fract() == 0.0 {
         Ok(value)
@@ -110,7 +110,7 @@ pub(super) fn positive(field: &str, value: f64, unit: &str) -> Result<f64, Value
 }
 
 /// One of the `codes` (with their meanings, for the message).
-pub(super) fn code(
+pub(crate) fn code(
     field: &str,
     value: Option<f64>,
     default: u8,
@@ -123,7 +123,7 @@ pub(super) fn code(
     }
 }
 
-pub(super) fn check_limit_app(limit_app: Option<&str>) -> Result<(), ValueError> {
+pub(crate) fn check_limit_app(limit_app: Option<&str>) -> Result<(), ValueError> {
     match limit_app {
         None | Some("default") => Ok(()),
         Some(other) => Err(refuse(
@@ -138,7 +138,7 @@ pub(super) fn check_limit_app(limit_app: Option<&str>) -> Result<(), ValueError>
 
 /// A field Sentinel writes on every rule with its default: accepted when unused only at that
 /// default (another value would be a setting we would silently drop).
-pub(super) fn unused_at_default(
+pub(crate) fn unused_at_default(
     field: &str,
     value: Option<f64>,
     default: f64,

@@ -1,8 +1,14 @@
-use super::*;
 use std::time::Duration;
 
-use super::degrade::above;
-use crate::rules::{AuthorityRule, FlowRule, HotspotRule, SystemRule};
+use crate::kinds::authority::sentinel::{authority_field, authority_rule};
+use crate::kinds::circuit_breaker::sentinel::{above, degrade_rule};
+use crate::kinds::flow::sentinel::flow_rule;
+use crate::kinds::hotspot::sentinel::param_flow_rule;
+use crate::kinds::system::sentinel::{system_field, system_rule};
+use crate::rule_data::file::value::Value;
+use crate::rules::{
+    AuthorityRule, BreakerStrategy, CircuitBreakerRule, FlowRule, HotspotRule, SystemRule,
+};
 
 fn node(json: &str) -> Value {
     serde_json::from_str(json).expect("test JSON parses")

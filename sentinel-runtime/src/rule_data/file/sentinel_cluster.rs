@@ -9,14 +9,14 @@
 
 use serde::Deserialize;
 
-use super::fields::{opt_number, positive, refuse};
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
-use crate::rules::files::value::ValueError;
+use crate::rule_data::file::sentinel_fields::{opt_number, positive, refuse};
+use crate::rule_data::file::value::ValueError;
 
 /// Sentinel's `ClusterFlowConfig`: a flow rule's `clusterConfig`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct SentinelClusterFlowConfig {
+pub(crate) struct SentinelClusterFlowConfig {
     /// The rule's id at Sentinel's token server: a cluster rule here is known by its resource.
     #[allow(dead_code)]
     #[serde(default, deserialize_with = "opt_number")]
@@ -55,7 +55,7 @@ pub(super) struct SentinelClusterFlowConfig {
 /// Sentinel's `ParamFlowClusterConfig`: a param-flow rule's `clusterConfig`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct SentinelParamFlowClusterConfig {
+pub(crate) struct SentinelParamFlowClusterConfig {
     /// As in [`SentinelClusterFlowConfig`].
     #[allow(dead_code)]
     #[serde(default, deserialize_with = "opt_number")]
@@ -70,7 +70,7 @@ pub(super) struct SentinelParamFlowClusterConfig {
 }
 
 /// What both configs say about the limit.
-pub(super) struct ClusterConfig {
+pub(crate) struct ClusterConfig {
     threshold_type: Option<f64>,
     fallback_to_local_when_fail: Option<bool>,
     strategy: Option<f64>,
@@ -109,7 +109,7 @@ const DEFAULT_WINDOW_INTERVAL_MS: f64 = 1_000.0;
 /// A rule's cluster settings from `clusterMode` and `clusterConfig`: none for a rule that is not
 /// a cluster rule. `default_fallback` is what an absent `fallbackToLocalWhenFail` means
 /// (Sentinel's defaults differ: true on flow rules, false on param-flow rules).
-pub(super) fn cluster(
+pub(crate) fn cluster(
     mode: Option<bool>,
     config: Option<ClusterConfig>,
     default_fallback: ClusterFallback,

@@ -4,12 +4,14 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::fields::{
+use crate::rule_data::file::reader::first_of;
+
+use crate::kinds::circuit_breaker::rule::{BreakerStrategy, CircuitBreakerRule};
+use crate::rule_data::file::sentinel_fields::{
     check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
     whole,
 };
-use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
-use crate::rules::files::value::{Value, ValueError};
+use crate::rule_data::file::value::{Value, ValueError};
 
 /// Sentinel's default slow ratio, which its serialisers write on every degrade rule.
 const DEFAULT_SLOW_RATIO: f64 = 1.0;
@@ -135,7 +137,7 @@ pub(crate) fn degrade_rule(node: Value) -> Result<CircuitBreakerRule, ValueError
 /// Both compute the ratio as the same `f64` division, so "at least `above(r)`" and "more than
 /// `r`" decide alike for every count of calls. A ratio outside `0..=1` stays outside (refused by
 /// validation, naming Sentinel's field).
-pub(super) fn above(ratio: f64) -> f64 {
+pub(crate) fn above(ratio: f64) -> f64 {
     if (0.0..1.0).contains(&ratio) {
         ratio.next_up()
     } else {
@@ -150,4 +152,37 @@ fn unused_slow_ratio(value: Option<f64>) -> Result<(), ValueError> {
         DEFAULT_SLOW_RATIO,
         "with grade 0 (slow request ratio)",
     )
+}
+
+/// Fields only Sentinel's degrade rules have: one of them makes a `circuit_breaker` rule
+/// Sentinel's.
+const DEGRADE_FIELDS: &[&str] = &[
+    "count",
+    "grade",
+    "limitApp",
+    "timeWindow",
+    "minRequestAmount",
+    "statIntervalMs",
+    "slowRatioThreshold",
+    "passCount",
+];
+
+/// The first field only Sentinel's degrade rules have, if the circuit-breaker rule has one: it
+/// then uses Sentinel's names.
+pub(crate) fn sentinel_degrade_key(node: &Value) -> Option<&'static str> {
+    first_of(node, DEGRADE_FIELDS)
+}
+
+/// As [`flow_field`], for degrade rules (`count` is the max RT of a slow-ratio rule, whose
+/// threshold is `slowRatioThreshold`).
+pub(crate) fn degrade_field<'a>(rule: &CircuitBreakerRule, field: &'a str) -> &'a str {
+    let slow = matches!(rule.strategy, BreakerStrategy::SlowRequestRatio { .. });
+    match field {
+        "threshold" if slow => "slowRatioThreshold",
+        "threshold" | "max_rt" => "count",
+        "min_requests" => "minRequestAmount",
+        "window" | "sample_count" => "statIntervalMs",
+        "recovery" => "timeWindow",
+        other => other,
+    }
 }

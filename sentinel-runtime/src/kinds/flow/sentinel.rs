@@ -5,12 +5,16 @@ use std::time::Duration;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::cluster::{cluster, ClusterConfig, SentinelClusterFlowConfig};
-use super::fields::{check_regex, code, number, opt_number, positive, refuse, unused_at_default};
+use crate::rule_data::file::reader::first_of;
+
 use crate::kinds::flow::origin_rule::FlowOrigin;
 use crate::kinds::flow::rule::{FlowMetric, FlowRule};
 use crate::rule_data::cluster::ClusterFallback;
-use crate::rules::files::value::{Value, ValueError};
+use crate::rule_data::file::sentinel_cluster::{cluster, ClusterConfig, SentinelClusterFlowConfig};
+use crate::rule_data::file::sentinel_fields::{
+    check_regex, code, number, opt_number, positive, refuse, unused_at_default,
+};
+use crate::rule_data::file::value::{Value, ValueError};
 
 /// Sentinel's defaults, for fields it writes on every rule (its JSON serialisers do).
 const DEFAULT_WARM_UP_SEC: f64 = 10.0;
@@ -172,4 +176,40 @@ pub(crate) fn flow_rule(node: Value) -> Result<FlowRule, ValueError> {
         rule.origin = FlowOrigin::from_limit_app(limit_app);
     }
     Ok(rule)
+}
+
+/// Fields only Sentinel's flow rules have: one of them makes a `flow` rule Sentinel's.
+const FLOW_FIELDS: &[&str] = &[
+    "count",
+    "grade",
+    "limitApp",
+    "strategy",
+    "refResource",
+    "controlBehavior",
+    "warmUpPeriodSec",
+    "maxQueueingTimeMs",
+    "clusterMode",
+    "clusterConfig",
+];
+
+/// The first field only Sentinel's flow rules have, if the rule has one: it then uses
+/// Sentinel's names.
+pub(crate) fn sentinel_flow_key(node: &Value) -> Option<&'static str> {
+    first_of(node, FLOW_FIELDS)
+}
+
+/// Sentinel's name for one of our rule fields, in a rule read with Sentinel's names, so a
+/// validation error names the field the file has.
+pub(crate) fn flow_field(field: &str) -> &str {
+    match field {
+        "threshold" => "count",
+        "metric" => "grade",
+        "warm_up" | "cold_factor" => "warmUpPeriodSec",
+        "max_wait" => "maxQueueingTimeMs",
+        "relate" => "refResource",
+        "cluster" => "clusterMode",
+        "cluster_fallback" => "clusterConfig.fallbackToLocalWhenFail",
+        "origin" => "limitApp",
+        other => other,
+    }
 }

@@ -4,14 +4,18 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::cluster::{cluster, ClusterConfig, SentinelParamFlowClusterConfig};
-use super::fields::{
+use crate::rule_data::file::reader::first_of;
+
+use crate::kinds::hotspot::rule::{HotspotException, HotspotMetric, HotspotRule};
+use crate::rule_data::cluster::ClusterFallback;
+use crate::rule_data::file::sentinel_cluster::{
+    cluster, ClusterConfig, SentinelParamFlowClusterConfig,
+};
+use crate::rule_data::file::sentinel_fields::{
     check_limit_app, check_regex, code, number, opt_number, positive, refuse, unused_at_default,
     whole,
 };
-use crate::kinds::hotspot::rule::{HotspotException, HotspotMetric, HotspotRule};
-use crate::rule_data::cluster::ClusterFallback;
-use crate::rules::files::value::{Value, ValueError};
+use crate::rule_data::file::value::{Value, ValueError};
 
 /// The `classType`s of a param-flow item read as strings (Sentinel's `String.class.getName()`,
 /// and the short names people write). A blank `classType` (`""`) is a string too, as in
@@ -189,4 +193,41 @@ pub(crate) fn param_flow_rule(node: Value) -> Result<HotspotRule, ValueError> {
         rule.cluster_fallback = fallback;
     }
     Ok(rule)
+}
+
+/// Fields only Sentinel's param-flow rules have: one of them makes a `hotspot` rule Sentinel's.
+const PARAM_FLOW_FIELDS: &[&str] = &[
+    "count",
+    "grade",
+    "paramIdx",
+    "limitApp",
+    "durationInSec",
+    "burstCount",
+    "controlBehavior",
+    "maxQueueingTimeMs",
+    "paramFlowItemList",
+    "clusterMode",
+    "clusterConfig",
+];
+
+/// The first field only Sentinel's param-flow rules have, if the hotspot rule has one: it then
+/// uses Sentinel's names.
+pub(crate) fn sentinel_param_flow_key(node: &Value) -> Option<&'static str> {
+    first_of(node, PARAM_FLOW_FIELDS)
+}
+
+/// As [`flow_field`], for param-flow rules.
+pub(crate) fn param_flow_field(field: &str) -> &str {
+    match field {
+        "threshold" => "count",
+        "param_index" => "paramIdx",
+        "metric" => "grade",
+        "window" => "durationInSec",
+        "burst" => "burstCount",
+        "max_wait" => "maxQueueingTimeMs",
+        "exceptions" => "paramFlowItemList",
+        "cluster" => "clusterMode",
+        "cluster_fallback" => "clusterConfig.fallbackToLocalWhenFail",
+        other => other,
+    }
 }

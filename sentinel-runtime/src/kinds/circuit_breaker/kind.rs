@@ -1,0 +1,72 @@
+//! The circuit-breaker kind in the table of kinds.
+
+use std::sync::Arc;
+
+use crate::error::{BlockError, RuleError};
+use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::kind::{Alone, Kind, Validation};
+use crate::kinds::validate::{self, Cap};
+#[cfg(feature = "rule-files")]
+use crate::rule_data::file::reader::Reader;
+use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
+
+use super::breaker::CircuitBreaker;
+use super::rule::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
+use super::stage;
+
+/// Circuit-breaker rules (Sentinel's degrade rules).
+pub(crate) struct CircuitBreakerKind;
+
+impl Kind for CircuitBreakerKind {
+    type Rule = CircuitBreakerRule;
+    type Checks = Vec<Arc<CircuitBreaker>>;
+
+    const NAME: &'static str = "circuit_breaker";
+    const KEYS: &'static [&'static str] = &["circuit_breaker", "degrade"];
+    const PROCESS_WIDE: bool = false;
+    const ORDER: i32 = CIRCUIT_BREAKER_SLOT_ORDER;
+    #[cfg(feature = "rule-files")]
+    const READER: Reader<Self::Rule> = super::file::READER;
+
+    fn resource(rule: &CircuitBreakerRule) -> Option<&str> {
+        Some(&rule.resource)
+    }
+
+    fn problems(rules: &[CircuitBreakerRule], _: &Validation) -> Vec<(usize, RuleError)> {
+        validate::problems(rules, CircuitBreakerRule::validate, &[BREAKER_CAP])
+    }
+
+    fn build(
+        rules: &[CircuitBreakerRule],
+        old: &Vec<Arc<CircuitBreaker>>,
+        ctx: &BuildContext<'_>,
+    ) -> Vec<Arc<CircuitBreaker>> {
+        stage::build(rules, old, ctx.now)
+    }
+
+    fn alone(checks: &Vec<Arc<CircuitBreaker>>) -> Alone {
+        if checks.is_empty() {
+            Alone::Empty
+        } else {
+            Alone::Other
+        }
+    }
+
+    #[inline(always)]
+    fn check(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>) -> Result<(), BlockError> {
+        stage::check(checks, call)
+    }
+
+    fn release(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>) {
+        stage::release(checks, call)
+    }
+
+    fn put_in_force(_: &[CircuitBreakerRule], _: u64) {}
+}
+
+const BREAKER_CAP: Cap<CircuitBreakerRule> = Cap {
+    max: MAX_BREAKERS_PER_RESOURCE,
+    what: "circuit-breaker rules",
+    key: |r| Some((&r.resource, 0)),
+    field: "resource",
+};

@@ -1,0 +1,85 @@
+//! [`Kind`]: what every kind of rule supplies, so that the table of kinds
+//! ([`kinds_table`](super::table::kinds_table)) can derive every per-kind list from one line
+//! per kind.
+
+use std::fmt;
+
+use super::call::{BuildContext, Call};
+use crate::error::{BlockError, RuleError};
+#[cfg(feature = "rule-files")]
+use crate::rule_data::file::reader::Reader;
+
+/// A kind of rule: its rules, its part of a resource's chain of checks, its stage, its name.
+///
+/// Every method is required: a new kind cannot leave one out and fall back on a default that
+/// would skip its check.
+pub(crate) trait Kind: 'static {
+    /// The rule (plain validated data; public in [`rules`](crate::rules)).
+    type Rule: Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
+    /// Its part of a resource's [`Chain`](super::chain::Chain): what its stage checks.
+    type Checks: Default + fmt::Debug + Send + Sync;
+
+    /// Its name: in errors (`flow[2]`), in load counts and metrics, and its key in rule files.
+    const NAME: &'static str;
+    /// Its keys in rule files: its name first, then Sentinel's name if it differs.
+    #[cfg_attr(not(feature = "rule-files"), allow(dead_code))]
+    const KEYS: &'static [&'static str];
+    /// Where its stage runs among the stages and the custom slots (Sentinel's order).
+    const ORDER: i32;
+    /// How rule files spell its rules (our names, or Sentinel's).
+    #[cfg(feature = "rule-files")]
+    const READER: Reader<Self::Rule>;
+
+    /// Whether its rules are process-wide (they name no resource: system rules).
+    #[cfg_attr(not(feature = "rule-files"), allow(dead_code))]
+    const PROCESS_WIDE: bool;
+
+    /// The resource a rule names; `None` for a process-wide rule (system rules), which is put
+    /// in force by [`put_in_force`](Self::put_in_force) instead of on resources.
+    fn resource(rule: &Self::Rule) -> Option<&str>;
+
+    /// Every invalid rule of a list, by position: each rule's first bad field, then the rules
+    /// beyond a cap (per resource, or a memory budget).
+    fn problems(rules: &[Self::Rule], ctx: &Validation) -> Vec<(usize, RuleError)>;
+
+    /// Its checks for a resource's rules, taking over from `old` what it keeps across a reload
+    /// (a gate's counts, a table, a breaker's state).
+    fn build(rules: &[Self::Rule], old: &Self::Checks, ctx: &BuildContext<'_>) -> Self::Checks;
+
+    /// What its checks are for the lone-check shortcut (see [`Alone`]).
+    fn alone(checks: &Self::Checks) -> Alone;
+
+    /// Its stage's check: decides the call, recording what it reserved in the call.
+    fn check(checks: &Self::Checks, call: &mut Call<'_>) -> Result<(), BlockError>;
+
+    /// Gives back what its check reserved for the call (also after the check blocked half-way;
+    /// a no-op when it reserved nothing).
+    fn release(checks: &Self::Checks, call: &mut Call<'_>);
+
+    /// Puts a whole validated list in force where it is not per resource (the system rules'
+    /// process-wide limits and sampler); a no-op for per-resource kinds.
+    fn put_in_force(rules: &[Self::Rule], now: u64);
+}
+
+/// What a kind's checks are, for the shortcut that skips the stage runner when a chain is one
+/// check and nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Alone {
+    /// No check at all.
+    Empty,
+    /// One exact QPS gate and nothing else.
+    Qps,
+    /// One hotspot gate limiting a rate, with no wait and no cluster part, and nothing else.
+    Hotspot,
+    /// Anything else: the stage runner runs.
+    Other,
+}
+
+/// What validating a kind's rules may ask of the layers above the kinds.
+#[derive(Clone, Copy)]
+pub(crate) struct Validation {
+    /// The parameter names a resource supplies, once it has been entered with names.
+    pub(crate) param_names: fn(&str) -> Option<Vec<Option<String>>>,
+    /// The most memory the hotspot rules' tables may take together, in bytes.
+    pub(crate) max_hotspot_memory: usize,
+}

@@ -1,0 +1,64 @@
+//! The system kind in the table of kinds.
+
+use crate::error::{BlockError, RuleError};
+use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::kind::{Alone, Kind, Validation};
+use crate::kinds::validate;
+#[cfg(feature = "rule-files")]
+use crate::rule_data::file::reader::Reader;
+use crate::slot::order::SYSTEM_SLOT_ORDER;
+
+use super::rule::SystemRule;
+use super::stage;
+
+/// System rules: process-wide limits on inbound entries.
+pub(crate) struct SystemKind;
+
+impl Kind for SystemKind {
+    type Rule = SystemRule;
+    type Checks = ();
+
+    const NAME: &'static str = "system";
+    const KEYS: &'static [&'static str] = &["system"];
+    const PROCESS_WIDE: bool = true;
+    const ORDER: i32 = SYSTEM_SLOT_ORDER;
+    #[cfg(feature = "rule-files")]
+    const READER: Reader<Self::Rule> = super::file::READER;
+
+    fn resource(rule: &SystemRule) -> Option<&str> {
+        let _ = rule;
+        None
+    }
+
+    fn problems(rules: &[SystemRule], _: &Validation) -> Vec<(usize, RuleError)> {
+        validate::problems(rules, SystemRule::validate, &[])
+    }
+
+    fn build(rules: &[SystemRule], old: &(), _: &BuildContext<'_>) -> () {
+        let _ = (rules, old);
+    }
+
+    fn alone(checks: &()) -> Alone {
+        let _ = checks;
+        // Decided at the entry, for inbound calls only (see `entry::lone`).
+        Alone::Empty
+    }
+
+    #[inline(always)]
+    fn check(checks: &(), call: &mut Call<'_>) -> Result<(), BlockError> {
+        stage::check(checks, call)
+    }
+
+    fn release(checks: &(), call: &mut Call<'_>) {
+        stage::release(checks, call)
+    }
+
+    fn put_in_force(rules: &[SystemRule], now: u64) {
+        super::check::set_rules(rules, now);
+        if rules.is_empty() {
+            crate::system_load::stop();
+        } else {
+            crate::system_load::start();
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The table of kinds: one line per kind of rule. Every list that goes over the kinds is
+//! derived from it: the fields of [`RuleSet`](crate::rules::RuleSet), of a resource's chain of
+//! checks and of the rules a chain is built from, the stages and their order, the loaded rules
+//! by kind, the attribute's defaults, the kinds' names and file keys, the lone-check shortcut
+//! and the kinds the page lists. A kind is its folder under `kinds/` (a [`Kind`](super::kind::Kind)
+//! and what it needs) and one line here.
+
+/// Calls `$then! { .. }` with the table: per kind, the doc of its [`RuleSet`](crate::rules::RuleSet)
+/// field, its name (the field's) and its [`Kind`](super::kind::Kind), in the order of the
+/// `RuleSet`'s fields. The stages run in the order of each kind's `ORDER`, not this one.
+macro_rules! kinds_table {
+    ($then:ident) => {
+        $then! {
+            /// Flow rules (Sentinel's `FlowRule`). In files: `flow`.
+            flow: crate::kinds::flow::kind::FlowKind,
+            /// Circuit-breaker rules (Sentinel's `DegradeRule`). In files: `circuit_breaker`, or
+            /// Sentinel's name `degrade`.
+            circuit_breaker: crate::kinds::circuit_breaker::kind::CircuitBreakerKind,
+            /// Hotspot (per-parameter-value) rules (Sentinel's `ParamFlowRule`). In files:
+            /// `hotspot`, or Sentinel's name `paramFlow`.
+            hotspot: crate::kinds::hotspot::kind::HotspotKind,
+            /// System rules (Sentinel's `SystemRule`). In files: `system`.
+            system: crate::kinds::system::kind::SystemKind,
+            /// Authority rules (Sentinel's `AuthorityRule`). In files: `authority`.
+            authority: crate::kinds::authority::kind::AuthorityKind,
+        }
+    };
+}
+pub(crate) use kinds_table;
