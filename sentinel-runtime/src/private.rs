@@ -7,12 +7,12 @@ use once_cell::race::OnceRef;
 
 pub use crate::entry::{Entry, Reservation};
 pub use crate::error::BlockError;
-use std::time::Duration;
 
-use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
+pub use crate::kinds::circuit_breaker::attribute::{BreakerKind, BreakerSpec};
 use crate::kinds::defaults::Defaults;
+pub use crate::kinds::flow::attribute::FlowSpec;
 use crate::kinds::flow::rule::FlowRule;
-use crate::kinds::hotspot::rule::HotspotRule;
+pub use crate::kinds::hotspot::attribute::HotspotSpec;
 use crate::node::ResourceNode;
 use crate::param::Params;
 
@@ -33,51 +33,6 @@ pub enum DefaultRule {
     Hotspot(HotspotSpec),
 }
 
-/// A `hotspot(...)` of the attribute: a per-value limit on one of the entry's parameters.
-#[derive(Clone, Copy, Debug)]
-pub struct HotspotSpec {
-    /// The parameter's index (the order of first mention in `params` and `hotspot(param)`).
-    pub param_index: usize,
-    /// `concurrency = N` (else `qps = N`).
-    pub concurrency: bool,
-    /// `qps` or `concurrency`, per value.
-    pub threshold: f64,
-    /// `burst` (0 for none).
-    pub burst: u32,
-    /// `window` in milliseconds (1000 by default).
-    pub window_ms: u64,
-    /// `max_wait` in milliseconds: throttle.
-    pub max_wait_ms: Option<u64>,
-    /// `capacity` (0 for the default).
-    pub capacity: usize,
-    /// `strict = true`: the strict mode.
-    pub strict: bool,
-}
-
-impl HotspotSpec {
-    fn rule(&self, resource: &str) -> HotspotRule {
-        if self.concurrency {
-            let max = self.threshold as u32;
-            return self.with_capacity(HotspotRule::concurrency(resource, self.param_index, max));
-        }
-        let mut rule = HotspotRule::qps(resource, self.param_index, self.threshold)
-            .burst(self.burst)
-            .window(Duration::from_millis(self.window_ms))
-            .strict(self.strict);
-        if let Some(ms) = self.max_wait_ms {
-            rule = rule.throttle(Duration::from_millis(ms));
-        }
-        self.with_capacity(rule)
-    }
-
-    fn with_capacity(&self, rule: HotspotRule) -> HotspotRule {
-        match self.capacity {
-            0 => rule,
-            n => rule.capacity(n),
-        }
-    }
-}
-
 /// The keyed 64-bit hash of a parameter value of the attribute's `params` or `hotspot(...)`:
 /// the same hash [`EntryBuilder::param`](crate::EntryBuilder::param) takes.
 #[inline]
@@ -94,112 +49,6 @@ pub fn param_hash<T: ParamValue + ?Sized>(value: &T) -> u64 {
 pub trait ParamValue: std::hash::Hash {}
 
 impl<T: std::hash::Hash + ?Sized> ParamValue for T {}
-
-/// A `qps = N` rule of the attribute with its shaping options.
-#[derive(Clone, Copy, Debug)]
-pub struct FlowSpec {
-    /// `qps`: passes per window.
-    pub threshold: f64,
-    /// `window` in milliseconds (1000 by default).
-    pub window_ms: u64,
-    /// `strict`.
-    pub strict: bool,
-    /// `warm_up` in milliseconds (0: none).
-    pub warm_up_ms: u64,
-    /// `cold_factor` (3 by default).
-    pub cold_factor: f64,
-    /// `max_wait` in milliseconds: throttle.
-    pub max_wait_ms: Option<u64>,
-    /// `relate`.
-    pub relate: Option<&'static str>,
-}
-
-impl FlowSpec {
-    fn rule(&self, resource: &str) -> FlowRule {
-        let mut rule = FlowRule::qps(resource, self.threshold).strict(self.strict);
-        if self.window_ms != 1_000 {
-            // The window's buckets: 10 where they divide it evenly, else 1.
-            let buckets = if self.window_ms.is_multiple_of(10) {
-                10
-            } else {
-                1
-            };
-            rule = rule.window(Duration::from_millis(self.window_ms), buckets);
-        }
-        if self.warm_up_ms > 0 {
-            rule = rule.warm_up(Duration::from_millis(self.warm_up_ms), self.cold_factor);
-        }
-        if let Some(ms) = self.max_wait_ms {
-            rule = rule.throttle(Duration::from_millis(ms));
-        }
-        if let Some(related) = self.relate {
-            rule = rule.relate(related);
-        }
-        rule
-    }
-}
-
-/// Which strategy a `breaker(...)` uses.
-#[derive(Clone, Copy, Debug)]
-pub enum BreakerKind {
-    /// `slow_rt = "..", slow_ratio = ..`.
-    SlowRatio {
-        /// `slow_rt` in milliseconds.
-        max_rt_ms: u64,
-        /// `slow_ratio`.
-        ratio: f64,
-    },
-    /// `error_ratio = ..`.
-    ErrorRatio(f64),
-    /// `error_count = ..`.
-    ErrorCount(u32),
-}
-
-/// A `breaker(...)` of the attribute.
-#[derive(Clone, Copy, Debug)]
-pub struct BreakerSpec {
-    /// The strategy and its threshold.
-    pub kind: BreakerKind,
-    /// `min_requests` (0 for the default).
-    pub min_requests: u32,
-    /// `window` in milliseconds (0 for the default).
-    pub window_ms: u64,
-    /// `recovery` in milliseconds.
-    pub recovery_ms: u64,
-    /// `probes` (0 for the default).
-    pub probes: u32,
-}
-
-impl BreakerSpec {
-    fn rule(&self, resource: &str) -> CircuitBreakerRule {
-        let mut rule = match self.kind {
-            BreakerKind::SlowRatio { max_rt_ms, ratio } => CircuitBreakerRule::slow_request_ratio(
-                resource,
-                Duration::from_millis(max_rt_ms),
-                ratio,
-            ),
-            BreakerKind::ErrorRatio(t) => CircuitBreakerRule::error_ratio(resource, t),
-            BreakerKind::ErrorCount(t) => CircuitBreakerRule::error_count(resource, t),
-        }
-        .recovery(Duration::from_millis(self.recovery_ms));
-        if self.min_requests > 0 {
-            rule = rule.min_requests(self.min_requests);
-        }
-        if self.window_ms > 0 {
-            // The window's buckets: 10 where they divide it evenly, else 1.
-            let buckets = if self.window_ms.is_multiple_of(10) {
-                10
-            } else {
-                1
-            };
-            rule = rule.window(Duration::from_millis(self.window_ms), buckets);
-        }
-        if self.probes > 0 {
-            rule = rule.probes(self.probes);
-        }
-        rule
-    }
-}
 
 /// The `static` node of a guarded function: built on its first call, then entered without any
 /// lookup, lock or allocation.

@@ -4,7 +4,7 @@
 use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
-use super::{
+use super::guard::{
     Entry, COUNTED, COUNT_SHIFT, ERROR, HELD, INBOUND, PENDING, RUNNING, SYSTEM_COUNTED,
     WATCH_PANIC,
 };

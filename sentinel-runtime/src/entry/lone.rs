@@ -3,7 +3,9 @@
 //! counts and reports exactly as the runner would. A lone QPS gate that its node keeps pinned
 //! ([`ResourceNode::lone_qps`]) is read without reading the chain at all.
 
-use super::{count_pass, on_block, wait_for_turn, Ending, Entry, Inner, Reservation, Waiting};
+use super::guard::{Ending, Entry};
+use super::record::{count_pass, on_block};
+use super::reserve::{wait_for_turn, Inner, Reservation, Waiting};
 use crate::clock;
 use crate::error::BlockError;
 use crate::kinds::flow::QpsGate;
@@ -308,7 +310,7 @@ mod tests {
             .unwrap();
             match lone_qps(node, &chain, &Params::NONE) {
                 Some(gate) => enter_lone::<false>(slot, node, gate, 1, &Params::NONE, false),
-                None => super::super::enter_chain(slot, node, &chain, 1, &Params::NONE),
+                None => super::super::enter::enter_chain(slot, node, &chain, 1, &Params::NONE),
             }
         });
         let inside = node.counter().current();

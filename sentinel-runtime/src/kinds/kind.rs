@@ -26,6 +26,10 @@ pub(crate) trait Kind: 'static {
     const KEYS: &'static [&'static str];
     /// Where its stage runs among the stages and the custom slots (Sentinel's order).
     const ORDER: i32;
+    /// Its rule's name in Sentinel (`FlowRule`): Sentinel keeps each kind in a file of that
+    /// name (`FlowRule.json`).
+    #[cfg(feature = "rule-files")]
+    const SENTINEL_NAME: &'static str;
     /// How rule files spell its rules (our names, or Sentinel's).
     #[cfg(feature = "rule-files")]
     const READER: Reader<Self::Rule>;

@@ -15,7 +15,6 @@
     if (!t) { try { t = sessionStorage.getItem(KEY); } catch (e) { t = null; } }
     return t || "";
   })();
-  var RULES = ["flow", "concurrency", "circuit_breaker", "hotspot", "system", "authority", "custom"];
   var state = { rows: [], prev: {}, sortKey: "traffic", sortDesc: true, filter: "", selected: null, etag: null, chart: null };
 
   function $(id) { return document.getElementById(id); }
@@ -53,7 +52,8 @@
       rows.forEach(function (row) {
         var p = state.prev[row.resource];
         var by = {};
-        RULES.forEach(function (k) {
+        // The kinds of block are the server's (its table of kinds), not a list kept here.
+        Object.keys(row.block_total_by_rule || {}).forEach(function (k) {
           var d = p ? (row.block_total_by_rule[k] - p.by[k]) / Math.max((now - p.at) / 1000, 0.001) : 0;
           if (d > 0) by[k] = d;
         });

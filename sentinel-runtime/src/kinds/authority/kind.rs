@@ -23,6 +23,8 @@ impl Kind for AuthorityKind {
     const PROCESS_WIDE: bool = false;
     const ORDER: i32 = AUTHORITY_SLOT_ORDER;
     #[cfg(feature = "rule-files")]
+    const SENTINEL_NAME: &'static str = "AuthorityRule";
+    #[cfg(feature = "rule-files")]
     const READER: Reader<Self::Rule> = super::file::READER;
 
     fn resource(rule: &AuthorityRule) -> Option<&str> {

@@ -26,6 +26,8 @@ impl Kind for CircuitBreakerKind {
     const PROCESS_WIDE: bool = false;
     const ORDER: i32 = CIRCUIT_BREAKER_SLOT_ORDER;
     #[cfg(feature = "rule-files")]
+    const SENTINEL_NAME: &'static str = "DegradeRule";
+    #[cfg(feature = "rule-files")]
     const READER: Reader<Self::Rule> = super::file::READER;
 
     fn resource(rule: &CircuitBreakerRule) -> Option<&str> {

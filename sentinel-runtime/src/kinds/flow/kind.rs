@@ -23,6 +23,8 @@ impl Kind for FlowKind {
     const PROCESS_WIDE: bool = false;
     const ORDER: i32 = FLOW_SLOT_ORDER;
     #[cfg(feature = "rule-files")]
+    const SENTINEL_NAME: &'static str = "FlowRule";
+    #[cfg(feature = "rule-files")]
     const READER: Reader<Self::Rule> = super::file::READER;
 
     fn resource(rule: &FlowRule) -> Option<&str> {

@@ -3,6 +3,7 @@
 
 pub(crate) mod adaptive;
 pub(crate) mod adaptive_rule;
+pub(crate) mod attribute;
 pub(crate) mod cluster;
 #[cfg(feature = "rule-files")]
 pub(crate) mod file;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::BlockError;
-use crate::kinds::flow::cluster::ClusterHot;
+use crate::kinds::hotspot::cluster::ClusterHot;
 use crate::kinds::hotspot::hot_top::{BlockedTop, Counted};
 use crate::kinds::hotspot::rule::{
     interval_nanos, strict_interval_nanos, HotspotMetric, HotspotRule,

@@ -27,6 +27,8 @@ impl Kind for HotspotKind {
     const PROCESS_WIDE: bool = false;
     const ORDER: i32 = HOTSPOT_SLOT_ORDER;
     #[cfg(feature = "rule-files")]
+    const SENTINEL_NAME: &'static str = "ParamFlowRule";
+    #[cfg(feature = "rule-files")]
     const READER: Reader<Self::Rule> = super::file::READER;
 
     fn resource(rule: &HotspotRule) -> Option<&str> {

@@ -1,6 +1,8 @@
 //! Hotspot rules (Sentinel's parameter flow rules): limits per value of a call's parameter.
 
+pub(crate) mod attribute;
 pub(crate) mod budget;
+pub(crate) mod cluster;
 #[cfg(feature = "rule-files")]
 pub(crate) mod exceptions;
 #[cfg(feature = "rule-files")]

@@ -23,10 +23,11 @@ impl Kind for SystemKind {
     const PROCESS_WIDE: bool = true;
     const ORDER: i32 = SYSTEM_SLOT_ORDER;
     #[cfg(feature = "rule-files")]
+    const SENTINEL_NAME: &'static str = "SystemRule";
+    #[cfg(feature = "rule-files")]
     const READER: Reader<Self::Rule> = super::file::READER;
 
-    fn resource(rule: &SystemRule) -> Option<&str> {
-        let _ = rule;
+    fn resource(_: &SystemRule) -> Option<&str> {
         None
     }
 
@@ -34,12 +35,11 @@ impl Kind for SystemKind {
         validate::problems(rules, SystemRule::validate, &[])
     }
 
-    fn build(rules: &[SystemRule], old: &(), _: &BuildContext<'_>) -> () {
-        let _ = (rules, old);
-    }
+    /// The system check reads the process-wide rules ([`put_in_force`](Kind::put_in_force)):
+    /// a resource's chain holds nothing of it.
+    fn build(_: &[SystemRule], _: &(), _: &BuildContext<'_>) {}
 
-    fn alone(checks: &()) -> Alone {
-        let _ = checks;
+    fn alone(_: &()) -> Alone {
         // Decided at the entry, for inbound calls only (see `entry::lone`).
         Alone::Empty
     }

@@ -18,6 +18,7 @@ use crate::rule_data::file::value::{Value, ValueError};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct RuleKind {
     name: &'static str,
+    sentinel_name: &'static str,
     keys: &'static [&'static str],
     process_wide: bool,
 }
@@ -34,6 +35,7 @@ impl RuleKind {
     fn of<K: Kind>() -> RuleKind {
         RuleKind {
             name: K::NAME,
+            sentinel_name: K::SENTINEL_NAME,
             keys: K::KEYS,
             process_wide: K::PROCESS_WIDE,
         }
@@ -51,11 +53,21 @@ pub(super) const EMPTY: &str =
                      clears the rules in force; to clear them, load an explicitly empty set (`{}`, \
                      or `flow = []` in TOML)";
 
-const TOP_LEVEL_LIST: &str = "the top level is a list, which does not say its kind: a rule file \
-                              is a map of kinds, so put Sentinel's FlowRule.json list under \
-                              `flow`, its DegradeRule.json list under `degrade`, \
-                              ParamFlowRule.json under `paramFlow`, SystemRule.json under \
-                              `system` and AuthorityRule.json under `authority`";
+/// The error of a document whose top level is a list: where each of Sentinel's lists goes.
+fn top_level_list() -> String {
+    let places: Vec<String> = KINDS
+        .iter()
+        .map(|k| {
+            let key = k.keys.last().copied().unwrap_or(k.name);
+            format!("its {}.json list under `{key}`", k.sentinel_name)
+        })
+        .collect();
+    format!(
+        "the top level is a list, which does not say its kind: a rule file is a map of kinds, so \
+         put {}",
+        places.join(", ")
+    )
+}
 
 /// A parsed document: the kinds it lists, each as unread rules.
 pub(super) enum RawDoc {
@@ -89,16 +101,40 @@ fn rule_list<E: de::Error>(value: Value) -> Result<Vec<Value>, E> {
 /// Reads the map of kinds: each key one kind's (by its name or Sentinel's), at most once.
 fn raw_fields<'de, A: MapAccess<'de>>(mut map: A) -> Result<RawFields, A::Error> {
     let mut lists: Vec<Option<Vec<Value>>> = KINDS.iter().map(|_| None).collect();
-    while let Some(key) = map.next_key::<String>()? {
-        let Some(at) = KINDS.iter().position(|k| k.keys.contains(&key.as_str())) else {
-            return Err(de::Error::unknown_field(&key, NAMES));
-        };
+    while let Some(at) = map.next_key_seed(KindKey)? {
         if lists[at].is_some() {
             return Err(de::Error::duplicate_field(KINDS[at].name));
         }
         lists[at] = Some(rule_list(map.next_value::<Value>()?)?);
     }
     Ok(RawFields { lists })
+}
+
+/// A key of the map of kinds, read as the kind's position in [`KINDS`]: an unknown key is
+/// refused as it is read, so the error is at the key.
+struct KindKey;
+
+impl<'de> de::DeserializeSeed<'de> for KindKey {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for KindKey {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a kind of rule")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
+        KINDS
+            .iter()
+            .position(|k| k.keys.contains(&key))
+            .ok_or_else(|| E::unknown_field(key, NAMES))
+    }
 }
 
 /// The hint a syntax error about a kind given twice gets, when the kind has two names.
@@ -126,7 +162,7 @@ impl<'de> Deserialize<'de> for RawDoc {
                 Ok(RawDoc::Empty)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<RawDoc, A::Error> {
-                Err(de::Error::custom(TOP_LEVEL_LIST))
+                Err(de::Error::custom(top_level_list()))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawDoc, A::Error> {
                 raw_fields(map).map(RawDoc::Fields)
@@ -264,6 +300,7 @@ macro_rules! define_reading {
         /// The rule kinds a file can hold, in the table's order.
         const KINDS: &[RuleKind] = &[$( RuleKind {
             name: <$kind as Kind>::NAME,
+            sentinel_name: <$kind as Kind>::SENTINEL_NAME,
             keys: <$kind as Kind>::KEYS,
             process_wide: <$kind as Kind>::PROCESS_WIDE,
         }, )*];

@@ -5,4 +5,5 @@
 pub(crate) mod health;
 pub(crate) mod lease;
 pub(crate) mod shared;
+pub(crate) mod spend;
 pub(crate) mod table;
