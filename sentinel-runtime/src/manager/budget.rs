@@ -19,7 +19,7 @@ static MAX_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_HOTSPOT_MEMORY);
 /// (default [`DEFAULT_MAX_HOTSPOT_MEMORY`]). A load whose rules' tables would take more is
 /// refused, naming the `capacity` of the first rule beyond the budget, and the rules in force
 /// stay. Each rule's table takes about 56 bytes per value of its `capacity`
-/// ([`HotspotRule::capacity`]).
+/// ([`HotspotRule::capacity`](crate::rules::HotspotRule::capacity)).
 ///
 /// It applies to loads after the call; rules already in force are kept. Hotspot limits of the
 /// attribute (`#[sentinel(hotspot(...))]`) are not counted: their capacities are in the code.

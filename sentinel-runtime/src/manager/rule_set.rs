@@ -6,8 +6,8 @@ use crate::kinds::flow::rule::FlowRule;
 use crate::kinds::hotspot::rule::HotspotRule;
 use crate::kinds::system::rule::SystemRule;
 
-/// Every kind of rule at once: what a rule file holds, what [`load`] puts in force (replacing
-/// every kind together) and what [`current`] returns.
+/// Every kind of rule at once: what a rule file holds, what [`load`](crate::rules::load) puts in force (replacing
+/// every kind together) and what [`current`](crate::rules::current) returns.
 ///
 /// Build one in code (the struct is `#[non_exhaustive]`, so start from `RuleSet::default()`), or
 /// read one from a file with the default feature `rule-files`: `RuleSet::from_json`,
