@@ -22,6 +22,8 @@
 
 #[cfg(feature = "rule-files")]
 pub mod files;
+#[cfg(feature = "rule-files")]
+pub mod source;
 
 pub use crate::manager::{
     authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules,
@@ -60,4 +62,4 @@ pub(crate) use files::report::file_results;
 #[cfg(feature = "rule-files")]
 pub use files::report::MAX_REPORTED_FILES;
 #[cfg(feature = "rule-files")]
-pub use files::watch::{watch_file, RuleWatcher, WatchStatus};
+pub use source::{watch_file, watch_source, RuleWatcher, WatchStatus};

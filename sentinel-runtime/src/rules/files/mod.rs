@@ -1,6 +1,7 @@
 #![doc = include_str!("FORMAT.md")]
 
-// The file layer, top down: `load_file` (`load`) and the watcher read a file's text, `text` parses
+// The file layer, top down: `load_file` (`load`) and the file source (`rules::source`, with
+// `watch` for its directories) read a file's text, `text` parses
 // it (`format` names it by extension, `locate` finds a bad field's line), `read` reads each
 // rule from its parsed `value` with our names (`transfer`, `duration`, `exceptions`) or
 // Sentinel's (`sentinel`), and `report` tells the operator.
@@ -12,14 +13,14 @@
 
 mod duration;
 mod exceptions;
-mod file;
-mod format;
-mod load;
+pub(crate) mod file;
+pub(crate) mod format;
+pub(crate) mod load;
 mod locate;
 mod read;
 pub(crate) mod report;
 mod sentinel;
-mod text;
+pub(crate) mod text;
 mod transfer;
 mod value;
 pub(crate) mod watch;
