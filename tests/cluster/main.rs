@@ -15,3 +15,4 @@ fn serial() -> MutexGuard<'static, ()> {
 
 mod cluster_faults;
 mod cluster_redis;
+mod rule_source;

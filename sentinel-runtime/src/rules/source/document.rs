@@ -5,7 +5,7 @@ use crate::manager::set::{RuleSet, RuleSetError};
 use crate::rules::files::format::Format;
 use crate::rules::files::text;
 
-/// The most bytes a document kept in a shared store ([`RedisSource`](super::RedisSource)) may
+/// The most bytes a document kept in a shared store (`RedisSource`, feature `redis`) may
 /// have: 1 MiB. A larger one is refused, unread, and never written.
 pub const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 

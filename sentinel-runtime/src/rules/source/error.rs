@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::manager::set::RuleSetError;
 
-/// Why a rule source could not be made ([`RedisSource::new`](super::RedisSource::new)) or
+/// Why a rule source could not be made (`RedisSource::new`, feature `redis`) or
 /// written ([`RuleSource::put`](super::RuleSource::put)). On any of them nothing was written.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

@@ -17,7 +17,7 @@ use crate::manager::set::RuleSetError;
 /// [`Changes`], and every [`poll_interval`](RuleSource::poll_interval) (the safety net for a
 /// change it was not told of). Two sources come with the crate: [`FileSource`](super::FileSource)
 /// (what [`watch_file`](super::watch_file) watches) and, with the feature `redis`,
-/// [`RedisSource`](super::RedisSource).
+/// `RedisSource` (feature `redis`).
 ///
 /// ```
 /// use std::path::PathBuf;

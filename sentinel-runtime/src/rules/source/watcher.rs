@@ -59,7 +59,7 @@ pub struct RuleWatcher {
 
 /// Loads the rule document of `source`, then every new version of it, until the returned
 /// [`RuleWatcher`] is dropped: [`watch_file`](super::watch_file) for any [`RuleSource`], such as a
-/// [`RedisSource`](super::RedisSource) that every instance of a service watches.
+/// `RedisSource` (feature `redis`) that every instance of a service watches.
 ///
 /// * The document in the source at start is loaded before this returns; a source with no
 ///   document yet loads nothing ([`WatchStatus::loads`] stays 0) until one is written. An
