@@ -2,7 +2,7 @@
 //! watcher that the document may have changed.
 
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::time::Duration;
 
 use super::document::Document;
@@ -117,17 +117,25 @@ pub(crate) enum Message {
 /// most 1 s after the first change).
 #[derive(Clone, Debug)]
 pub struct Changes {
-    wake: Sender<Message>,
+    wake: SyncSender<Message>,
 }
 
+/// How many messages wait for a watcher's thread at most: a change already waiting stands for
+/// any more, so a flood of changes takes no memory.
+pub(crate) const PENDING: usize = 4;
+
 impl Changes {
-    pub(crate) fn new(wake: Sender<Message>) -> Changes {
+    pub(crate) fn new(wake: SyncSender<Message>) -> Changes {
         Changes { wake }
     }
 
-    /// The document may have changed. `false` once the watcher has stopped (the source may
-    /// stop watching then).
+    /// The document may have changed. Never blocks. `false` once the watcher has stopped (the
+    /// source may stop watching then).
     pub fn changed(&self) -> bool {
-        self.wake.send(Message::Changed).is_ok()
+        match self.wake.try_send(Message::Changed) {
+            // Full: changes are waiting to be read, which covers this one.
+            Ok(()) | Err(TrySendError::Full(_)) => true,
+            Err(TrySendError::Disconnected(_)) => false,
+        }
     }
 }

@@ -9,7 +9,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::document::Document;
-use super::rule_source::{Changes, Message, Read, RuleSource};
+use super::rule_source::{Changes, Message, Read, RuleSource, PENDING};
 use crate::manager::set::{self, RuleSet, RuleSetError};
 use crate::rules::files::load::rule_count;
 use crate::rules::files::report;
@@ -53,7 +53,7 @@ pub struct WatchStatus {
 pub struct RuleWatcher {
     path: PathBuf,
     status: Arc<Mutex<WatchStatus>>,
-    wake: mpsc::Sender<Message>,
+    wake: mpsc::SyncSender<Message>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -106,7 +106,7 @@ impl RuleWatcher {
         loader: Loader,
     ) -> Result<RuleWatcher, RuleSetError> {
         let origin = source.origin();
-        let (wake, messages) = mpsc::channel();
+        let (wake, messages) = mpsc::sync_channel(PENDING);
         let mut state = State {
             origin: origin.clone(),
             loader,
