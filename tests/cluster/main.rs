@@ -16,3 +16,4 @@ fn serial() -> MutexGuard<'static, ()> {
 mod cluster_faults;
 mod cluster_redis;
 mod rule_source;
+mod rule_source_dashboard;
