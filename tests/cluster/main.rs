@@ -15,3 +15,5 @@ fn serial() -> MutexGuard<'static, ()> {
 
 mod cluster_faults;
 mod cluster_redis;
+mod rule_source;
+mod rule_source_dashboard;

@@ -41,8 +41,8 @@
 //! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest; with `?search=text`, the busiest 200 of all the resources whose name contains the text, ignoring case; headers `x-sentinel-resources-total` and `x-sentinel-resources-matched`): `resource`, `pass_qps`, `qps_limit` (the smallest QPS limit in force, per second, or `null`), `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule` |
 //! | `GET /api/resources/{name}/history` | the last 300 seconds, one point a second: `second`, `pass`, `block`, `error`, `avg_rt_ms` |
 //! | `GET /api/system` | the process's CPU usage (`cpu_usage`, 0..=1 of `effective_cores`, read from `cpu_source`) and load per core, sampled once a second while the page asks (else what the system rules' sampler read), inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
-//! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag` |
-//! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` (or `If-Match: *`, which is no version) |
+//! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag`; with a [`rules_source`](Dashboard::rules_source), the source's document and its version (`ETag: "v<version>"`; with no document yet, the rules in force and `"v0"`), `503` if the source cannot be read |
+//! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file; with a rules source, written to it for every instance watching it to apply), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` (or `If-Match: *`, which is no version), `503` the rules source cannot be reached (nothing written) |
 //! | `GET /api/events` | server-sent events: `blocks` (per second, by resource and rule kind), `breaker` (every transition, with `words`: what happened and the figure that caused it), `rule_load` (loads and refusals, by kind), `rules_saved` / `rules_refused` (edits made here) |
 //!
 //! History is kept for the 200 busiest resources, 300 points of one second each, in a bounded
@@ -129,6 +129,7 @@ mod rules_api;
 mod save;
 mod server;
 mod settings;
+mod source_api;
 mod words;
 
 pub use error::DashboardError;

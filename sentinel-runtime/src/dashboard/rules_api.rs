@@ -48,6 +48,8 @@ pub(crate) enum Put {
     CannotSave(String),
     /// Applied, but the rules file could not be written (the reason).
     NotSaved(String, String),
+    /// Not written: the rule source could not be reached (the reason).
+    Unavailable(String),
 }
 
 /// Edits, one at a time (the version check and the load are one step).

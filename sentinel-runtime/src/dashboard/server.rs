@@ -22,6 +22,7 @@ use super::handle::Stop;
 use super::history::{History, TRACKED};
 use super::load::ProcessLoad;
 use super::rules_api::{self, Editor, Put};
+use super::source_api::{self, SharedSource};
 use super::{api, page, Dashboard, DashboardError, DashboardHandle};
 use crate::{clock, metrics};
 
@@ -34,6 +35,7 @@ struct Shared {
     token: String,
     hosts: Vec<String>,
     editor: Editor,
+    source: Option<SharedSource>,
     history: History,
     bus: Arc<Bus>,
     stopped: watch::Receiver<bool>,
@@ -95,6 +97,7 @@ fn start(d: Dashboard) -> Result<DashboardHandle, DashboardError> {
         token: token.clone(),
         hosts: d.hosts,
         editor: Editor::new(d.rules_file),
+        source: d.rules_source,
         history: History::default(),
         bus: Bus::new(),
         stopped,
@@ -269,7 +272,10 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
             json_response(StatusCode::OK, &api::system(&shared.bus, own))
         }
         "/api/rules" if read => {
-            let (status, body, tag) = rules_api::get();
+            let (status, body, tag) = match &shared.source {
+                Some(source) => source.get().await,
+                None => rules_api::get(),
+            };
             let mut res = json_response(StatusCode::from_u16(status).unwrap_or_default(), &body);
             if let Ok(tag) = HeaderValue::from_str(&tag) {
                 res.headers_mut().insert(header::ETAG, tag);
@@ -343,7 +349,11 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
             &json!({ "error": "the body is not UTF-8", "problems": [] }),
         );
     };
-    match shared.editor.put(if_match.as_deref(), body, yaml) {
+    let put = match &shared.source {
+        Some(source) => source.put(if_match, body.to_owned(), yaml).await,
+        None => shared.editor.put(if_match.as_deref(), body, yaml),
+    };
+    match put {
         Put::Applied(tag) => {
             shared
                 .bus
@@ -384,6 +394,10 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
         Put::NotSaved(tag, why) => json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             &json!({ "error": why, "applied": true, "etag": tag }),
+        ),
+        Put::Unavailable(why) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &source_api::unavailable_json(&why),
         ),
     }
 }

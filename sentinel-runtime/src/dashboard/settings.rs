@@ -4,7 +4,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::source_api::SharedSource;
 use super::DashboardError;
+use crate::rules::source::RuleSource;
 
 /// The default address: Sentinel's dashboard port, on loopback.
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8719);
@@ -22,6 +24,7 @@ pub struct Dashboard {
     pub(super) addr: SocketAddr,
     pub(super) token: Option<String>,
     pub(super) rules_file: Option<PathBuf>,
+    pub(super) rules_source: Option<SharedSource>,
     pub(super) allow_remote: bool,
     pub(super) hosts: Vec<String>,
     pub(super) max_connections: usize,
@@ -52,6 +55,7 @@ impl Dashboard {
             addr: DEFAULT_ADDR,
             token: None,
             rules_file: None,
+            rules_source: None,
             allow_remote: false,
             hosts: Vec::new(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -87,6 +91,33 @@ impl Dashboard {
     /// [`start`]: Self::start
     pub fn rules_file(mut self, path: impl Into<PathBuf>) -> Dashboard {
         self.rules_file = Some(path.into());
+        self
+    }
+
+    /// Where rule edits made on the page go instead: a [`RuleSource`] such as a
+    /// [`RedisSource`](crate::rules::source) that every instance of the service watches
+    /// ([`rules::watch_source`](crate::rules::watch_source)), so an edit on any instance's page
+    /// reaches them all. `GET /api/rules` shows the source's document with its version as the
+    /// `ETag`; a `PUT` writes through the source's compare-and-set (a stale `If-Match` is
+    /// `409`, and nothing is written); while the source holds no document yet, `GET` shows
+    /// the rules in force with the `ETag` `"v0"`, and the first edit creates the document. The
+    /// dashboard does not watch the source itself: watch it with `watch_source`. Not with
+    /// [`rules_file`](Self::rules_file) ([`start`](Self::start) refuses both).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "redis")]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use sentinel_runtime::dashboard::Dashboard;
+    /// use sentinel_runtime::rules::{self, source::RedisSource};
+    ///
+    /// let source = RedisSource::new("redis://127.0.0.1:6379", "shop:rules")?;
+    /// let _watcher = rules::watch_source(source.clone())?;
+    /// let dash = Dashboard::new().rules_source(source).start()?;
+    /// # Ok(()) }
+    /// # #[cfg(not(feature = "redis"))] fn main() {}
+    /// ```
+    pub fn rules_source(mut self, source: impl RuleSource) -> Dashboard {
+        self.rules_source = Some(SharedSource::new(source));
         self
     }
 
@@ -146,6 +177,12 @@ impl Dashboard {
     pub(super) fn check_limits(&self) -> Result<(), DashboardError> {
         let bad = |field, why| Err(DashboardError::Setting { field, why });
         let timeouts = Duration::from_millis(1)..=Duration::from_secs(600);
+        if self.rules_file.is_some() && self.rules_source.is_some() {
+            return bad(
+                "rules_source",
+                "cannot be set with rules_file: edits go to one place (a file is a source too)",
+            );
+        }
         if self.max_event_streams == 0 {
             return bad("max_event_streams", "must be at least 1");
         }

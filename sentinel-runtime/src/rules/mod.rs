@@ -22,6 +22,8 @@
 
 #[cfg(feature = "rule-files")]
 pub mod files;
+#[cfg(feature = "rule-files")]
+pub mod source;
 
 pub use crate::kinds::authority::rule::{AuthorityRule, AuthorityStrategy};
 pub use crate::kinds::circuit_breaker::rule::{
@@ -60,4 +62,4 @@ pub(crate) use files::report::file_results;
 #[cfg(feature = "rule-files")]
 pub use files::report::MAX_REPORTED_FILES;
 #[cfg(feature = "rule-files")]
-pub use files::watch::{watch_file, RuleWatcher, WatchStatus};
+pub use source::{watch_file, watch_source, RuleWatcher, WatchStatus};

@@ -18,8 +18,12 @@ pub const MAX_REPORTED_FILES: usize = 64;
 /// Each rule file's last load: `true` if it put the file's content in force.
 static FILES: Mutex<BTreeMap<PathBuf, bool>> = Mutex::new(BTreeMap::new());
 
-/// The file's key: its absolute path (as the watcher names it), else the path as given.
+/// The file's key: its absolute path (as the watcher names it), else the path as given. A
+/// source that is no file names itself with a URL (`redis://host:port/key`), kept as it is.
 fn key(path: &Path) -> PathBuf {
+    if path.to_str().is_some_and(|p| p.contains("://")) {
+        return path.to_owned();
+    }
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 

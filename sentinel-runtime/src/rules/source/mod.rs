@@ -1,0 +1,29 @@
+//! Rule sources: the places a rule document comes from, watched by
+//! [`watch_source`] (or [`watch_file`] for a file).
+//!
+//! A [`RuleSource`] holds one document in the [rule-file format](crate::rules::files) with a
+//! version, says when it may have changed, and may be written with compare-and-set. Two come
+//! with the crate: [`FileSource`], a file on disk, and with the feature `redis`,
+//! `RedisSource`, one document in Redis or Redis Cluster that every instance of a service
+//! watches, so an edit made anywhere reaches the whole fleet.
+
+mod document;
+mod error;
+mod file;
+#[cfg(feature = "redis")]
+mod redis_scripts;
+#[cfg(feature = "redis")]
+mod redis_source;
+mod rule_source;
+#[cfg(feature = "redis")]
+mod subscribe;
+mod watcher;
+
+pub(crate) use document::parse_text;
+pub use document::{Document, DocumentFormat, MAX_DOCUMENT_BYTES};
+pub use error::SourceError;
+pub use file::{watch_file, FileSource};
+#[cfg(feature = "redis")]
+pub use redis_source::{RedisSource, DEFAULT_POLL};
+pub use rule_source::{Changes, Read, RuleSource};
+pub use watcher::{watch_source, RuleWatcher, WatchStatus};
