@@ -15,5 +15,6 @@ fn serial() -> MutexGuard<'static, ()> {
 
 mod cluster_faults;
 mod cluster_redis;
+mod fleet;
 mod rule_source;
 mod rule_source_dashboard;

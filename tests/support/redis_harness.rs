@@ -314,6 +314,12 @@ impl Instances {
         }
     }
 
+    /// Kills instance `i` (SIGKILL: it cannot say goodbye).
+    pub fn kill(&mut self, i: usize) {
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+    }
+
     /// Waits for every instance's `ready` (at most `limit`), then says `go` to all.
     pub fn go(&mut self, limit: Duration) {
         let deadline = Instant::now() + limit;

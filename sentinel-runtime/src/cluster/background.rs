@@ -16,6 +16,7 @@ use super::connect::{
     call, classify, connect, connect_start, deregister, read_policy, share_value_key, Conn, Failure,
 };
 use super::error::ClusterError;
+use super::fleet_task;
 use super::refill::{charge_back, refill_asked};
 use super::scripts::Scripts;
 use super::task::{Done, Seen};
@@ -364,6 +365,9 @@ async fn serve(config: &Arc<Config>, mut conn: Conn, scripts: &Arc<Scripts>) -> 
                 // The epochs need no look here: every lease checks its bucket's.
                 let limit = config.command_timeout;
                 let checked = share_value_key(&config, &scripts, &mut conn, limit).await;
+                // The fleet's view is best effort: its failures say nothing the heartbeats
+                // do not.
+                let _ = fleet_task::publish(&config, &scripts, &mut conn, limit).await;
                 if policy {
                     read_policy(&config, &mut conn, limit).await;
                 }

@@ -122,6 +122,11 @@ impl Keys {
         format!("{}:instances", self.ns)
     }
 
+    /// The hash of the instances' fleet summaries.
+    pub(crate) fn fleet(&self) -> String {
+        format!("{}:fleet", self.ns)
+    }
+
     /// The hash key of parameter values the instances share.
     pub(crate) fn value_key(&self) -> String {
         format!("{}:value-key", self.ns)

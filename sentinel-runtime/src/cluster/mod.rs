@@ -174,6 +174,10 @@ mod connect;
 #[cfg(feature = "redis")]
 mod error;
 #[cfg(feature = "redis")]
+mod fleet;
+#[cfg(feature = "redis")]
+mod fleet_task;
+#[cfg(feature = "redis")]
 mod keys;
 #[cfg(feature = "redis")]
 mod redis;
@@ -185,5 +189,7 @@ mod scripts;
 mod task;
 #[cfg(feature = "redis")]
 pub use self::error::ClusterError;
+#[cfg(feature = "redis")]
+pub use self::fleet::{fleet, Fleet, FleetInstance, FleetResource, LIVE_MS, MAX_RESOURCES};
 #[cfg(feature = "redis")]
 pub use self::redis::{Cluster, ClusterBuilder};

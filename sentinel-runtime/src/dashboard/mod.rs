@@ -43,6 +43,7 @@
 //! | `GET /api/system` | the process's CPU usage (`cpu_usage`, 0..=1 of `effective_cores`, read from `cpu_source`) and load per core, sampled once a second while the page asks (else what the system rules' sampler read), inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
 //! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag`; with a [`rules_source`](Dashboard::rules_source), the source's document and its version (`ETag: "v<version>"`; with no document yet, the rules in force and `"v0"`), `503` if the source cannot be read |
 //! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file; with a rules source, written to it for every instance watching it to apply), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` (or `If-Match: *`, which is no version), `503` the rules source cannot be reached (nothing written) |
+//! | `GET /api/fleet` | the fleet as a started cluster's store last showed it ([`cluster::fleet`](crate::cluster)): `instances` (`id`, `host`, `pid`, `rules_version`, `other_rules`: a fingerprint other than most instances', `cluster_state`, `last_seen_ms`, `pass_qps`, `block_qps`), `resources` (the fleet's `pass_qps` and `block_qps` summed over the `instances` reporting it), `cluster` (this instance's state and the instances live), `available` (false without the `redis` feature or before the first read) and `reachable` (whether the store answers now) |
 //! | `GET /api/events` | server-sent events: `blocks` (per second, by resource and rule kind), `breaker` (every transition, with `words`: what happened and the figure that caused it), `rule_load` (loads and refusals, by kind), `rules_saved` / `rules_refused` (edits made here) |
 //!
 //! History is kept for the 200 busiest resources, 300 points of one second each, in a bounded
@@ -121,6 +122,7 @@ mod auth;
 mod conn;
 mod error;
 mod events;
+mod fleet_api;
 mod handle;
 mod history;
 mod load;

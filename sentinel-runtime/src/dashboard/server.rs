@@ -18,6 +18,7 @@ use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 use super::auth;
 use super::conn::{Bounded, Busy, Conns, Limits, Tag};
 use super::events::{Bus, Deltas};
+use super::fleet_api;
 use super::handle::Stop;
 use super::history::{History, TRACKED};
 use super::load::ProcessLoad;
@@ -284,7 +285,10 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
         }
         "/api/rules" if method == Method::PUT => put_rules(shared, req).await,
         "/api/events" if read => events(shared, busy),
-        "/" | "/api/resources" | "/api/system" | "/api/events" => not_allowed("GET, HEAD"),
+        "/api/fleet" if read => json_response(StatusCode::OK, &fleet_api::fleet()),
+        "/" | "/api/resources" | "/api/system" | "/api/events" | "/api/fleet" => {
+            not_allowed("GET, HEAD")
+        }
         "/api/rules" => not_allowed("GET, HEAD, PUT"),
         p => {
             if let Some(asset) = p.strip_prefix("/assets/").and_then(page::asset) {

@@ -286,5 +286,28 @@
   refresh();
   editor.load(true);
   listen();
-  setInterval(function () { refresh(); drawHistory(); }, 1000);
+  // ---- the fleet (instances sharing the cluster's store) -------------------------------------
+  function fleet() {
+    api("/api/fleet").then(function (r) { return r.json(); }).then(function (f) {
+      var ins = $("fleet-instances"), res = $("fleet-resources");
+      ins.textContent = ""; res.textContent = "";
+      if (!f.available) { $("fleet-state").textContent = "(no cluster: this process only)"; return; }
+      $("fleet-state").textContent = f.reachable
+        ? "(" + f.instances.length + " instances, cluster " + (f.cluster.state || "-") + ")"
+        : "(the fleet is unreachable: the cluster's store does not answer; last view shown)";
+      f.instances.forEach(function (i) {
+        var text = i.host + " pid " + i.pid + ": " + fmt(i.pass_qps) + " pass/s, " + fmt(i.block_qps) +
+          " blocked/s, " + i.cluster_state + (i.other_rules ? ", OTHER RULES than the fleet" : "") +
+          " (seen " + fmt(i.last_seen_ms / 1000, 1) + " s ago)";
+        ins.appendChild(el("li", i.cluster_state === "fallback" || i.other_rules ? "warn" : "", text));
+      });
+      f.resources.slice(0, 20).forEach(function (r) {
+        res.appendChild(el("li", "", r.resource + ": " + fmt(r.pass_qps) + " pass/s, " + fmt(r.block_qps) +
+          " blocked/s over " + r.instances + " instance" + (r.instances === 1 ? "" : "s")));
+      });
+    }).catch(function () { $("fleet-state").textContent = "(unreachable)"; });
+  }
+
+  fleet();
+  setInterval(function () { refresh(); drawHistory(); fleet(); }, 1000);
 })();

@@ -1,0 +1,175 @@
+//! The fleet's view (`cluster::fleet`, the dashboard's `/api/fleet`) against a real
+//! `redis-server` and three instance processes: every instance listed with the resource's
+//! traffic summed over the fleet, the instances with the same rules flagged as such, and a
+//! killed instance gone within 6 s.
+
+use crate::harness;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use harness::{instance_args, require, Instances, RedisServer};
+use sentinel_runtime::cluster::{self, Cluster, ClusterThreshold, Fleet};
+use sentinel_runtime::dashboard::Dashboard;
+use sentinel_runtime::rules::{self, FlowRule};
+
+use crate::serial;
+
+const TOKEN: &str = "fleet-dashboard-token";
+const NAMESPACE: &str = "fleet-view";
+const RESOURCE: &str = "fleet-api";
+
+/// `GET /api/fleet`'s status and body.
+fn get_fleet(addr: SocketAddr) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to the dashboard");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout");
+    let req = format!(
+        "GET /api/fleet HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n\
+         Authorization: Bearer {TOKEN}\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).expect("send the request");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    (head[9..12].parse().expect("a status"), body.to_owned())
+}
+
+/// Polls the fleet's view until `done` says yes (at most `limit`), returning the last view.
+fn wait_for(limit: Duration, what: &str, done: impl Fn(&Fleet) -> bool) -> (Fleet, Duration) {
+    let start = Instant::now();
+    loop {
+        let view = cluster::fleet().unwrap_or_default();
+        if done(&view) {
+            return (view, start.elapsed());
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{what} within {limit:?}: {view:#?}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_fleet_lists_every_instance_with_the_fleets_traffic_and_forgets_a_killed_one() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let url = redis.url();
+    // Three processes, each offering 200 calls a second of a global 2000/s rule: the calls
+    // pass, the fleet's rate is about 600/s.
+    let args: Vec<Vec<String>> = (0..3)
+        .map(|_| {
+            let rest = [
+                "--threshold",
+                "2000",
+                "--offer",
+                "200",
+                "--secs",
+                "30",
+                "--resource",
+                RESOURCE,
+            ];
+            instance_args(std::slice::from_ref(&url), false, NAMESPACE, &rest)
+        })
+        .collect();
+    let mut instances = Instances::spawn(&args);
+    instances.go(Duration::from_secs(20));
+
+    // This process is a fourth instance, with the same rule.
+    rules::load_flow_rules(vec![
+        FlowRule::qps(RESOURCE, 2000.0).cluster(ClusterThreshold::Global)
+    ])
+    .expect("the rule");
+    let cluster = Cluster::redis(&url)
+        .namespace(NAMESPACE)
+        .start()
+        .expect("the cluster");
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().expect("an address"))
+        .token(TOKEN)
+        .start()
+        .expect("the dashboard");
+
+    let (view, _) = wait_for(
+        Duration::from_secs(10),
+        "four instances and the fleet's traffic",
+        |f| {
+            f.instances.len() == 4
+                && f.resources
+                    .iter()
+                    .any(|r| r.resource == RESOURCE && r.instances == 3 && r.pass_qps > 300.0)
+        },
+    );
+    let api = view
+        .resources
+        .iter()
+        .find(|r| r.resource == RESOURCE)
+        .expect("the resource");
+    // Under a global 2000/s rule, a few calls of the first window may meet a local share
+    // before the leases arrive; nothing like the fleet's 600/s.
+    assert!(
+        api.pass_qps <= 700.0 && api.block_qps <= 0.05 * api.pass_qps,
+        "three instances at 200/s, almost none blocked: {api:?}"
+    );
+    let own = cluster.status().instance_id;
+    assert!(
+        view.instances.iter().any(|i| i.id == own),
+        "this instance is listed"
+    );
+    assert!(
+        view.instances
+            .iter()
+            .all(|i| i.pid > 0 && !i.host.is_empty()),
+        "{view:#?}"
+    );
+    // The same rules everywhere: one fingerprint.
+    let versions: std::collections::BTreeSet<&str> = view
+        .instances
+        .iter()
+        .map(|i| i.rules_version.as_str())
+        .collect();
+    assert_eq!(versions.len(), 1, "{view:#?}");
+
+    let (status, body) = get_fleet(dash.local_addr());
+    assert_eq!(status, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(json["available"], true, "{body}");
+    assert_eq!(json["reachable"], true, "{body}");
+    assert_eq!(
+        json["instances"].as_array().map(Vec::len),
+        Some(4),
+        "{body}"
+    );
+    assert!(
+        json["instances"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|i| i["other_rules"] == false),
+        "{body}"
+    );
+    let listed = json["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["resource"] == RESOURCE)
+        .expect("the resource in /api/fleet");
+    assert_eq!(listed["instances"], 3, "{body}");
+
+    // Killed: it stops publishing and leaves the list within 6 s.
+    instances.kill(0);
+    let (_, took) = wait_for(Duration::from_secs(6), "the killed instance gone", |f| {
+        f.instances.len() == 3
+    });
+    eprintln!("a killed instance left the fleet's view in {took:?}");
+    drop(dash);
+    drop(cluster);
+    rules::load_flow_rules(vec![]).expect("no rules");
+}
