@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use harness::{instance_args, require, Instances, RedisServer};
 use sentinel_runtime::cluster::{self, Cluster, ClusterThreshold, Fleet};
 use sentinel_runtime::dashboard::Dashboard;
+use sentinel_runtime::rules::source::RedisSource;
 use sentinel_runtime::rules::{self, FlowRule};
 
 use crate::serial;
@@ -172,4 +173,145 @@ fn the_fleet_lists_every_instance_with_the_fleets_traffic_and_forgets_a_killed_o
     drop(dash);
     drop(cluster);
     rules::load_flow_rules(vec![]).expect("no rules");
+}
+
+/// `PUT /api/rules` with `If-Match`: the status and the body.
+fn put_rules(addr: SocketAddr, if_match: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to the dashboard");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout");
+    let req = format!(
+        "PUT /api/rules HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n\
+         Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n\
+         If-Match: {if_match}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(req.as_bytes()).expect("send the request");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    (head[9..12].parse().expect("a status"), body.to_owned())
+}
+
+fn document(threshold: u32) -> String {
+    format!(
+        "{{\"flow\": [{{\"resource\": \"{RESOURCE}\", \"threshold\": {threshold}, \
+         \"cluster\": \"global\"}}]}}"
+    )
+}
+
+#[test]
+fn one_dashboards_edit_reaches_every_instance_within_2_s_and_a_stale_one_changes_nothing() {
+    let _serial = serial();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let url = redis.url();
+    let source = RedisSource::new(&url, "fleet-rules").expect("the source");
+    let first = source
+        .put(&document(2000), None)
+        .expect("the first document");
+    let args: Vec<Vec<String>> = (0..3)
+        .map(|_| {
+            let rest = [
+                "--threshold",
+                "2000",
+                "--offer",
+                "50",
+                "--secs",
+                "30",
+                "--resource",
+                RESOURCE,
+                "--rules-source",
+                "fleet-rules",
+            ];
+            instance_args(std::slice::from_ref(&url), false, "fleet-rules-ns", &rest)
+        })
+        .collect();
+    let mut instances = Instances::spawn(&args);
+    instances.go(Duration::from_secs(20));
+    let _watcher = rules::watch_source(source.clone()).expect("this process's watcher");
+    let cluster = Cluster::redis(&url)
+        .namespace("fleet-rules-ns")
+        .start()
+        .expect("the cluster");
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().expect("an address"))
+        .token(TOKEN)
+        .rules_source(source.clone())
+        .start()
+        .expect("the dashboard");
+    let same_rules = |f: &Fleet| {
+        let versions: std::collections::BTreeSet<&str> = f
+            .instances
+            .iter()
+            .map(|i| i.rules_version.as_str())
+            .collect();
+        f.instances.len() == 4 && versions.len() == 1
+    };
+    let (before, _) = wait_for(
+        Duration::from_secs(10),
+        "four instances, one rules version",
+        same_rules,
+    );
+
+    // An edit on this instance's page: every instance has it within 2 s.
+    let sent_us = harness::wall_us();
+    let (status, body) = put_rules(dash.local_addr(), &format!("\"v{first}\""), &document(1500));
+    assert_eq!(status, 200, "{body}");
+    let mut seen = [false; 3];
+    while !seen.iter().all(|s| *s) {
+        let line = instances
+            .line_within(Duration::from_secs(3), |l| {
+                l.text.starts_with("rules 1500 ")
+            })
+            .unwrap_or_else(|| panic!("the new rule in every instance: {seen:?}"));
+        let at: u128 = line
+            .text
+            .rsplit(' ')
+            .next()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0);
+        let took_ms = at.saturating_sub(sent_us) / 1000;
+        assert!(
+            took_ms <= 2000,
+            "instance {} took {took_ms} ms",
+            line.instance
+        );
+        eprintln!(
+            "instance {} applied the edit {took_ms} ms after it was sent",
+            line.instance
+        );
+        seen[line.instance] = true;
+    }
+    assert_eq!(
+        rules::flow_rules().first().map(|r| r.threshold),
+        Some(1500.0),
+        "this instance too"
+    );
+    let (after, _) = wait_for(Duration::from_secs(5), "one new rules version", |f| {
+        same_rules(f) && f.instances[0].rules_version != before.instances[0].rules_version
+    });
+    assert_eq!(after.instances.len(), 4);
+
+    // A stale edit (the first version) is 409 and changes nothing anywhere.
+    let (status, body) = put_rules(dash.local_addr(), &format!("\"v{first}\""), &document(10));
+    assert_eq!(status, 409, "{body}");
+    if let Some(stale) =
+        instances.line_within(Duration::from_millis(500), |l| l.text.starts_with("rules "))
+    {
+        panic!(
+            "a stale edit reached instance {}: {}",
+            stale.instance, stale.text
+        );
+    }
+    assert_eq!(
+        rules::flow_rules().first().map(|r| r.threshold),
+        Some(1500.0)
+    );
+    drop(dash);
+    drop(cluster);
+    rules::load(rules::RuleSet::new()).expect("no rules");
 }

@@ -17,7 +17,9 @@
 //! cluster), `--namespace NS`, `--rule flow|hot`, `--threshold R`, `--offer PER_SECOND`,
 //! `--secs S`, `--skew-ms MS` (run on a mock clock that far ahead of the real one),
 //! `--per-instance` (a per-instance cluster rule instead of a global one), `--resource NAME`
-//! (the rule's resource, default `cluster-test`).
+//! (the rule's resource, default `cluster-test`), `--rules-source KEY` (also watch the rule
+//! document kept at `KEY` in the first Redis, and say `rules <threshold> <wall µs>` each time
+//! the resource's flow rule changes).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::cluster::{Cluster, ClusterState, ClusterThreshold};
+use sentinel_runtime::rules::source::RedisSource;
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
 use sentinel_runtime::EntryBuilder;
 
@@ -41,6 +44,7 @@ struct Args {
     skew_ms: u64,
     per_instance: bool,
     resource: &'static str,
+    rules_source: Option<String>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -55,6 +59,7 @@ fn parse() -> Result<Args, String> {
         skew_ms: 0,
         per_instance: false,
         resource: "cluster-test",
+        rules_source: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -72,6 +77,7 @@ fn parse() -> Result<Args, String> {
             "--per-instance" => args.per_instance = true,
             // Leaked once: entries take a `&'static str`.
             "--resource" => args.resource = Box::leak(value()?.into_boxed_str()),
+            "--rules-source" => args.rules_source = Some(value()?),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -160,6 +166,21 @@ fn run(args: &Args) -> ExitCode {
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     };
+    let _watcher = match (&args.rules_source, args.urls.first()) {
+        (Some(key), Some(url)) => {
+            let watched = RedisSource::new(url, key)
+                .map_err(|e| e.to_string())
+                .and_then(|source| rules::watch_source(source).map_err(|e| e.to_string()));
+            match watched {
+                Ok(watcher) => Some(watcher),
+                Err(e) => {
+                    println!("error {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        _ => None,
+    };
     say("ready".into());
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() || line.trim() != "go" {
@@ -177,6 +198,26 @@ fn run(args: &Args) -> ExitCode {
     let start_us = wall_us();
     let min_instances = AtomicU64::new(u64::MAX);
     let (admitted, blocked, max_call, cluster_blocks, slow, per_value) = std::thread::scope(|s| {
+        // With a rule source: says each new threshold of the resource's flow rule.
+        if args.rules_source.is_some() {
+            s.spawn(|| {
+                let threshold = || {
+                    rules::flow_rules()
+                        .iter()
+                        .find(|r| r.resource == args.resource)
+                        .map_or(-1.0, |r| r.threshold)
+                };
+                let mut last = threshold();
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(2));
+                    let now = threshold();
+                    if now != last {
+                        say(format!("rules {now} {}", wall_us()));
+                        last = now;
+                    }
+                }
+            });
+        }
         // Watches the cluster's state every millisecond and reports each change, and the
         // fewest instances it said were live while connected (`min_instances`).
         s.spawn(|| {

@@ -314,6 +314,19 @@ impl Instances {
         }
     }
 
+    /// The next line that `wanted` takes (others are skipped), if one comes within `limit`.
+    pub fn line_within(&self, limit: Duration, wanted: impl Fn(&Line) -> bool) -> Option<Line> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Kills instance `i` (SIGKILL: it cannot say goodbye).
     pub fn kill(&mut self, i: usize) {
         let _ = self.children[i].kill();
