@@ -6,6 +6,8 @@
 //! project with another version of either gets a type error otherwise).
 
 mod sentinel;
+#[cfg(test)]
+mod tests;
 
 pub use sentinel::SentinelMiddleware;
 
