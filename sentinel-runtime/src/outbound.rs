@@ -7,12 +7,16 @@
 //! `http://inventory` are one resource, as `reqwest`'s URLs write them). User information
 //! (`user:secret@`) is never part of a name: names are shown in metrics and on the page.
 //!
-//! Each thread keeps the nodes of its recently called targets ([`RECENT`]), in the slot a hash
-//! of the target picks; a hit compares the node's own name, piece by piece, with the target,
-//! so a call to a host called before costs a hash and a comparison, no allocation and no
-//! lookup in the registry.
+//! Each thread keeps the nodes of its recently called targets ([`RECENT`]) under the request's
+//! own pieces ([`Key`]: the method, the scheme and the authority as the request has them), in
+//! the slot a hash of the authority picks; a hit compares those pieces, so a call to a host
+//! called before costs a hash and a comparison: no parsing of the authority, no allocation,
+//! no lookup in the registry.
 
-use std::cell::Cell;
+use std::cell::RefCell;
+use std::hash::BuildHasher;
+
+use http::Method;
 
 use crate::node::ResourceNode;
 use crate::registry::node_by_name;
@@ -78,27 +82,6 @@ impl Target<'_> {
         });
         name
     }
-
-    /// Whether `name` is this target's name.
-    fn is_named(&self, name: &str) -> bool {
-        let mut rest = name;
-        self.pieces(|piece| match rest.strip_prefix(piece) {
-            Some(r) => {
-                rest = r;
-                true
-            }
-            None => false,
-        }) && rest.is_empty()
-    }
-
-    /// The slot of [`RECENT`] this target is cached in.
-    fn slot(&self) -> usize {
-        let mut h = u64::from(self.port.unwrap_or(0)) ^ ((self.method.len() as u64) << 16);
-        for b in self.host.unwrap_or("").bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        (h ^ (h >> 29)) as usize % RECENT_SLOTS
-    }
 }
 
 /// The decimal digits of `port`, written into `buf`.
@@ -116,40 +99,94 @@ fn write_port(mut port: u16, buf: &mut [u8; 5]) -> &str {
     std::str::from_utf8(&buf[start..]).unwrap_or("0")
 }
 
+/// A request's target as the request has it: the key of [`RECENT`]. The tower layer's is the
+/// URI's scheme and authority (`user@host:port`, unparsed); the middleware's, the URL's scheme,
+/// host and port (each read in place).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Key<'a> {
+    pub(crate) method: &'a Method,
+    pub(crate) scheme: &'a str,
+    pub(crate) authority: &'a str,
+    pub(crate) port: Option<u16>,
+}
+
+/// One target's node in [`RECENT`]: its key (the scheme and authority in one string) and
+/// its node.
+struct Cached {
+    method: Method,
+    port: Option<u16>,
+    scheme_len: usize,
+    /// The scheme, then the authority.
+    text: Box<str>,
+    node: &'static ResourceNode,
+}
+
+impl Cached {
+    #[inline]
+    fn is(&self, key: &Key<'_>) -> bool {
+        let (scheme, authority) = self.text.split_at(self.scheme_len.min(self.text.len()));
+        self.method == *key.method
+            && self.port == key.port
+            && authority == key.authority
+            && scheme == key.scheme
+    }
+}
+
 /// The slots of each thread's cache of outbound targets.
 const RECENT_SLOTS: usize = 16;
 
 thread_local! {
-    /// Nodes of the targets this thread called recently, in the slot [`Target::slot`] picks.
-    static RECENT: [Cell<Option<&'static ResourceNode>>; RECENT_SLOTS] =
-        const { [const { Cell::new(None) }; RECENT_SLOTS] };
+    /// Nodes of the targets this thread called recently, in the slot [`slot`] picks.
+    static RECENT: RefCell<[Option<Cached>; RECENT_SLOTS]> =
+        const { RefCell::new([const { None }; RECENT_SLOTS]) };
 }
 
-/// The node of `target`'s default name: this thread's cached node if its name is the target's,
-/// else the registry's (the name built once), cached for the next call. A name refused by the
-/// cap on resources gets the shared overflow node, which is not cached (its name is another).
+/// The slot of [`RECENT`] for `key`.
 #[inline]
-pub(crate) fn default_node(target: &Target<'_>) -> &'static ResourceNode {
-    let slot = target.slot();
-    let cached = RECENT
-        .try_with(|recent| recent.get(slot).and_then(Cell::get))
-        .ok()
-        .flatten();
-    match cached {
-        Some(node) if target.is_named(node.name()) => node,
-        _ => default_node_uncached(target, slot),
+fn slot(key: &Key<'_>) -> usize {
+    let h = foldhash::fast::FixedState::with_seed(0).hash_one(key.authority);
+    (h ^ u64::from(key.port.unwrap_or(0))) as usize % RECENT_SLOTS
+}
+
+/// The node of a call's default name: this thread's cached node for `key`, else the
+/// registry's for the name of `target` (built once), cached for the next call. A name refused
+/// by the cap on resources gets the shared overflow node, which is not cached (the next new
+/// name may be admitted).
+#[inline]
+pub(crate) fn default_node<'a>(
+    key: &Key<'a>,
+    target: impl FnOnce() -> Target<'a>,
+) -> &'static ResourceNode {
+    let slot = slot(key);
+    let hit = RECENT.try_with(|recent| {
+        let recent = recent.try_borrow().ok()?;
+        let cached = recent.get(slot)?.as_ref()?;
+        cached.is(key).then_some(cached.node)
+    });
+    match hit {
+        Ok(Some(node)) => node,
+        _ => default_node_uncached(key, &target(), slot),
     }
 }
 
 #[cold]
 #[inline(never)]
-fn default_node_uncached(target: &Target<'_>, slot: usize) -> &'static ResourceNode {
+fn default_node_uncached(key: &Key<'_>, target: &Target<'_>, slot: usize) -> &'static ResourceNode {
     let name = target.name();
     let node = node_by_name(&name);
     if node.name() == name {
+        let cached = Cached {
+            method: key.method.clone(),
+            port: key.port,
+            scheme_len: key.scheme.len(),
+            text: [key.scheme, key.authority].concat().into_boxed_str(),
+            node,
+        };
         let _ = RECENT.try_with(|recent| {
-            if let Some(cell) = recent.get(slot) {
-                cell.set(Some(node));
+            if let Ok(mut recent) = recent.try_borrow_mut() {
+                if let Some(entry) = recent.get_mut(slot) {
+                    *entry = Some(cached);
+                }
             }
         });
     }
@@ -220,31 +257,57 @@ mod tests {
         ];
         for (target, name) in cases {
             assert_eq!(target.name(), name, "{target:?}");
-            assert!(target.is_named(name), "{target:?}");
-            assert!(!target.is_named(&format!("{name}x")), "{target:?}");
-            assert!(!target.is_named(&name[..name.len() - 1]), "{target:?}");
         }
-        let a = target("GET", Some("http"), Some("a"), Some(81));
-        assert!(!a.is_named("GET:http://a:8"));
-        assert!(!a.is_named("GET:http://b:81"));
-        assert!(!a.is_named("POST:http://a:81"));
     }
 
     #[test]
     fn a_cached_node_is_the_registrys_node_of_the_name() {
-        let a = target("GET", Some("http"), Some("outbound-unit-a.test"), Some(81));
-        let b = target("GET", Some("http"), Some("outbound-unit-b.test"), Some(81));
-        let node_a = default_node(&a);
+        let key = |method, authority, port| Key {
+            method,
+            scheme: "http",
+            authority,
+            port,
+        };
+        let node = |key: &Key<'static>| {
+            let host = key.authority;
+            let method = key.method.as_str();
+            default_node(key, || target(method, Some("http"), Some(host), key.port))
+        };
+        let get = &Method::GET;
+        let a = key(get, "outbound-unit-a.test", Some(81));
+        let b = key(get, "outbound-unit-b.test", Some(81));
+        let node_a = node(&a);
         assert_eq!(node_a.name(), "GET:http://outbound-unit-a.test:81");
-        assert!(std::ptr::eq(default_node(&a), node_a), "a hit");
-        let node_b = default_node(&b);
+        // A hit does not build the target.
+        let hit = default_node(&a, || panic!("a hit builds nothing"));
+        assert!(std::ptr::eq(hit, node_a));
+        let node_b = node(&b);
         assert_eq!(node_b.name(), "GET:http://outbound-unit-b.test:81");
         // Whatever slots they share, each finds its own node.
         for _ in 0..3 {
-            assert!(std::ptr::eq(default_node(&a), node_a));
-            assert!(std::ptr::eq(default_node(&b), node_b));
+            assert!(std::ptr::eq(node(&a), node_a));
+            assert!(std::ptr::eq(node(&b), node_b));
         }
-        assert!(std::ptr::eq(node_a, node_by_name(&a.name())));
+        assert!(std::ptr::eq(
+            node_a,
+            node_by_name(&node_a.name().to_owned())
+        ));
+        // Another method, port or scheme is another key.
+        let post = key(&Method::POST, "outbound-unit-a.test", Some(81));
+        assert_eq!(node(&post).name(), "POST:http://outbound-unit-a.test:81");
+        let other_port = key(get, "outbound-unit-a.test", Some(82));
+        assert_eq!(
+            node(&other_port).name(),
+            "GET:http://outbound-unit-a.test:82"
+        );
+        let https = Key {
+            scheme: "https",
+            ..a
+        };
+        let node_https = default_node(&https, || {
+            target("GET", Some("https"), Some("outbound-unit-a.test"), Some(81))
+        });
+        assert_eq!(node_https.name(), "GET:https://outbound-unit-a.test:81");
     }
 
     #[test]

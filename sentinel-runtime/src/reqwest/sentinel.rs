@@ -8,7 +8,7 @@ use ::reqwest_middleware::{Error, Middleware, Next, Result};
 use http::request::Parts;
 use http::Extensions;
 
-use crate::outbound::{default_node, is_error_status, Target};
+use crate::outbound::{default_node, is_error_status, Key, Target};
 use crate::registry::node_by_name;
 use crate::ResourceNode;
 
@@ -157,7 +157,16 @@ impl Middleware for SentinelMiddleware {
     ) -> Result<Response> {
         // The name first: a user's function that panics finds nothing reserved.
         let node = match &self.name {
-            None => default_node(&target_of(req.method(), req.url())),
+            None => {
+                let (method, url) = (req.method(), req.url());
+                let key = Key {
+                    method,
+                    scheme: url.scheme(),
+                    authority: url.host_str().unwrap_or(""),
+                    port: url.port(),
+                };
+                default_node(&key, || target_of(method, url))
+            }
             Some(name) => named(name.as_ref(), &mut req, extensions),
         };
         // Cancellable: a request dropped before its answer abandons the call.

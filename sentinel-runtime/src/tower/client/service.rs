@@ -12,7 +12,7 @@ use tower_service::Service;
 
 use super::layer::{BoxError, NameFn};
 use crate::entry::Reservation;
-use crate::outbound::{default_node, Target};
+use crate::outbound::{default_node, Key, Target};
 use crate::registry::node_by_name;
 use crate::tower::body::{poll_unwinding, Guard, SentinelBody};
 use crate::tower::response::{classify_outbound, is_grpc, GRPC_STATUS};
@@ -64,6 +64,19 @@ pub(super) fn target_of<'a>(method: &'a Method, uri: &'a Uri) -> Target<'a> {
         host: authority.map(http::uri::Authority::host),
         port: authority.and_then(http::uri::Authority::port_u16),
     }
+}
+
+/// The node of `req`'s default name, found by its URI's scheme and authority as written.
+#[inline]
+fn default_node_of<B>(req: &Request<B>) -> &'static ResourceNode {
+    let (method, uri) = (req.method(), req.uri());
+    let key = Key {
+        method,
+        scheme: uri.scheme_str().unwrap_or(""),
+        authority: uri.authority().map_or("", http::uri::Authority::as_str),
+        port: None,
+    };
+    default_node(&key, || target_of(method, uri))
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -202,7 +215,7 @@ where
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         // The name first: a user's function that panics finds nothing reserved.
         let (node, req) = match &self.name {
-            None => (default_node(&target_of(req.method(), req.uri())), req),
+            None => (default_node_of(&req), req),
             Some(name) => named(name.as_ref(), req),
         };
         let post = req.method() == Method::POST;
