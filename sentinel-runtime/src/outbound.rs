@@ -288,10 +288,7 @@ mod tests {
             assert!(std::ptr::eq(node(&a), node_a));
             assert!(std::ptr::eq(node(&b), node_b));
         }
-        assert!(std::ptr::eq(
-            node_a,
-            node_by_name(&node_a.name().to_owned())
-        ));
+        assert!(std::ptr::eq(node_a, node_by_name(node_a.name())));
         // Another method, port or scheme is another key.
         let post = key(&Method::POST, "outbound-unit-a.test", Some(81));
         assert_eq!(node(&post).name(), "POST:http://outbound-unit-a.test:81");

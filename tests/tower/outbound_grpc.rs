@@ -43,7 +43,7 @@ async fn serve() -> (Guarded, String) {
 }
 
 async fn echo(client: &mut Guarded, body: &[u8]) -> Result<Vec<u8>, Status> {
-    client.ready().await.map_err(|e| Status::from_error(e))?;
+    client.ready().await.map_err(Status::from_error)?;
     let call = client.unary(
         tonic::Request::new(body.to_vec()),
         PathAndQuery::from_static(METHOD),

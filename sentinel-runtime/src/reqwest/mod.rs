@@ -1,7 +1,7 @@
 //! A [`reqwest_middleware`] middleware guarding the calls a process makes with reqwest
 //! (feature `reqwest`): see [`SentinelMiddleware`].
 //!
-//! Both crates are re-exported, as [`reqwest`](self::reqwest) and [`middleware`]: build the
+//! Both crates are re-exported, as [`reqwest`] and [`middleware`]: build the
 //! client with these so that its types are the versions the middleware is built against (a
 //! project with another version of either gets a type error otherwise).
 

@@ -80,7 +80,7 @@ pub(super) type NameFn = dyn Fn(&Parts) -> String + Send + Sync;
 /// answered with a gRPC content type) and its `grpc-status`, in the headers or the trailers,
 /// is anything but 0. The entry is held until the response body ends (or is dropped), so
 /// concurrency limits and response times cover streamed bodies; the body is a
-/// [`SentinelBody`](super::SentinelBody) around the inner one. A call whose future or body is
+/// [`SentinelBody`](crate::tower::SentinelBody) around the inner one. A call whose future or body is
 /// dropped before its outcome is known (a gRPC stream cut before its trailers) counts as
 /// complete, but decides nothing for the circuit breakers.
 #[derive(Clone, Default)]

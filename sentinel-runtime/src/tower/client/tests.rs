@@ -206,7 +206,7 @@ fn a_name_function_that_panics_reserves_nothing() {
         .body(())
         .unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = client.call(request);
+        drop(client.call(request));
     }));
     assert!(caught.is_err());
     assert!(metrics::snapshot("GET:http://client-unit-panic:1").is_none());
