@@ -6,15 +6,7 @@ use std::sync::Arc;
 use http::request::Parts;
 use tower_layer::Layer;
 
-use super::service::SentinelClientService;
-
-/// The error of a [`SentinelClientService`]: the inner service's error, or a
-/// [`BlockError`](crate::BlockError) for a call a rule refused. The same type as
-/// `tower::BoxError`.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Names the resource of a call from its request's head.
-pub(super) type NameFn = dyn Fn(&Parts) -> String + Send + Sync;
+use super::service::{NameFn, SentinelClientService};
 
 /// A tower [`Layer`] that guards the calls a process **makes**: each request sent through the
 /// wrapped client (hyper-util's `Client`, a tonic `Channel`, any
@@ -67,7 +59,7 @@ pub(super) type NameFn = dyn Fn(&Parts) -> String + Send + Sync;
 /// # Blocks
 ///
 /// A refused call is never sent: the inner service is not called, and the service's error
-/// ([`BoxError`]) is the [`BlockError`](crate::BlockError), found with
+/// ([`BoxError`](super::BoxError)) is the [`BlockError`](crate::BlockError), found with
 /// `err.downcast_ref::<BlockError>()` (through tonic, which turns errors into a `Status` with
 /// code `UNKNOWN`, on the status's `source()`).
 ///

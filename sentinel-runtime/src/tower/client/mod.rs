@@ -6,5 +6,5 @@ mod service;
 #[cfg(test)]
 mod tests;
 
-pub use layer::{BoxError, SentinelClientLayer};
-pub use service::{ClientResponseFuture, SentinelClientService};
+pub use layer::SentinelClientLayer;
+pub use service::{BoxError, ClientResponseFuture, SentinelClientService};

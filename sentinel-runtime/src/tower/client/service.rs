@@ -10,13 +10,20 @@ use std::task::{Context, Poll};
 use http::{Method, Request, Response, Uri};
 use tower_service::Service;
 
-use super::layer::{BoxError, NameFn};
 use crate::entry::Reservation;
 use crate::outbound::{default_node, Key, Target};
 use crate::registry::node_by_name;
 use crate::tower::body::{poll_unwinding, Guard, SentinelBody};
 use crate::tower::response::{classify_outbound, is_grpc, GRPC_STATUS};
 use crate::{BlockError, Entry, ResourceNode};
+
+/// The error of a [`SentinelClientService`]: the inner service's error, or a
+/// [`BlockError`](crate::BlockError) for a call a rule refused. The same type as
+/// `tower::BoxError`.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Names the resource of a call from its request's head.
+pub(super) type NameFn = dyn Fn(&http::request::Parts) -> String + Send + Sync;
 
 /// The [`Service`] [`SentinelClientLayer`](super::SentinelClientLayer) wraps around a client.
 /// Clone when the client is; `poll_ready` is the client's.
