@@ -2,6 +2,8 @@
 //! 127.0.0.1:0: a limit refuses calls that then never reach the server, 503s and transport
 //! errors open a breaker, one name spans two hosts, system rules leave outbound calls alone.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
@@ -176,5 +178,40 @@ async fn system_rules_never_refuse_an_outbound_call() {
     let client = client(SentinelClientLayer::new());
     assert_eq!(get(&client, &server.url("/ok")).await.unwrap(), 200);
     drop(inside);
+    reset();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_call_waits_for_its_turn_then_is_sent() {
+    let clock = MockClock::install();
+    reset();
+    clock.advance(Duration::from_secs(1));
+    let resource = "GET:http://outbound-tower-throttled:81";
+    rules::load_flow_rules(vec![
+        FlowRule::qps(resource, 1.0).throttle(Duration::from_secs(10))
+    ])
+    .unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counter = sent.clone();
+    let inner = tower::service_fn(move |_: Request<()>| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<_, std::io::Error>(Response::new(String::from("ok"))) }
+    });
+    let client = SentinelClientLayer::new().layer(inner);
+    for _ in 0..2 {
+        let request = Request::get("http://outbound-tower-throttled:81/")
+            .body(())
+            .unwrap();
+        let response = client.clone().oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
+    }
+    assert_eq!(sent.load(Ordering::SeqCst), 2, "both sent");
+    assert!(
+        clock.elapsed() >= Duration::from_secs(2),
+        "the second waited its turn: {:?}",
+        clock.elapsed()
+    );
+    let stats = metrics::snapshot(resource).unwrap();
+    assert_eq!((stats.pass_total, stats.complete_total), (2, 2));
     reset();
 }
