@@ -23,6 +23,15 @@
 //!   address, every request admitted;
 //! - `governor_peer`: tower-governor keyed by `PeerIpKeyExtractor`, every request admitted.
 //!
+//! The client layer, around a client that answers at once (`Ready`: a `Service` returning a
+//! ready `Response<String>`), each request's body read to its end (the entry is held until
+//! then); their floor is `client_none`:
+//!
+//! - `client_none`: the bare client;
+//! - `client_norule`: `SentinelClientLayer::new()` around it, no rules (statistics only; the
+//!   default name `GET:http://inventory:8080` from the per-thread cache);
+//! - `client`: the same with one flow rule on that name, every request admitted.
+//!
 //! Each run sends 200 unmeasured requests, then N requests through `measured`, one
 //! `block_on(oneshot)` each. Build with `cargo bench -p sentinel-benches --bench tower_instructions --no-run`, then
 //! run the binary it names under
@@ -41,7 +50,7 @@ use axum::Router;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
-use sentinel_runtime::tower::SentinelLayer;
+use sentinel_runtime::tower::{Layer, SentinelClientLayer, SentinelClientService, SentinelLayer};
 use tower::util::MapResponseLayer;
 use tower::ServiceExt;
 use tower_governor::governor::GovernorConfigBuilder;
@@ -121,9 +130,84 @@ fn app(case: &str) -> Router {
         other => {
             panic!(
                 "unknown case {other:?}: none, identity, passthrough, sized, norule, sentinel, \
-                 nested, governor, identity_peer, hotspot or governor_peer"
+                 nested, governor, identity_peer, hotspot, governor_peer, client_none, \
+                 client_norule or client"
             )
         }
+    }
+}
+
+/// A client that answers every request at once with a 200 and a short body.
+#[derive(Clone, Copy)]
+struct Ready;
+
+impl tower::Service<Request<()>> for Ready {
+    type Response = Response<String>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Response<String>, std::convert::Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), std::convert::Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        std::future::ready(Ok(Response::new(String::from("ok"))))
+    }
+}
+
+/// What a case sends its requests to: a router, or a client.
+enum Target {
+    Router(Router),
+    Client(Ready),
+    Guarded(SentinelClientService<Ready>),
+}
+
+/// The client cases' target.
+fn client(case: &str) -> Option<Target> {
+    match case {
+        "client_none" => Some(Target::Client(Ready)),
+        "client_norule" => Some(Target::Guarded(SentinelClientLayer::new().layer(Ready))),
+        "client" => {
+            rules::load_flow_rules(vec![FlowRule::qps("GET:http://inventory:8080", 2e9)])
+                .expect("valid rule");
+            Some(Target::Guarded(SentinelClientLayer::new().layer(Ready)))
+        }
+        _ => None,
+    }
+}
+
+/// One request through a client, its body read to its end.
+fn send_client<S, B>(runtime: &tokio::runtime::Runtime, client: &S)
+where
+    S: tower::Service<Request<()>, Response = Response<B>> + Clone,
+    S::Error: std::fmt::Debug,
+    B: axum::body::HttpBody,
+    B::Error: std::fmt::Debug,
+{
+    let client = client.clone();
+    runtime.block_on(async move {
+        let request = Request::get("http://inventory:8080/items/7")
+            .body(())
+            .expect("a request");
+        let response = client.oneshot(request).await.expect("answered");
+        assert!(response.status().is_success());
+        black_box(response.into_body().collect().await.expect("a body"));
+    })
+}
+
+fn send_to(
+    runtime: &tokio::runtime::Runtime,
+    target: &Target,
+    path: &'static str,
+    peer: Option<SocketAddr>,
+) {
+    match target {
+        Target::Router(app) => send(runtime, app, path, peer),
+        Target::Client(client) => send_client(runtime, client),
+        Target::Guarded(client) => send_client(runtime, client),
     }
 }
 
@@ -149,13 +233,13 @@ fn send(
 #[inline(never)]
 fn measured(
     runtime: &tokio::runtime::Runtime,
-    app: &Router,
+    target: &Target,
     path: &'static str,
     peers: &[SocketAddr],
     requests: u64,
 ) {
     for i in 0..requests {
-        send(runtime, black_box(app), path, peer(peers, i));
+        send_to(runtime, black_box(target), path, peer(peers, i));
     }
 }
 
@@ -175,7 +259,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let app = app(case);
+    let target = client(case).unwrap_or_else(|| Target::Router(app(case)));
     let path = if case == "nested" {
         "/api/users/7"
     } else {
@@ -189,8 +273,8 @@ fn main() {
         Vec::new()
     };
     for i in 0..WARM_UP {
-        send(&runtime, &app, path, peer(&peers, i));
+        send_to(&runtime, &target, path, peer(&peers, i));
     }
-    measured(&runtime, &app, path, &peers, requests);
+    measured(&runtime, &target, path, &peers, requests);
     println!("{case}: {requests} requests after {WARM_UP} unmeasured");
 }

@@ -3,8 +3,9 @@
 # requests of each case of benches/tower_instructions.rs (after 200 unmeasured ones), the
 # difference / 2N, each layer's figure minus the plain router's. Usage:
 # scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor;
-# also identity, nested, norule, and per client identity_peer, hotspot, governor_peer). A case
-# measured after its floor (`identity`; `identity_peer` for the per-client cases) is also
+# also identity, nested, norule, and per client identity_peer, hotspot, governor_peer; the client
+# layer: client_none, client_norule, client). A case measured after its floor (`identity`;
+# `identity_peer` for the per-client cases; `client_none` for the client layer's) is also
 # printed above that floor: list the floor first.
 set -euo pipefail
 n=${1:-1000}
@@ -27,16 +28,19 @@ base=$(per_request none)
 printf 'none: %.1f instructions per request\n' "$base"
 floor=""
 floor_peer=""
+floor_client=""
 for case in "${cases[@]}"; do
     [ "$case" = none ] && continue
     x=$(per_request "$case")
     case $case in
         identity) floor=$x ;;
         identity_peer) floor_peer=$x ;;
+        client_none) floor_client=$x ;;
     esac
     over=""
     case $case in
-        identity | identity_peer) ;;
+        identity | identity_peer | client_none) ;;
+        client | client_*) [ -n "$floor_client" ] && over=$floor_client ;;
         hotspot | governor_peer) [ -n "$floor_peer" ] && over=$floor_peer ;;
         *) [ -n "$floor" ] && over=$floor ;;
     esac

@@ -49,7 +49,11 @@
 //!   on a tokio timer; without it, on a helper thread per wait.
 //! * `rule-files` (default): rules in JSON, YAML or TOML files, with Sentinel's JSON names too
 //!   (`rules::load_file`, `rules::watch_file`).
-//! * `tower`: `tower::SentinelLayer` for axum, tonic and hyper services.
+//! * `tower`: `tower::SentinelLayer` for axum, tonic and hyper services, and
+//!   `tower::SentinelClientLayer` for the calls a process makes through tower clients
+//!   (hyper-util's client, tonic channels).
+//! * `reqwest`: `reqwest::SentinelMiddleware`, a reqwest-middleware middleware for the calls a
+//!   process makes with reqwest.
 //! * `prometheus`: `metrics::prometheus`, a `prometheus-client` collector read at scrape time.
 //! * `tracing`: rate-limited `tracing` events on target `sentinel` (blocks at `INFO`,
 //!   `metrics::set_block_event_level`; breaker transitions and refused rules at `WARN`).
@@ -94,8 +98,12 @@ mod kinds;
 mod manager;
 pub mod metrics;
 mod node;
+#[cfg(any(feature = "tower", feature = "reqwest"))]
+mod outbound;
 mod param;
 pub mod registry;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 mod rule_data;
 pub mod rules;
 pub mod slot;

@@ -20,9 +20,9 @@ use tonic::transport::{Endpoint, Server};
 use tonic::{Code, Status};
 use tower::Service;
 
-/// Raw bytes as messages.
+/// Raw bytes as messages (also the codec of `outbound_grpc`).
 #[derive(Clone, Copy, Default)]
-struct Bytes;
+pub(crate) struct Bytes;
 
 impl Codec for Bytes {
     type Encode = Vec<u8>;
@@ -75,9 +75,10 @@ impl tonic::server::UnaryService<Vec<u8>> for Echo {
     }
 }
 
-/// The service `test.Greeter` with one unary method, `Echo`.
+/// The service `test.Greeter` with one unary method, `Echo` (also the downstream of
+/// `outbound_grpc`).
 #[derive(Clone)]
-struct Greeter;
+pub(crate) struct Greeter;
 
 impl tonic::server::NamedService for Greeter {
     const NAME: &'static str = "test.Greeter";
@@ -102,7 +103,7 @@ impl Service<http::Request<tonic::body::Body>> for Greeter {
     }
 }
 
-const METHOD: &str = "/test.Greeter/Echo";
+pub(crate) const METHOD: &str = "/test.Greeter/Echo";
 const RESOURCE: &str = "POST:/test.Greeter/Echo";
 
 /// Serves `Greeter` behind the layer until the test's runtime ends; returns a connected client.

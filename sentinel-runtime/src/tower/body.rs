@@ -9,7 +9,7 @@ use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 
 use super::config::IsErrorFn;
-use super::response::classify;
+use super::response::{classify, classify_outbound};
 use crate::Entry;
 
 /// The entry of a request whose response is being sent.
@@ -19,11 +19,16 @@ pub(super) struct Guard {
     /// The response is gRPC.
     pub(super) grpc: bool,
     pub(super) is_error: Option<Arc<IsErrorFn>>,
+    /// The response answers a call this process made (the client layer): its trailers are read
+    /// by [`classify_outbound`].
+    pub(super) outbound: bool,
 }
 
 pin_project_lite::pin_project! {
-    /// The response body of [`SentinelService`]: the inner service's body, holding the
-    /// request's entry until the body ends or is dropped; or the text of a rejection.
+    /// The response body of [`SentinelService`](super::SentinelService) and
+    /// [`SentinelClientService`](super::SentinelClientService): the inner service's body,
+    /// holding the request's entry until the body ends or is dropped; or (server side) the
+    /// text of a rejection.
     pub struct SentinelBody<B> {
         #[pin]
         body: Option<B>,
@@ -106,14 +111,18 @@ where
             Some(Ok(frame)) => {
                 if let (Some(trailers), Some(guard)) = (frame.trailers_ref(), this.guard.as_mut()) {
                     // The user's `is_error` may panic: an error, whoever drops the body later.
-                    let error = poll_unwinding(&guard.entry, || {
-                        classify(
-                            guard.is_error.as_deref(),
-                            guard.status,
-                            trailers,
-                            guard.grpc,
-                        )
-                    });
+                    let error = if guard.outbound {
+                        classify_outbound(guard.status, trailers, guard.grpc)
+                    } else {
+                        poll_unwinding(&guard.entry, || {
+                            classify(
+                                guard.is_error.as_deref(),
+                                guard.status,
+                                trailers,
+                                guard.grpc,
+                            )
+                        })
+                    };
                     if error {
                         guard.entry.set_error_mut();
                     }

@@ -94,6 +94,7 @@ pub use tower_layer::Layer;
 pub use tower_service::Service;
 
 mod body;
+mod client;
 mod config;
 mod layer;
 mod naming;
@@ -105,6 +106,7 @@ mod tests;
 mod view;
 
 pub use body::SentinelBody;
+pub use client::{BoxError, ClientResponseFuture, SentinelClientLayer, SentinelClientService};
 pub use layer::{block_response, SentinelLayer};
 pub use service::{ResponseFuture, SentinelService};
 

@@ -49,6 +49,20 @@ pub(super) fn classify(
     )
 }
 
+/// Whether the response to a call this process made counts as an error, by its status and
+/// `headers` (its head, or its trailers): a 5xx, or for a gRPC response (`grpc`) any
+/// `grpc-status` but 0 `OK`. Unlike a server's own answers ([`classify`]), every gRPC error a
+/// downstream returns is its failure as far as the caller's breakers are concerned.
+#[inline]
+pub(super) fn classify_outbound(status: StatusCode, headers: &HeaderMap, grpc: bool) -> bool {
+    if crate::outbound::is_error_status(status.as_u16()) {
+        return true;
+    }
+    grpc && headers
+        .get(&GRPC_STATUS)
+        .is_some_and(|v| v.as_bytes() != b"0")
+}
+
 /// How a block is answered: HTTP status, gRPC status.
 pub(super) fn answer(kind: BlockKind) -> (StatusCode, u8) {
     match kind {

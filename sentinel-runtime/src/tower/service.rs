@@ -246,6 +246,7 @@ fn guard<B>(
         status,
         grpc,
         is_error,
+        outbound: false,
     }
 }
 

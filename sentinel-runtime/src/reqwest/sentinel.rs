@@ -1,0 +1,184 @@
+//! [`SentinelMiddleware`]: each request enters its resource before it is sent.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ::reqwest::{Method, Request, Response, Url};
+use ::reqwest_middleware::{Error, Middleware, Next, Result};
+use http::request::Parts;
+use http::Extensions;
+
+use crate::outbound::{default_node, is_error_status, Key, Target};
+use crate::registry::node_by_name;
+use crate::ResourceNode;
+
+type NameFn = dyn Fn(&Parts) -> String + Send + Sync;
+
+/// A [`reqwest_middleware`] [`Middleware`] that guards each request a reqwest client sends with
+/// a flow-control resource: the resource's circuit breakers, flow, concurrency and adaptive
+/// limits decide whether the request is sent at all.
+///
+/// ```
+/// use sentinel_runtime::reqwest::{middleware::ClientBuilder, reqwest, SentinelMiddleware};
+/// use sentinel_runtime::rules::{self, CircuitBreakerRule};
+/// use sentinel_runtime::BlockError;
+/// use std::time::Duration;
+///
+/// // A breaker that opens after 5 failed calls to the inventory service, for 10 s.
+/// rules::load_circuit_breaker_rules(vec![
+///     CircuitBreakerRule::error_count("GET:http://inventory:8080", 5)
+///         .recovery(Duration::from_secs(10)),
+/// ])?;
+/// let client = ClientBuilder::new(reqwest::Client::new())
+///     .with(SentinelMiddleware::new())
+///     .build();
+/// async fn stock(client: &sentinel_runtime::reqwest::middleware::ClientWithMiddleware) {
+///     match client.get("http://inventory:8080/items/7").send().await {
+///         Ok(response) => { /* the downstream's answer */ }
+///         // A refused call was never sent.
+///         Err(sentinel_runtime::reqwest::middleware::Error::Middleware(e))
+///             if e.downcast_ref::<BlockError>().is_some() => { /* a fallback */ }
+///         Err(e) => { /* a transport error */ }
+///     }
+/// }
+/// # rules::load_circuit_breaker_rules(vec![])?;
+/// # Ok::<(), sentinel_runtime::RuleError>(())
+/// ```
+///
+/// # Resource names
+///
+/// As the tower client layer's ([`SentinelClientLayer`](crate::tower::SentinelClientLayer)
+/// with feature `tower`): `"{METHOD}:{scheme}://{host}[:{port}]"`, the port left out when it is
+/// the scheme's default, never with user information (`GET:http://inventory:8080`), found in a
+/// small per-thread cache without building the string. [`name`](Self::name) replaces it.
+///
+/// # Blocks
+///
+/// A refused request is never sent: its error is
+/// [`reqwest_middleware::Error::Middleware`] holding the [`BlockError`](crate::BlockError)
+/// (`e.downcast_ref::<BlockError>()`).
+///
+/// # Errors and exits
+///
+/// Every request is an outbound entry: system rules, which protect what a process serves,
+/// never refuse it. The call counts as an error (for the statistics, the circuit breakers and
+/// the adaptive limit) when the rest of the chain fails (a transport error, a timeout, another
+/// middleware's error) or the response is a 5xx.
+///
+/// The entry ends **when the response's head arrives**, not when its body has been read: a
+/// reqwest `Response` carries its URL and connection details beside a body that cannot be
+/// wrapped without losing them. Response times and concurrency limits therefore cover the time
+/// to the response's head; a body that fails half-way is not counted as an error. (The tower
+/// client layer holds its entry until the body ends.)
+#[derive(Clone, Default)]
+pub struct SentinelMiddleware {
+    name: Option<Arc<NameFn>>,
+}
+
+impl fmt::Debug for SentinelMiddleware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelMiddleware")
+            .field("custom_name", &self.name.is_some())
+            .finish()
+    }
+}
+
+impl SentinelMiddleware {
+    /// A middleware naming each request `"{METHOD}:{scheme}://{host}[:{port}]"`.
+    pub fn new() -> SentinelMiddleware {
+        SentinelMiddleware::default()
+    }
+
+    /// Names the resource of each request: replaces the default name. The function reads
+    /// the request's head as `http` parts: its method, URI, version, headers, and the
+    /// middleware chain's extensions. One name for a dependency's several hosts puts them
+    /// under one limit and one breaker.
+    ///
+    /// The function runs before anything is reserved for the request: if it panics, the
+    /// panic reaches the caller and nothing is held. The name must come from a small set,
+    /// never from raw input (resources are capped).
+    ///
+    /// ```
+    /// use sentinel_runtime::reqwest::SentinelMiddleware;
+    /// let middleware = SentinelMiddleware::new().name(|parts| {
+    ///     match parts.uri.host() {
+    ///         Some(h) if h.starts_with("inventory-") => format!("{}:inventory", parts.method),
+    ///         _ => format!("{}:other", parts.method),
+    ///     }
+    /// });
+    /// ```
+    pub fn name(mut self, f: impl Fn(&Parts) -> String + Send + Sync + 'static) -> Self {
+        self.name = Some(Arc::new(f));
+        self
+    }
+}
+
+/// The default name's pieces of a request to `url` with `method`.
+pub(crate) fn target_of<'a>(method: &'a Method, url: &'a Url) -> Target<'a> {
+    Target {
+        method: method.as_str(),
+        scheme: Some(url.scheme()),
+        host: url.host_str(),
+        port: url.port(),
+    }
+}
+
+/// The node of `req` named by the user's function: the request's head and the chain's
+/// `extensions` are lent to it as `http` parts (moved, not copied), then given back.
+fn named(name: &NameFn, req: &mut Request, extensions: &mut Extensions) -> &'static ResourceNode {
+    let (mut parts, ()) = http::Request::new(()).into_parts();
+    parts.method = req.method().clone();
+    // An URL that is not a valid `http` URI (rare) leaves the URI empty.
+    parts.uri = req.url().as_str().parse().unwrap_or_default();
+    parts.version = req.version();
+    parts.headers = std::mem::take(req.headers_mut());
+    parts.extensions = std::mem::take(extensions);
+    let resource = name(&parts);
+    *req.headers_mut() = parts.headers;
+    *extensions = parts.extensions;
+    node_by_name(&resource)
+}
+
+/// Whether the rest of the chain's result counts as the call's error.
+pub(crate) fn is_error(result: &Result<Response>) -> bool {
+    match result {
+        Ok(response) => is_error_status(response.status().as_u16()),
+        Err(_) => true,
+    }
+}
+
+#[async_trait::async_trait]
+impl Middleware for SentinelMiddleware {
+    async fn handle(
+        &self,
+        mut req: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> Result<Response> {
+        // The name first: a user's function that panics finds nothing reserved.
+        let node = match &self.name {
+            None => {
+                let (method, url) = (req.method(), req.url());
+                let key = Key {
+                    method,
+                    scheme: url.scheme(),
+                    authority: url.host_str().unwrap_or(""),
+                    port: url.port(),
+                };
+                default_node(&key, || target_of(method, url))
+            }
+            Some(name) => named(name.as_ref(), &mut req, extensions),
+        };
+        // Cancellable: a request dropped before its answer abandons the call.
+        let reservation = crate::entry::reserve(node, 1, true).map_err(Error::middleware)?;
+        crate::entry::wait_turn(&reservation).await;
+        let entry = reservation.into_entry();
+        let result = next.run(req, extensions).await;
+        if is_error(&result) {
+            entry.set_error();
+        }
+        entry.finish();
+        drop(entry);
+        result
+    }
+}
