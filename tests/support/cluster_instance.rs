@@ -19,7 +19,8 @@
 //! `--per-instance` (a per-instance cluster rule instead of a global one), `--resource NAME`
 //! (the rule's resource, default `cluster-test`), `--rules-source KEY` (also watch the rule
 //! document kept at `KEY` in the first Redis, and say `rules <threshold> <wall µs>` each time
-//! the resource's flow rule changes).
+//! the resource's flow rule changes), `--resources N` (also enter N other resources,
+//! `other-0`..`other-{N-1}`, once a second each: the fleet's summaries list the busiest).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -45,6 +46,7 @@ struct Args {
     per_instance: bool,
     resource: &'static str,
     rules_source: Option<String>,
+    resources: usize,
 }
 
 fn parse() -> Result<Args, String> {
@@ -60,6 +62,7 @@ fn parse() -> Result<Args, String> {
         per_instance: false,
         resource: "cluster-test",
         rules_source: None,
+        resources: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -78,6 +81,7 @@ fn parse() -> Result<Args, String> {
             // Leaked once: entries take a `&'static str`.
             "--resource" => args.resource = Box::leak(value()?.into_boxed_str()),
             "--rules-source" => args.rules_source = Some(value()?),
+            "--resources" => args.resources = number(value()?)? as usize,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -198,6 +202,18 @@ fn run(args: &Args) -> ExitCode {
     let start_us = wall_us();
     let min_instances = AtomicU64::new(u64::MAX);
     let (admitted, blocked, max_call, cluster_blocks, slow, per_value) = std::thread::scope(|s| {
+        // Other resources, each entered once a second.
+        if args.resources > 0 {
+            s.spawn(|| {
+                let names: Vec<String> = (0..args.resources).map(|i| format!("other-{i}")).collect();
+                while !done.load(Ordering::Relaxed) {
+                    for name in &names {
+                        drop(sentinel_runtime::entry(name));
+                    }
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            });
+        }
         // With a rule source: says each new threshold of the resource's flow rule.
         if args.rules_source.is_some() {
             s.spawn(|| {
