@@ -94,6 +94,7 @@ mod kinds;
 mod manager;
 pub mod metrics;
 mod node;
+pub mod outlier;
 mod param;
 pub mod registry;
 mod rule_data;

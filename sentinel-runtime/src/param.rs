@@ -70,6 +70,8 @@ pub(crate) struct Params<'a> {
     hashes: &'a [u64],
     /// The caller's origin, if the entry names one (for authority rules).
     origin: Option<&'a str>,
+    /// The endpoint the call goes to, if the entry names one (for outlier rules).
+    endpoint: Option<&'a str>,
     /// The entry is inbound traffic (for system rules).
     inbound: bool,
     /// The entry is a guarded function's sync call, whose generated code marks the body's
@@ -83,6 +85,7 @@ impl<'a> Params<'a> {
     pub(crate) const NONE: Params<'static> = Params {
         hashes: &[],
         origin: None,
+        endpoint: None,
         inbound: false,
         guarded: false,
     };
@@ -156,6 +159,12 @@ impl<'a> Params<'a> {
         self.origin
     }
 
+    /// The endpoint the call goes to, if the entry names one.
+    #[inline]
+    pub(crate) fn endpoint(&self) -> Option<&'a str> {
+        self.endpoint
+    }
+
     /// The parameter at `index`, if the entry has one.
     #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<u64> {
@@ -177,8 +186,16 @@ pub(crate) struct ParamBuf {
     /// At most [`MAX_PARAMS`]; a byte, so that an `EntryBuilder` fits in 128 bytes (moved by
     /// its builder methods inline, not by a `memcpy` call).
     len: u8,
-    origin: Option<std::sync::Arc<str>>,
+    /// The origin and the endpoint, if named (boxed together: one word when neither is).
+    names: Option<Box<CallNames>>,
     inbound: bool,
+}
+
+/// What an entry names besides its parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct CallNames {
+    origin: Option<Box<str>>,
+    endpoint: Option<Box<str>>,
 }
 
 impl ParamBuf {
@@ -186,7 +203,7 @@ impl ParamBuf {
     pub(crate) const NONE: ParamBuf = ParamBuf {
         hashes: [0; MAX_PARAMS],
         len: 0,
-        origin: None,
+        names: None,
         inbound: false,
     };
 
@@ -197,7 +214,12 @@ impl ParamBuf {
 
     /// Names the caller's origin.
     pub(crate) fn set_origin(&mut self, origin: &str) {
-        self.origin = Some(origin.into());
+        self.names.get_or_insert_with(Box::default).origin = Some(origin.into());
+    }
+
+    /// Names the endpoint the call goes to.
+    pub(crate) fn set_endpoint(&mut self, endpoint: &str) {
+        self.names.get_or_insert_with(Box::default).endpoint = Some(endpoint.into());
     }
 
     /// Adds the next parameter (ignored beyond [`MAX_PARAMS`]).
@@ -214,7 +236,8 @@ impl ParamBuf {
     pub(crate) fn view(&self) -> Params<'_> {
         Params {
             hashes: &self.hashes[..usize::from(self.len)],
-            origin: self.origin.as_deref(),
+            origin: self.names.as_ref().and_then(|n| n.origin.as_deref()),
+            endpoint: self.names.as_ref().and_then(|n| n.endpoint.as_deref()),
             inbound: self.inbound,
             guarded: false,
         }
