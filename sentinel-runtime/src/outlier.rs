@@ -20,6 +20,10 @@ use crate::clock;
 
 /// The endpoints of `resource` ejected now (their calls are blocked, or their one probe is out),
 /// sorted. Empty for a resource without outlier rules or never entered.
+///
+/// ```
+/// assert!(sentinel_runtime::outlier::ejected("doc-no-outlier-rules").is_empty());
+/// ```
 pub fn ejected(resource: &str) -> Vec<String> {
     let Some(node) = crate::registry::get(resource) else {
         return Vec::new();
@@ -34,6 +38,12 @@ pub fn ejected(resource: &str) -> Vec<String> {
 /// The endpoints of `candidates` that are not ejected now, in their order: where a balancer may
 /// send `resource`'s calls. An endpoint whose ejection is over is among them: its next call is
 /// its probe.
+///
+/// ```
+/// let hosts = ["inv-a:80", "inv-b:80"];
+/// // No outlier rule on the resource: every candidate.
+/// assert_eq!(sentinel_runtime::outlier::healthy("doc-no-outlier", &hosts), hosts);
+/// ```
 pub fn healthy<'a>(resource: &str, candidates: &[&'a str]) -> Vec<&'a str> {
     let Some(node) = crate::registry::get(resource) else {
         return candidates.to_vec();
@@ -48,7 +58,12 @@ pub fn healthy<'a>(resource: &str, candidates: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// How many endpoints of `resource` the outlier rules track (at most
-/// [`MAX_ENDPOINTS`](crate::rules::MAX_ENDPOINTS)).
+/// [`MAX_ENDPOINTS`](crate::rules::MAX_ENDPOINTS)): the bound on what a flood of endpoint
+/// names can take.
+///
+/// ```
+/// assert_eq!(sentinel_runtime::outlier::tracked_endpoints("doc-no-outlier"), 0);
+/// ```
 pub fn tracked_endpoints(resource: &str) -> usize {
     crate::registry::get(resource).map_or(0, |node| {
         node.with_chain(|chain| chain.outlier.as_ref().map_or(0, |d| d.endpoints()))
