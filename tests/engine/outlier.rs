@@ -58,6 +58,20 @@ fn consecutive_errors_eject_an_endpoint_whose_calls_are_then_blocked_without_rea
     assert_eq!(stats.block_total_by_rule.outlier, 11);
     assert_eq!(outlier::ejected(R), ["a"]);
     assert!(metrics::outlier_ejections().contains(&(R, 1, 0)));
+    let text = metrics::prometheus::encode_text();
+    let has = |line: &str| text.lines().any(|l| l == line);
+    assert!(
+        has(&format!(
+            "sentinel_block_total{{resource=\"{R}\",rule=\"outlier\"}} 11"
+        )),
+        "{text}"
+    );
+    assert!(
+        has(&format!(
+            "sentinel_outlier_ejections_total{{resource=\"{R}\"}} 1"
+        )),
+        "{text}"
+    );
     // A panic counts as an error too.
     clock.advance(secs(100));
     for _ in 0..3 {
