@@ -5,7 +5,10 @@
 //! starts answering 503, each client's circuit breaker opens after three failures, and the
 //! calls after that are refused without being sent (the server's count of requests shows it).
 //! Once it is healthy again and the breaker's recovery time (1 s) has passed, one probe goes
-//! through and closes the breaker. Runs in about 3 s.
+//! through and closes the breaker. Then two instances of a dependency, one failing, behind one
+//! name: an outlier rule ejects the failing instance (its calls refused without being sent),
+//! `outlier::healthy` answers a balancer, and a probe brings the instance back. Runs in about
+//! 4 s.
 
 use std::error::Error;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,9 +24,9 @@ use hyper_util::rt::TokioExecutor;
 use sentinel_runtime::breaker::on_state_change;
 use sentinel_runtime::reqwest::middleware::{self, ClientBuilder, ClientWithMiddleware};
 use sentinel_runtime::reqwest::{reqwest, SentinelMiddleware};
-use sentinel_runtime::rules::{self, CircuitBreakerRule};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, OutlierRule};
 use sentinel_runtime::tower::{BoxError, Layer, SentinelClientLayer, SentinelClientService};
-use sentinel_runtime::BlockError;
+use sentinel_runtime::{outlier, BlockError};
 use tower::ServiceExt;
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
@@ -167,12 +170,53 @@ async fn main() -> Result<()> {
     )
     .await?;
 
-    // ---- Outlier ejection: to be added here (issue 49, part 3) --------------------------------
-    // Two instances of the downstream, one of them failing; an `OutlierRule` on the resource
-    // ejects the failing instance (its calls refused with `BlockKind::Outlier` until its
-    // recovery time), `outlier::healthy(..)` steers the calls to the other, and one probe
-    // brings it back once it is healthy.
-    // ---------------------------------------------------------------------------------------------
+    // ---- Outlier ejection: two instances of the dependency, one of them failing ----------------
+    println!("\n== outlier ejection: two instances of `inventory`, one failing ==");
+    drop(flaky);
+    let (a, b) = (self::flaky().await?, self::flaky().await?);
+    b.broken.store(true, Ordering::SeqCst);
+    let endpoint = |f: &Flaky| {
+        f.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/stock")
+            .to_owned()
+    };
+    let (ea, eb) = (endpoint(&a), endpoint(&b));
+    rules::load_outlier_rules(vec![
+        OutlierRule::consecutive_errors("inventory", 2).recovery(Duration::from_secs(1))
+    ])?;
+    // One name for the dependency; each request's endpoint is its authority.
+    let pool: Hyper = SentinelClientLayer::new()
+        .name(|_| "inventory".to_owned())
+        .layer(Client::builder(TokioExecutor::new()).build_http());
+    for i in 1..=3 {
+        println!(
+            "  call {i} to {eb}: {}",
+            outcome(via_hyper(&pool, &b.url).await)
+        );
+    }
+    println!("  ejected: {:?}", outlier::ejected("inventory"));
+    println!(
+        "  a balancer asks which are healthy: {:?}",
+        outlier::healthy("inventory", &[&ea, &eb])
+    );
+    println!(
+        "  call to {ea}: {}",
+        outcome(via_hyper(&pool, &a.url).await)
+    );
+    println!(
+        "  {eb} saw {} calls (the refused one never reached it)",
+        b.hits.load(Ordering::SeqCst)
+    );
+    b.broken.store(false, Ordering::SeqCst);
+    println!("  ({eb} healthy again; waiting out its 1 s ejection)");
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    println!(
+        "  probe to {eb}: {}",
+        outcome(via_hyper(&pool, &b.url).await)
+    );
+    println!("  ejected now: {:?}", outlier::ejected("inventory"));
+    rules::load_outlier_rules(vec![])?;
 
     rules::load_circuit_breaker_rules(vec![])?;
     Ok(())

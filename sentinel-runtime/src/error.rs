@@ -28,6 +28,9 @@ pub enum BlockKind {
     /// `avg_rt`, `cpu_usage`, `load_per_core`, or `adaptive` while the adaptive check holds on for
     /// a second after the CPU or load came back under its limit).
     System,
+    /// An outlier rule: the call's endpoint is ejected for its errors
+    /// ([`crate::rules::OutlierRule`]). [`BlockError::reason`] names the endpoint.
+    Outlier,
 }
 
 /// A call was rejected: which resource, by which kind of rule, and that rule's threshold.
@@ -160,6 +163,17 @@ impl BlockError {
         }
     }
 
+    /// A rejection by an outlier rule of a call to `endpoint`, ejected for `nanos` more (0: its
+    /// probe is out).
+    pub(crate) fn outlier(resource: &'static str, endpoint: &str, nanos: u64) -> BlockError {
+        BlockError {
+            kind: BlockKind::Outlier,
+            reason: Some(Cow::Owned(format!("endpoint `{endpoint}` ejected"))),
+            retry_after: (nanos > 0).then(|| Duration::from_nanos(nanos)),
+            ..BlockError::flow(resource, 0.0, 0)
+        }
+    }
+
     /// A system rule's `limit` (its field name) refused an inbound call; `threshold` is the
     /// limit's value (milliseconds for `avg_rt`).
     pub(crate) fn system(
@@ -256,6 +270,11 @@ impl fmt::Display for BlockError {
                 f,
                 "authority rule ({})",
                 self.reason.as_deref().unwrap_or("origin not allowed")
+            ),
+            BlockKind::Outlier => write!(
+                f,
+                "outlier rule ({})",
+                self.reason.as_deref().unwrap_or("endpoint ejected")
             ),
             BlockKind::System => write!(
                 f,

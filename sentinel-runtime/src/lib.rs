@@ -100,6 +100,7 @@ pub mod metrics;
 mod node;
 #[cfg(any(feature = "tower", feature = "reqwest"))]
 mod outbound;
+pub mod outlier;
 mod param;
 pub mod registry;
 #[cfg(feature = "reqwest")]

@@ -10,6 +10,7 @@
 //! Redis, never sent by clients), so that one value has one hash in every instance; this works
 //! only if the cluster starts before the first value is hashed.
 
+use std::borrow::Cow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::OnceLock;
 
@@ -68,8 +69,9 @@ pub(crate) fn key_check() -> u32 {
 pub(crate) struct Params<'a> {
     /// At most [`MAX_PARAMS`].
     hashes: &'a [u64],
-    /// The caller's origin, if the entry names one (for authority rules).
-    origin: Option<&'a str>,
+    /// The caller's origin (for authority rules) and the endpoint the call goes to (for outlier
+    /// rules), if the entry names either: one word when it names neither.
+    names: Option<&'a CallNames<'a>>,
     /// The entry is inbound traffic (for system rules).
     inbound: bool,
     /// The entry is a guarded function's sync call, whose generated code marks the body's
@@ -82,7 +84,7 @@ impl<'a> Params<'a> {
     /// No parameters.
     pub(crate) const NONE: Params<'static> = Params {
         hashes: &[],
-        origin: None,
+        names: None,
         inbound: false,
         guarded: false,
     };
@@ -127,13 +129,13 @@ impl<'a> Params<'a> {
         }
     }
 
-    /// These parameters, from the caller `origin` (the tower layer's; an
-    /// [`EntryBuilder`](crate::EntryBuilder)'s is in its [`ParamBuf`]).
-    #[cfg(feature = "tower")]
+    /// These parameters, with what the call names (the tower layer's origin; an
+    /// [`EntryBuilder`](crate::EntryBuilder)'s names are in its [`ParamBuf`]).
+    #[cfg(any(feature = "tower", feature = "reqwest"))]
     #[inline]
-    pub(crate) fn with_origin(self, origin: &'a str) -> Params<'a> {
+    pub(crate) fn with_names(self, names: &'a CallNames<'a>) -> Params<'a> {
         Params {
-            origin: Some(origin),
+            names: Some(names),
             ..self
         }
     }
@@ -153,7 +155,13 @@ impl<'a> Params<'a> {
     /// The caller's origin, if the entry names one.
     #[inline]
     pub(crate) fn origin(&self) -> Option<&'a str> {
-        self.origin
+        self.names?.origin.as_deref()
+    }
+
+    /// The endpoint the call goes to, if the entry names one.
+    #[inline]
+    pub(crate) fn endpoint(&self) -> Option<&'a str> {
+        self.names?.endpoint.as_deref()
     }
 
     /// The parameter at `index`, if the entry has one.
@@ -177,8 +185,18 @@ pub(crate) struct ParamBuf {
     /// At most [`MAX_PARAMS`]; a byte, so that an `EntryBuilder` fits in 128 bytes (moved by
     /// its builder methods inline, not by a `memcpy` call).
     len: u8,
-    origin: Option<std::sync::Arc<str>>,
+    /// The origin and the endpoint, if named (boxed together: one word when neither is).
+    names: Option<Box<CallNames<'static>>>,
     inbound: bool,
+}
+
+/// What an entry names besides its parameters: the caller's origin, the endpoint it goes to.
+/// Owned in an [`EntryBuilder`](crate::EntryBuilder)'s [`ParamBuf`], borrowed by the tower
+/// layer for one request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CallNames<'a> {
+    pub(crate) origin: Option<Cow<'a, str>>,
+    pub(crate) endpoint: Option<Cow<'a, str>>,
 }
 
 impl ParamBuf {
@@ -186,7 +204,7 @@ impl ParamBuf {
     pub(crate) const NONE: ParamBuf = ParamBuf {
         hashes: [0; MAX_PARAMS],
         len: 0,
-        origin: None,
+        names: None,
         inbound: false,
     };
 
@@ -197,7 +215,12 @@ impl ParamBuf {
 
     /// Names the caller's origin.
     pub(crate) fn set_origin(&mut self, origin: &str) {
-        self.origin = Some(origin.into());
+        self.names.get_or_insert_with(Box::default).origin = Some(Cow::Owned(origin.into()));
+    }
+
+    /// Names the endpoint the call goes to.
+    pub(crate) fn set_endpoint(&mut self, endpoint: &str) {
+        self.names.get_or_insert_with(Box::default).endpoint = Some(Cow::Owned(endpoint.into()));
     }
 
     /// Adds the next parameter (ignored beyond [`MAX_PARAMS`]).
@@ -214,7 +237,7 @@ impl ParamBuf {
     pub(crate) fn view(&self) -> Params<'_> {
         Params {
             hashes: &self.hashes[..usize::from(self.len)],
-            origin: self.origin.as_deref(),
+            names: self.names.as_deref(),
             inbound: self.inbound,
             guarded: false,
         }

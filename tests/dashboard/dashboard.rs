@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::dashboard::{Dashboard, DashboardError, DashboardHandle};
-use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, HotspotRule, RuleSet};
+use sentinel_runtime::rules::{
+    self, CircuitBreakerRule, FlowRule, HotspotRule, OutlierRule, RuleSet,
+};
 use sentinel_runtime::{entry, metrics};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -310,6 +312,17 @@ fn resources_and_history_show_exact_totals_of_known_traffic() {
     assert_eq!(row["concurrency_limit"], 3);
     assert_eq!(row["breaker"], serde_json::Value::Null);
     assert_eq!(row["block_total_by_rule"]["flow"], 3);
+    // An endpoint ejected by an outlier rule is listed with its resource.
+    const O: &str = "dash-json-outlier";
+    rules::load_outlier_rules(vec![OutlierRule::consecutive_errors(O, 1)]).unwrap();
+    let call = sentinel_runtime::EntryBuilder::new(O)
+        .endpoint("inv-a:80")
+        .enter();
+    call.unwrap().set_error();
+    let rows = get(addr, "/api/resources").json();
+    let outlier = rows.as_array().unwrap().iter().find(|r| r["resource"] == O);
+    assert_eq!(outlier.unwrap()["ejected"], serde_json::json!(["inv-a:80"]));
+    rules::load_outlier_rules(vec![]).unwrap();
     let stats = metrics::snapshot(R).unwrap();
     assert_eq!(row["pass_total"], stats.pass_total);
 

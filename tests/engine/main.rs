@@ -32,6 +32,7 @@ mod hotspot_strict;
 mod lone_gate;
 mod lone_pinned;
 mod lone_pinned_order;
+mod outlier;
 mod reports_order;
 mod runtime;
 mod sentinel_parity;

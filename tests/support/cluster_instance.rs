@@ -205,7 +205,8 @@ fn run(args: &Args) -> ExitCode {
         // Other resources, each entered once a second.
         if args.resources > 0 {
             s.spawn(|| {
-                let names: Vec<String> = (0..args.resources).map(|i| format!("other-{i}")).collect();
+                let names: Vec<String> =
+                    (0..args.resources).map(|i| format!("other-{i}")).collect();
                 while !done.load(Ordering::Relaxed) {
                     for name in &names {
                         drop(sentinel_runtime::entry(name));

@@ -7,8 +7,8 @@ use std::time::Duration;
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::reqwest::middleware::{ClientBuilder, ClientWithMiddleware, Error};
 use sentinel_runtime::reqwest::{reqwest, SentinelMiddleware};
-use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule};
-use sentinel_runtime::{metrics, BlockError, BlockKind};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, OutlierRule};
+use sentinel_runtime::{metrics, outlier, BlockError, BlockKind};
 
 use crate::outbound_support::{closed_port, downstream};
 
@@ -155,4 +155,36 @@ async fn a_transport_error_counts_as_an_error_and_opens_a_breaker() {
         Some(BlockKind::CircuitBreaker)
     );
     reset();
+}
+
+#[tokio::test]
+async fn a_failing_host_is_ejected_by_its_authority_while_a_healthy_one_is_not() {
+    let clock = MockClock::install();
+    reset();
+    const NAME: &str = "outbound-reqwest:outlier";
+    let (good, bad) = (downstream().await, downstream().await);
+    rules::load_outlier_rules(vec![
+        OutlierRule::consecutive_errors(NAME, 2).recovery(Duration::from_secs(10))
+    ])
+    .unwrap();
+    let client = client(SentinelMiddleware::new().name(|_| NAME.into()));
+    for _ in 0..2 {
+        assert_eq!(get(&client, &bad.url("/fail")).await.unwrap(), 503);
+        assert_eq!(get(&client, &good.url("/ok")).await.unwrap(), 200);
+    }
+    assert_eq!(outlier::ejected(NAME), vec![bad.addr.to_string()]);
+    let refused = get(&client, &bad.url("/fail")).await.unwrap_err();
+    assert_eq!(
+        block(&refused).map(BlockError::kind),
+        Some(BlockKind::Outlier)
+    );
+    assert_eq!(bad.hits(), 2, "the ejected host is not called");
+    assert_eq!(get(&client, &good.url("/ok")).await.unwrap(), 200);
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(get(&client, &bad.url("/ok")).await.unwrap(), 200);
+    assert!(
+        outlier::ejected(NAME).is_empty(),
+        "the probe brought it back"
+    );
+    rules::load_outlier_rules(vec![]).unwrap();
 }

@@ -12,11 +12,11 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sentinel_runtime::clock::MockClock;
-use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, SystemRule};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, OutlierRule, SystemRule};
 use sentinel_runtime::tower::{
     BoxError, Layer, SentinelBody, SentinelClientLayer, SentinelClientService,
 };
-use sentinel_runtime::{metrics, BlockError, BlockKind, EntryBuilder};
+use sentinel_runtime::{metrics, outlier, BlockError, BlockKind, EntryBuilder};
 use tower::ServiceExt;
 
 use crate::outbound_support::{closed_port, downstream};
@@ -213,5 +213,47 @@ async fn a_throttled_call_waits_for_its_turn_then_is_sent() {
     );
     let stats = metrics::snapshot(resource).unwrap();
     assert_eq!((stats.pass_total, stats.complete_total), (2, 2));
+    reset();
+}
+
+#[tokio::test]
+async fn a_failing_host_is_ejected_while_a_healthy_one_is_not_and_a_probe_brings_it_back() {
+    let clock = MockClock::install();
+    reset();
+    const NAME: &str = "outbound-tower:outlier";
+    let (good, bad) = (downstream().await, downstream().await);
+    rules::load_outlier_rules(vec![OutlierRule::consecutive_errors(NAME, 2)
+        .recovery(Duration::from_secs(10))
+        .max_ejection_percent(0.5)])
+    .unwrap();
+    // One name for the dependency's two hosts: the endpoint is each request's authority.
+    let client = client(SentinelClientLayer::new().name(|_| NAME.into()));
+    for _ in 0..2 {
+        assert_eq!(get(&client, &bad.url("/fail")).await.unwrap(), 503);
+        assert_eq!(get(&client, &good.url("/ok")).await.unwrap(), 200);
+    }
+    let (bad_endpoint, good_endpoint) = (bad.addr.to_string(), good.addr.to_string());
+    assert_eq!(outlier::ejected(NAME), vec![bad_endpoint.clone()]);
+    assert_eq!(
+        outlier::healthy(NAME, &[&bad_endpoint, &good_endpoint]),
+        vec![good_endpoint.as_str()]
+    );
+    let refused = get(&client, &bad.url("/fail")).await.unwrap_err();
+    assert_eq!(
+        block(&refused).map(BlockError::kind),
+        Some(BlockKind::Outlier)
+    );
+    assert_eq!(bad.hits(), 2, "the ejected host is not called");
+    assert_eq!(get(&client, &good.url("/ok")).await.unwrap(), 200);
+
+    // After the recovery time one probe goes through; a success brings the host back.
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(get(&client, &bad.url("/ok")).await.unwrap(), 200);
+    assert!(
+        outlier::ejected(NAME).is_empty(),
+        "the probe brought it back"
+    );
+    assert_eq!(bad.hits(), 3);
+    rules::load_outlier_rules(vec![]).unwrap();
     reset();
 }

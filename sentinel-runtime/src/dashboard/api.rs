@@ -149,6 +149,8 @@ fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Val
         "error_total": s.error_total,
         "complete_total": s.complete_total,
         "block_total_by_rule": by_rule,
+        // The endpoints its outlier rules eject now.
+        "ejected": crate::outlier::ejected(node.name()),
     })
 }
 
@@ -196,6 +198,12 @@ pub(crate) fn system(bus: &Bus, own: Reading) -> Value {
             .into_iter()
             .map(|(r, from, to, n)| json!({
                 "resource": r, "from": state_name(from), "to": state_name(to), "count": n
+            }))
+            .collect::<Vec<_>>(),
+        "outlier_ejections": metrics::outlier_ejections()
+            .into_iter()
+            .map(|(r, ejections, returns)| json!({
+                "resource": r, "ejections": ejections, "returns": returns
             }))
             .collect::<Vec<_>>(),
         "last_transitions": bus.recent_transitions(),

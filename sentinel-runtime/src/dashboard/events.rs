@@ -141,7 +141,7 @@ impl Deltas {
                 continue;
             }
             let now = by_rule.by_rule().map(|(_, n)| n);
-            let before = self.blocks.insert(name, now).unwrap_or([0; 7]);
+            let before = (self.blocks.insert(name, now)).unwrap_or([0; BlockTotals::RULES.len()]);
             let since: Vec<(&str, u64)> = BlockTotals::RULES
                 .iter()
                 .zip(now.iter().zip(before))

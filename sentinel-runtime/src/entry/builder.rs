@@ -116,6 +116,29 @@ impl<'a> EntryBuilder<'a> {
         self
     }
 
+    /// Names the **endpoint** the call goes to: the instance of a dependency (a host and port,
+    /// `10.0.0.2:80`) for outlier rules ([`OutlierRule`](crate::rules::OutlierRule)), which
+    /// count errors and eject per endpoint. A call without an endpoint is not subject to them.
+    ///
+    /// ```
+    /// use sentinel_runtime::rules::{self, OutlierRule};
+    /// use sentinel_runtime::{outlier, BlockKind, EntryBuilder};
+    ///
+    /// rules::load_outlier_rules(vec![OutlierRule::consecutive_errors("doc-endpoint", 1)])?;
+    /// # let _clock = sentinel_runtime::clock::MockClock::install();
+    /// let call = |endpoint: &str| EntryBuilder::new("doc-endpoint").endpoint(endpoint).enter();
+    /// call("inv-a").unwrap().set_error();
+    /// assert_eq!(call("inv-a").unwrap_err().kind(), BlockKind::Outlier);
+    /// assert_eq!(outlier::healthy("doc-endpoint", &["inv-a", "inv-b"]), ["inv-b"]);
+    /// assert!(EntryBuilder::new("doc-endpoint").enter().is_ok(), "no endpoint: not checked");
+    /// # rules::load_outlier_rules(vec![])?;
+    /// # Ok::<(), sentinel_runtime::RuleError>(())
+    /// ```
+    pub fn endpoint(mut self, endpoint: &str) -> EntryBuilder<'a> {
+        self.params.set_endpoint(endpoint);
+        self
+    }
+
     /// Marks the entry as **inbound** traffic (a request this process serves, not a call it
     /// makes): system rules ([`SystemRule`](crate::rules::SystemRule)) check inbound entries
     /// only, and the process's inbound statistics count them

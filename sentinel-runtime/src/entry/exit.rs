@@ -109,6 +109,10 @@ impl Entry {
                     gate.exit(place);
                 }
             }
+            if let (true, Some(outlier)) = (held.outlier.is_some(), &held.chain.outlier) {
+                let name = self.node.name();
+                outlier.on_exit(name, held.outlier, now, error, abandoned);
+            }
         }
         self.node.stats().on_exit(now, count, rt_us, error);
         if flags & INBOUND != 0 {

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::kinds::circuit_breaker::ProbeTicket;
+use crate::kinds::outlier::OutlierTicket;
 use crate::kinds::{Admission, Chain};
 use crate::node::ResourceNode;
 use crate::param::Params;
@@ -26,7 +27,7 @@ pub(super) const SYSTEM_COUNTED: u64 = 16;
 /// inside that `Drop`; such an entry is judged by [`ERROR`] alone), nor for a guarded
 /// function's sync call, which has [`RUNNING`] instead.
 pub(super) const WATCH_PANIC: u64 = 32;
-/// The entry holds places in hotspot concurrency counters.
+/// The entry holds places in hotspot concurrency counters, or reports to an outlier rule.
 pub(super) const HELD: u64 = 64;
 /// A guarded function's sync call whose body has not returned: its generated code clears this
 /// when the body returns ([`Entry::returned`]), so an exit that finds it set is the body's
@@ -92,17 +93,19 @@ pub struct Entry {
     pub(super) probe: ProbeTicket,
     /// The flags above in the lower half, the count of passes in the upper half (set once).
     pub(super) flags: AtomicU64,
-    /// Places taken in hotspot concurrency counters (rare: boxed, so the common entry stays
-    /// small). Dropped by the exit that gives them back (the common exit, with none, runs no
+    /// Places taken in hotspot concurrency counters, and the endpoint an outlier rule tracks
+    /// (rare: boxed, so the common entry stays small). Dropped by the exit that gives them back (the common exit, with none, runs no
     /// drop code for it).
     pub(super) held: ManuallyDrop<Option<Box<HotHeld>>>,
 }
 
-/// Places an entry took in hotspot concurrency counters, with the checks that own them.
+/// Places an entry took in hotspot concurrency counters, and the endpoint its exit reports to
+/// the outlier rules, with the checks that own them.
 #[derive(Debug)]
 pub(super) struct HotHeld {
     pub(super) chain: Arc<Chain>,
     pub(super) places: Vec<(usize, Place)>,
+    pub(super) outlier: OutlierTicket,
 }
 
 impl Entry {
@@ -149,7 +152,7 @@ impl Entry {
             flags |= SYSTEM_COUNTED;
         }
         // Rate passes hold nothing once admitted; only concurrency places are given back.
-        let held = if admission.hot.holds_places() {
+        let held = if admission.hot.holds_places() || admission.outlier.is_some() {
             hot_held(admission, chain)
         } else {
             None
@@ -219,16 +222,21 @@ impl Entry {
     }
 }
 
-/// The hotspot places of `admission`, held with an owned handle on `chain`.
+/// The hotspot places and the outlier ticket of `admission`, held with an owned handle on
+/// `chain`.
 #[cold]
 pub(super) fn hot_held(
     admission: &Admission,
     chain: impl FnOnce() -> Option<Arc<Chain>>,
 ) -> Option<Box<HotHeld>> {
     let places: Vec<(usize, Place)> = admission.inside().collect();
-    if places.is_empty() {
+    if places.is_empty() && !admission.outlier.is_some() {
         return None;
     }
     let chain = chain()?;
-    Some(Box::new(HotHeld { chain, places }))
+    Some(Box::new(HotHeld {
+        chain,
+        places,
+        outlier: admission.outlier,
+    }))
 }

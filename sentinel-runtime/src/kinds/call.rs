@@ -4,6 +4,7 @@
 use crate::kinds::circuit_breaker::breaker::ProbeTicket;
 use crate::kinds::flow::related::Resolve;
 use crate::kinds::hotspot::gate::{HotPass, HotPasses};
+use crate::kinds::outlier::OutlierTicket;
 use crate::kinds::system::check::SystemPass;
 use crate::param::Params;
 use crate::slot::param_table;
@@ -48,6 +49,8 @@ pub(crate) struct Admission {
     /// What the system check reserved (`counted`: the call took a place in the system rules'
     /// count of inbound calls inside).
     pub(crate) system: SystemPass,
+    /// The endpoint the call was admitted to by the outlier check, if tracked.
+    pub(crate) outlier: OutlierTicket,
 }
 
 /// [`Admission::inbound`]: the call is inbound traffic.

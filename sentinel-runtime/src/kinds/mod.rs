@@ -15,6 +15,7 @@ pub(crate) mod defaults;
 pub(crate) mod flow;
 pub(crate) mod hotspot;
 pub(crate) mod kind;
+pub(crate) mod outlier;
 pub(crate) mod stages;
 pub(crate) mod system;
 pub(crate) mod table;

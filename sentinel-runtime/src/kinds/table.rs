@@ -23,6 +23,8 @@ macro_rules! kinds_table {
             system: crate::kinds::system::kind::SystemKind,
             /// Authority rules (Sentinel's `AuthorityRule`). In files: `authority`.
             authority: crate::kinds::authority::kind::AuthorityKind,
+            /// Outlier rules (endpoints ejected for their errors). In files: `outlier`.
+            outlier: crate::kinds::outlier::kind::OutlierKind,
         }
     };
 }

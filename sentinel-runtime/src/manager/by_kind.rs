@@ -10,6 +10,8 @@ use crate::kinds::flow::kind::FlowKind;
 use crate::kinds::flow::rule::FlowRule;
 use crate::kinds::hotspot::kind::HotspotKind;
 use crate::kinds::hotspot::rule::HotspotRule;
+use crate::kinds::outlier::kind::OutlierKind;
+use crate::kinds::outlier::rule::OutlierRule;
 use crate::kinds::system::kind::SystemKind;
 use crate::kinds::system::rule::SystemRule;
 
@@ -145,4 +147,34 @@ pub fn system_rules() -> Vec<SystemRule> {
 /// The authority rules loaded now, by resource name.
 pub fn authority_rules() -> Vec<AuthorityRule> {
     loaded_rules(|l| &l.authority)
+}
+
+/// Replaces the loaded outlier rules with `rules`, with the same validation as
+/// [`load_flow_rules`]. A reload keeps the resource's endpoints, their counts and ejections.
+///
+/// ```
+/// use sentinel_runtime::rules::{self, OutlierRule};
+/// use sentinel_runtime::{outlier, BlockKind, EntryBuilder};
+///
+/// rules::load_outlier_rules(vec![OutlierRule::consecutive_errors("doc-outlier", 2)])?;
+/// let call = |endpoint: &str| EntryBuilder::new("doc-outlier").endpoint(endpoint).enter();
+/// # let _clock = sentinel_runtime::clock::MockClock::install();
+/// for _ in 0..2 {
+///     call("10.0.0.1:80").unwrap().set_error();
+/// }
+/// assert_eq!(call("10.0.0.1:80").unwrap_err().kind(), BlockKind::Outlier);
+/// assert!(call("10.0.0.2:80").is_ok(), "only the failing endpoint is ejected");
+/// assert_eq!(outlier::ejected("doc-outlier"), ["10.0.0.1:80"]);
+/// let bad = rules::load_outlier_rules(vec![OutlierRule::error_ratio("doc-outlier", 2.0)]);
+/// assert_eq!(bad.unwrap_err().field(), "threshold");
+/// # rules::load_outlier_rules(vec![])?;
+/// # Ok::<(), sentinel_runtime::RuleError>(())
+/// ```
+pub fn load_outlier_rules(rules: impl IntoIterator<Item = OutlierRule>) -> Result<(), RuleError> {
+    load_kind::<OutlierKind>(rules)
+}
+
+/// The outlier rules loaded now, by resource name.
+pub fn outlier_rules() -> Vec<OutlierRule> {
+    loaded_rules(|l| &l.outlier)
 }

@@ -4,6 +4,7 @@ use crate::kinds::authority::rule::AuthorityRule;
 use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
 use crate::kinds::flow::rule::FlowRule;
 use crate::kinds::hotspot::rule::HotspotRule;
+use crate::kinds::outlier::rule::OutlierRule;
 use crate::kinds::system::rule::SystemRule;
 
 /// Every kind of rule at once: what a rule file holds, what [`load`](crate::rules::load) puts in force (replacing
@@ -54,6 +55,8 @@ pub struct RuleSet {
     pub system: Vec<SystemRule>,
     /// Authority rules (Sentinel's `AuthorityRule`). In files: `authority`.
     pub authority: Vec<AuthorityRule>,
+    /// Outlier rules (endpoints ejected for their errors). In files: `outlier`.
+    pub outlier: Vec<OutlierRule>,
     // Each kind of the table of kinds (`kinds::table`) has its field here: the manager's
     // code over every kind takes a `RuleSet` apart field by field, so it does not compile
     // while a kind lacks its field, or a field its kind.

@@ -130,6 +130,19 @@ pub fn system() -> SystemStats {
     }
 }
 
+/// Outlier ejections since start: `(resource, ejections, returns)`, sorted by resource. An
+/// ejection is an endpoint ejected by an outlier rule ([`OutlierRule`](crate::rules::OutlierRule))
+/// (again after a failed probe too); a return is a probe that brought one back.
+///
+/// ```
+/// for (resource, ejections, returns) in sentinel_runtime::metrics::outlier_ejections() {
+///     println!("{resource}: {ejections} ejections, {returns} returns");
+/// }
+/// ```
+pub fn outlier_ejections() -> Vec<(&'static str, u64, u64)> {
+    crate::kinds::outlier::ejection_counts()
+}
+
 /// Circuit-breaker transitions since start: `(resource, from, to, count)`, sorted.
 ///
 /// ```

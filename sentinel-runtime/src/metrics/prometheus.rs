@@ -15,6 +15,7 @@
 //! | `sentinel_hotspot_live_evictions_total` | `resource` | values the resource's hotspot rules forgot while still limiting them (their tables were full: raise `capacity`); resources with hotspot rules |
 //! | `sentinel_circuit_breaker_state` | `resource`, `state` | 1 for the current state (the most restrictive of the resource's breakers), else 0 |
 //! | `sentinel_circuit_breaker_transitions_total` | `resource`, `from`, `to` | breaker transitions |
+//! | `sentinel_outlier_ejections_total`, `sentinel_outlier_returns_total` | `resource` | endpoints ejected by outlier rules (again after a failed probe too), and brought back by a probe |
 //! | `sentinel_rule_loads_total` | `kind`, `result` | rule loads (`success` or `failure`) |
 //! | `sentinel_rules_unmatched` | | resources named by the rules in force that no call has entered since the load ([`rules::unmatched`](crate::rules::unmatched)) |
 //! | `sentinel_rule_file_last_reload_success` | `file` | 1 if the rule file's last load put it in force, 0 if refused (feature `rule-files`; at most [`MAX_REPORTED_FILES`](crate::rules::MAX_REPORTED_FILES) files) |
@@ -36,7 +37,7 @@
 //! | `sentinel_cluster_failures_ridden_out_total` | | store failures that did not persist |
 //! | `sentinel_system_cpu_source`, `sentinel_system_effective_cores` | `source` | where the CPU usage is read from (`cgroup_v2`, `cgroup_v1`, `process`, `host`) and the cores it is a share of ([`system`](super::system)) |
 //!
-//! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`
+//! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`, `outlier`
 //! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names (and the
 //! paths of rule files) only: never a parameter value, a host or a process id.
 //!
@@ -278,6 +279,21 @@ impl Collector for SentinelCollector {
                         ConstCounter::new(n),
                     )
                 }),
+        )?;
+        let outliers = super::outlier_ejections();
+        family(
+            e,
+            "sentinel_outlier_ejections",
+            "Endpoints ejected by outlier rules since start.",
+            MetricType::Counter,
+            (outliers.iter()).map(|&(r, n, _)| ([("resource", r)], ConstCounter::new(n))),
+        )?;
+        family(
+            e,
+            "sentinel_outlier_returns",
+            "Ejected endpoints brought back by a probe since start.",
+            MetricType::Counter,
+            (outliers.iter()).map(|&(r, _, n)| ([("resource", r)], ConstCounter::new(n))),
         )?;
         family(
             e,

@@ -8,7 +8,10 @@ use ::reqwest_middleware::{Error, Middleware, Next, Result};
 use http::request::Parts;
 use http::Extensions;
 
-use crate::outbound::{default_node, is_error_status, Key, Target};
+use std::borrow::Cow;
+
+use crate::outbound::{default_node, endpoint_of, is_error_status, Key, Target};
+use crate::param::{CallNames, Params};
 use crate::registry::node_by_name;
 use crate::ResourceNode;
 
@@ -169,8 +172,15 @@ impl Middleware for SentinelMiddleware {
             }
             Some(name) => named(name.as_ref(), &mut req, extensions),
         };
+        // The endpoint (for outlier rules): the URL's host and port, without user info.
+        let names = CallNames {
+            origin: None,
+            endpoint: Some(Cow::Owned(endpoint_of(req.url().authority()).to_owned())),
+        };
         // Cancellable: a request dropped before its answer abandons the call.
-        let reservation = crate::entry::reserve(node, 1, true).map_err(Error::middleware)?;
+        let params = Params::NONE.with_names(&names);
+        let reservation =
+            crate::entry::reserve_with(node, 1, true, &params).map_err(Error::middleware)?;
         crate::entry::wait_turn(&reservation).await;
         let entry = reservation.into_entry();
         let result = next.run(req, extensions).await;

@@ -40,6 +40,10 @@ pub use crate::kinds::hotspot::rule::{
     HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
     MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
 };
+pub use crate::kinds::outlier::rule::{
+    OutlierRule, OutlierStrategy, MAX_EJECTION_FACTOR, MAX_ENDPOINTS, MAX_OUTLIER_MIN_REQUESTS,
+    MAX_OUTLIER_RECOVERY, MAX_OUTLIER_RULES_PER_RESOURCE, OUTLIER_RATIO_WINDOW,
+};
 pub use crate::kinds::system::rule::{SystemRule, MAX_SYSTEM_RT};
 pub use crate::manager::{
     authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules,
@@ -48,6 +52,7 @@ pub use crate::manager::{
     circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules,
 };
 pub use crate::manager::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
+pub use crate::manager::{load_outlier_rules, outlier_rules};
 pub use crate::manager::{load_system_rules, system_rules};
 pub use crate::manager::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
 pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};

@@ -26,6 +26,8 @@ pub struct BlockTotals {
     pub system: u64,
     /// By authority (origin) rules ([`BlockKind::Authority`]).
     pub authority: u64,
+    /// By outlier rules ([`BlockKind::Outlier`]).
+    pub outlier: u64,
     /// By the user's check slots ([`BlockKind::Custom`]).
     pub custom: u64,
 }
@@ -40,6 +42,7 @@ impl BlockTotals {
         "hotspot",
         "system",
         "authority",
+        "outlier",
         "custom",
     ];
 
@@ -52,6 +55,7 @@ impl BlockTotals {
             hotspot,
             system,
             authority,
+            outlier,
             custom,
         } = *self;
         let counts = [
@@ -61,6 +65,7 @@ impl BlockTotals {
             hotspot,
             system,
             authority,
+            outlier,
             custom,
         ];
         std::array::from_fn(|i| (Self::RULES[i], counts[i]))
@@ -81,14 +86,15 @@ impl BlockTotals {
             BlockKind::HotParam => 3,
             BlockKind::System => 4,
             BlockKind::Authority => 5,
-            BlockKind::Custom => 6,
+            BlockKind::Outlier => 6,
+            BlockKind::Custom => 7,
         }
     }
 
     fn from_counts(c: [u64; RULE_KINDS]) -> BlockTotals {
         // An array pattern: a count without its field (or a field without its count) does not
         // compile.
-        let [flow, concurrency, circuit_breaker, hotspot, system, authority, custom] = c;
+        let [flow, concurrency, circuit_breaker, hotspot, system, authority, outlier, custom] = c;
         BlockTotals {
             flow,
             concurrency,
@@ -96,6 +102,7 @@ impl BlockTotals {
             hotspot,
             system,
             authority,
+            outlier,
             custom,
         }
     }

@@ -70,8 +70,10 @@ pub(super) fn answer(kind: BlockKind) -> (StatusCode, u8) {
             (StatusCode::TOO_MANY_REQUESTS, 8)
         }
         BlockKind::Authority => (StatusCode::FORBIDDEN, 7),
-        // "Overloaded, come back later".
-        BlockKind::CircuitBreaker | BlockKind::System => (StatusCode::SERVICE_UNAVAILABLE, 14),
+        // "Overloaded, come back later" (an ejected endpoint: "unavailable, try another").
+        BlockKind::CircuitBreaker | BlockKind::System | BlockKind::Outlier => {
+            (StatusCode::SERVICE_UNAVAILABLE, 14)
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The layer's service and its response future: admission in `call`, the entry until the
 //! response's head, and the rejection of a blocked request.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +18,7 @@ use super::naming::{self, default_node, serves_method, RouteNodes};
 use super::params::{client_ip, client_text, hash_client, hash_value, no_client_address};
 use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
 use super::view::View;
-use crate::param::Params;
+use crate::param::{CallNames, Params};
 use crate::registry::node_by_name;
 use crate::{BlockError, Entry};
 
@@ -386,8 +387,12 @@ pub(super) fn admit(
     if inbound {
         params = params.inbound();
     }
-    if let Some(origin) = &origin {
-        params = params.with_origin(origin);
+    let names = origin.map(|origin| CallNames {
+        origin: Some(Cow::Owned(origin)),
+        endpoint: None,
+    });
+    if let Some(names) = &names {
+        params = params.with_names(names);
     }
     let node = match (&config.resource, parts) {
         (Some(f), Some(parts)) => node_by_name(&f(parts)),

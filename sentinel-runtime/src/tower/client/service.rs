@@ -7,11 +7,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use std::borrow::Cow;
+
 use http::{Method, Request, Response, Uri};
 use tower_service::Service;
 
 use crate::entry::Reservation;
-use crate::outbound::{default_node, Key, Target};
+use crate::outbound::{default_node, endpoint_of, Key, Target};
+use crate::param::{CallNames, Params};
 use crate::registry::node_by_name;
 use crate::tower::body::{poll_unwinding, Guard, SentinelBody};
 use crate::tower::response::{classify_outbound, is_grpc, GRPC_STATUS};
@@ -226,8 +229,17 @@ where
             Some(name) => named(name.as_ref(), req),
         };
         let post = req.method() == Method::POST;
+        // The endpoint (for outlier rules): the request's host and port, without user info.
+        let names = CallNames {
+            origin: None,
+            endpoint: req
+                .uri()
+                .authority()
+                .map(|a| Cow::Borrowed(endpoint_of(a.as_str()))),
+        };
         // Cancellable: a future dropped before the call's outcome is known abandons it.
-        let reservation = match crate::entry::reserve(node, 1, true) {
+        let params = Params::NONE.with_names(&names);
+        let reservation = match crate::entry::reserve_with(node, 1, true, &params) {
             Ok(reservation) => reservation,
             Err(block) => return blocked(block),
         };

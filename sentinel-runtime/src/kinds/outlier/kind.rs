@@ -1,0 +1,72 @@
+//! The outlier kind in the table of kinds.
+
+use crate::error::{BlockError, RuleError};
+use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::kind::{Alone, Kind, Validation};
+use crate::kinds::validate::{self, Cap};
+#[cfg(feature = "rule-files")]
+use crate::rule_data::file::reader::Reader;
+use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
+
+use super::detector::Detector;
+use super::rule::{OutlierRule, MAX_OUTLIER_RULES_PER_RESOURCE};
+use super::stage;
+
+/// Outlier rules: endpoints of a resource ejected for their errors.
+pub(crate) struct OutlierKind;
+
+impl Kind for OutlierKind {
+    type Rule = OutlierRule;
+    type Checks = Option<Box<Detector>>;
+
+    const NAME: &'static str = "outlier";
+    const KEYS: &'static [&'static str] = &["outlier"];
+    const PROCESS_WIDE: bool = false;
+    /// After the circuit breakers: a resource's breaker judges the whole dependency first.
+    const ORDER: i32 = CIRCUIT_BREAKER_SLOT_ORDER + 100;
+    #[cfg(feature = "rule-files")]
+    const SENTINEL_NAME: &'static str = "OutlierRule";
+    #[cfg(feature = "rule-files")]
+    const READER: Reader<Self::Rule> = super::file::READER;
+
+    fn resource(rule: &OutlierRule) -> Option<&str> {
+        Some(&rule.resource)
+    }
+
+    fn problems(rules: &[OutlierRule], _: &Validation) -> Vec<(usize, RuleError)> {
+        validate::problems(rules, OutlierRule::validate, &[OUTLIER_CAP])
+    }
+
+    fn build(
+        rules: &[OutlierRule],
+        old: &Option<Box<Detector>>,
+        _: &BuildContext<'_>,
+    ) -> Option<Box<Detector>> {
+        stage::build(rules, old)
+    }
+
+    fn alone(checks: &Option<Box<Detector>>) -> Alone {
+        match checks {
+            None => Alone::Empty,
+            Some(_) => Alone::Other,
+        }
+    }
+
+    #[inline(always)]
+    fn check(checks: &Option<Box<Detector>>, call: &mut Call<'_>) -> Result<(), BlockError> {
+        stage::check(checks, call)
+    }
+
+    fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>) {
+        stage::release(checks, call)
+    }
+
+    fn put_in_force(_: &[OutlierRule], _: u64) {}
+}
+
+const OUTLIER_CAP: Cap<OutlierRule> = Cap {
+    max: MAX_OUTLIER_RULES_PER_RESOURCE,
+    what: "outlier rules",
+    key: |r| Some((&r.resource, 0)),
+    field: "resource",
+};
