@@ -33,6 +33,12 @@ pub enum BlockKind {
     Outlier,
 }
 
+/// The reason a cluster rule's block gives while the instances share the limit.
+pub(crate) const CLUSTER_LIMIT: &str =
+    "cluster limit: the instances together used the rule's tokens";
+/// The reason a cluster rule's block gives while it limits locally.
+pub(crate) const CLUSTER_LOCAL: &str = "cluster rule limiting locally (no cluster store reachable)";
+
 /// A call was rejected: which resource, by which kind of rule, and that rule's threshold.
 ///
 /// ```
@@ -227,6 +233,13 @@ impl BlockError {
     /// Why, in words: a custom slot's reason, a circuit breaker's state, or throttling.
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
+    }
+
+    /// Whether a cluster rule blocked the call: the limit the instances share was spent, or
+    /// the rule limited locally while no cluster store was reachable. Its [`kind`](Self::kind)
+    /// stays the rule's (`Flow` or `HotParam`); the block totals count it as `cluster`.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.reason.as_deref(), Some(CLUSTER_LIMIT | CLUSTER_LOCAL))
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::breaker::CircuitState;
 use crate::clock;
-use crate::error::BlockKind;
+use crate::error::BlockError;
 use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
 use crate::kinds::defaults::Defaults;
 use crate::kinds::flow::rule::FlowRule;
@@ -279,16 +279,17 @@ impl ResourceNode {
     /// A call of `count` rejected at `now` by a rule of `kind`: counted, and with the `tracing`
     /// feature reported in at most one event a second.
     #[inline]
-    pub(crate) fn on_block(&self, now: u64, count: u32, kind: BlockKind) {
-        self.stats.on_block(now, count, BlockTotals::index_of(kind));
+    pub(crate) fn on_block(&self, now: u64, count: u32, block: &BlockError) {
+        let rule = BlockTotals::index_of_block(block);
+        self.stats.on_block(now, count, rule);
         #[cfg(feature = "tracing")]
-        self.block_event(now, kind);
+        self.block_event(now, rule);
     }
 
     /// Emits the block event if none was emitted in the second of `now`: one caller a second
     /// wins the compare-and-swap and reports the blocks since the last event, by rule kind.
     #[cfg(feature = "tracing")]
-    fn block_event(&self, now: u64, kind: BlockKind) {
+    fn block_event(&self, now: u64, rule: usize) {
         use std::sync::atomic::Ordering::*;
         let Some(level) = crate::events::block_level() else {
             return;
@@ -308,20 +309,34 @@ impl ResourceNode {
         let since: [u64; BlockTotals::RULES.len()] = std::array::from_fn(|i| {
             blocked[i].saturating_sub(events.reported[i].fetch_max(blocked[i], AcqRel))
         });
-        let rule = BlockTotals::RULES[BlockTotals::index_of(kind)];
+        let rule = BlockTotals::RULES.get(rule).copied().unwrap_or("custom");
+        // Every kind by name: a kind missing here leaves its variable unused (a warning).
+        let BlockTotals {
+            flow,
+            concurrency,
+            circuit_breaker,
+            hotspot,
+            system,
+            authority,
+            outlier,
+            custom,
+            cluster,
+        } = BlockTotals::from_counts(since);
         crate::events::event_at!(
             level,
             target: "sentinel",
             resource = self.name,
             blocked = since.iter().sum::<u64>(),
             rule,
-            flow = since[0],
-            concurrency = since[1],
-            circuit_breaker = since[2],
-            hotspot = since[3],
-            system = since[4],
-            authority = since[5],
-            custom = since[6],
+            flow,
+            concurrency,
+            circuit_breaker,
+            hotspot,
+            system,
+            authority,
+            outlier,
+            custom,
+            cluster,
             "calls blocked since the last report"
         );
     }

@@ -29,8 +29,8 @@ pub(super) fn on_block(
     params: &Params,
     block: &BlockError,
 ) {
-    node.on_block(now, count, block.kind());
+    node.on_block(now, count, block);
     if params.is_inbound() {
-        crate::stat::inbound().on_block(now, count, BlockTotals::index_of(block.kind()));
+        crate::stat::inbound().on_block(now, count, BlockTotals::index_of_block(block));
     }
 }

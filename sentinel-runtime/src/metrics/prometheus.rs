@@ -37,8 +37,8 @@
 //! | `sentinel_cluster_failures_ridden_out_total` | | store failures that did not persist |
 //! | `sentinel_system_cpu_source`, `sentinel_system_effective_cores` | `source` | where the CPU usage is read from (`cgroup_v2`, `cgroup_v1`, `process`, `host`) and the cores it is a share of ([`system`](super::system)) |
 //!
-//! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`, `outlier`
-//! and `custom`; states `closed`, `half_open` and `open`. Labels carry resource names (and the
+//! Rule kinds are `flow`, `concurrency`, `circuit_breaker`, `hotspot`, `system`, `authority`, `outlier`,
+//! `custom` and `cluster` (a cluster rule's block: the shared limit); states `closed`, `half_open` and `open`. Labels carry resource names (and the
 //! paths of rule files) only: never a parameter value, a host or a process id.
 //!
 //! The collector is written against `prometheus-client` 0.26 (its `Registry` type is in

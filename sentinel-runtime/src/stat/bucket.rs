@@ -23,7 +23,7 @@ pub enum MetricEvent {
 }
 
 /// How many kinds of rule the block totals count blocks of (`BlockTotals`).
-pub(crate) const RULE_KINDS: usize = 8;
+pub(crate) const RULE_KINDS: usize = 9;
 
 /// How many events there are.
 pub(crate) const EVENTS: usize = 6;

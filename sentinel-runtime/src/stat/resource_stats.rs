@@ -30,6 +30,10 @@ pub struct BlockTotals {
     pub outlier: u64,
     /// By the user's check slots ([`BlockKind::Custom`]).
     pub custom: u64,
+    /// By cluster rules, the limit shared by the instances (a flow or hotspot rule marked
+    /// `cluster`: [`BlockError::is_cluster`](crate::BlockError::is_cluster)); counted here, not
+    /// under the rule's own kind.
+    pub cluster: u64,
 }
 
 impl BlockTotals {
@@ -44,6 +48,7 @@ impl BlockTotals {
         "authority",
         "outlier",
         "custom",
+        "cluster",
     ];
 
     /// Every kind's name (as in [`RULES`](Self::RULES)) with its count.
@@ -57,6 +62,7 @@ impl BlockTotals {
             authority,
             outlier,
             custom,
+            cluster,
         } = *self;
         let counts = [
             flow,
@@ -67,6 +73,7 @@ impl BlockTotals {
             authority,
             outlier,
             custom,
+            cluster,
         ];
         std::array::from_fn(|i| (Self::RULES[i], counts[i]))
     }
@@ -91,10 +98,21 @@ impl BlockTotals {
         }
     }
 
-    fn from_counts(c: [u64; RULE_KINDS]) -> BlockTotals {
+    /// The index in [`RULES`](Self::RULES) a block counts under: `cluster` for a cluster rule's
+    /// block, else its kind's.
+    pub(crate) fn index_of_block(block: &crate::BlockError) -> usize {
+        if block.is_cluster() {
+            RULE_KINDS - 1
+        } else {
+            Self::index_of(block.kind())
+        }
+    }
+
+    pub(crate) fn from_counts(c: [u64; RULE_KINDS]) -> BlockTotals {
         // An array pattern: a count without its field (or a field without its count) does not
         // compile.
-        let [flow, concurrency, circuit_breaker, hotspot, system, authority, outlier, custom] = c;
+        let [flow, concurrency, circuit_breaker, hotspot, system, authority, outlier, custom, cluster] =
+            c;
         BlockTotals {
             flow,
             concurrency,
@@ -104,6 +122,7 @@ impl BlockTotals {
             authority,
             outlier,
             custom,
+            cluster,
         }
     }
 }

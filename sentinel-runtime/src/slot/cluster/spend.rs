@@ -13,11 +13,7 @@ use super::lease::Take;
 use super::shared::{self, RuleLeases};
 use crate::rule_data::cluster::ClusterThreshold;
 
-/// The reason a cluster rule's block gives while the instances share the limit.
-pub(crate) const CLUSTER_LIMIT: &str =
-    "cluster limit: the instances together used the rule's tokens";
-/// The reason a cluster rule's block gives while it limits locally.
-pub(crate) const CLUSTER_LOCAL: &str = "cluster rule limiting locally (no cluster store reachable)";
+pub(crate) use crate::error::{CLUSTER_LIMIT, CLUSTER_LOCAL};
 
 /// Hotspot values a cluster hotspot rule leases at once, at most.
 pub(crate) const MAX_HOT_SLOTS: usize = 4_096;

@@ -1,0 +1,37 @@
+//! A cluster rule's block is labelled as one: `BlockError::is_cluster`, and `cluster` (not the
+//! rule's own kind) in the block totals and the Prometheus label. Without a started cluster a
+//! cluster rule limits locally, so no store is needed.
+
+use sentinel_runtime::clock::MockClock;
+use sentinel_runtime::cluster::ClusterThreshold;
+use sentinel_runtime::rules::{self, FlowRule};
+use sentinel_runtime::{entry, metrics, BlockKind};
+
+#[test]
+fn a_cluster_rules_blocks_count_as_cluster_and_a_plain_rules_as_flow() {
+    let _clock = MockClock::install();
+    rules::load_flow_rules(vec![
+        FlowRule::qps("label-cluster", 2.0).cluster(ClusterThreshold::Global),
+        FlowRule::qps("label-plain", 2.0),
+    ])
+    .unwrap();
+    for resource in ["label-cluster", "label-plain"] {
+        let admitted = (0..5).filter(|_| entry(resource).is_ok()).count();
+        assert_eq!(admitted, 2, "{resource}");
+    }
+    let err = entry("label-cluster").unwrap_err();
+    assert!(err.is_cluster(), "{err}");
+    assert_eq!(err.kind(), BlockKind::Flow, "the rule's own kind stays");
+    assert!(!entry("label-plain").unwrap_err().is_cluster());
+
+    let cluster = metrics::snapshot("label-cluster")
+        .unwrap()
+        .block_total_by_rule;
+    let plain = metrics::snapshot("label-plain")
+        .unwrap()
+        .block_total_by_rule;
+    assert_eq!((cluster.cluster, cluster.flow), (4, 0), "{cluster:?}");
+    assert_eq!((plain.cluster, plain.flow), (0, 4), "{plain:?}");
+    assert!(cluster.by_rule().contains(&("cluster", 4)));
+    rules::load_flow_rules(vec![]).unwrap();
+}
