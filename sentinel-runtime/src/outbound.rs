@@ -193,12 +193,6 @@ fn default_node_uncached(key: &Key<'_>, target: &Target<'_>, slot: usize) -> &'s
     node
 }
 
-/// The endpoint of an authority, for outlier rules: its host and port, without user info
-/// (`user:secret@inv-b.test:8080` is `inv-b.test:8080`).
-pub(crate) fn endpoint_of(authority: &str) -> &str {
-    authority.rsplit('@').next().unwrap_or(authority)
-}
-
 /// Whether an HTTP status counts as the call's error (for the statistics, the circuit breakers
 /// and the adaptive limit): a 5xx. A 4xx is the caller's mistake, not the downstream's failure.
 #[inline]

@@ -158,10 +158,13 @@ impl<'a> Params<'a> {
         self.names?.origin.as_deref()
     }
 
-    /// The endpoint the call goes to, if the entry names one.
+    /// The endpoint the call goes to, if the entry names one: its host and port, without user
+    /// info (an HTTP authority's `user:secret@inv-b.test:8080` is `inv-b.test:8080`; stripped
+    /// here, when an outlier rule reads it, so that a call nothing reads it for pays nothing).
     #[inline]
     pub(crate) fn endpoint(&self) -> Option<&'a str> {
-        self.names?.endpoint.as_deref()
+        let endpoint = self.names?.endpoint.as_deref()?;
+        endpoint.rsplit('@').next()
     }
 
     /// The parameter at `index`, if the entry has one.
@@ -247,6 +250,20 @@ impl ParamBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endpoint_is_read_without_its_user_info() {
+        for (given, read) in [
+            ("inv-b.test:8080", "inv-b.test:8080"),
+            ("user:secret@inv-b.test:8080", "inv-b.test:8080"),
+            ("10.0.0.2:80", "10.0.0.2:80"),
+        ] {
+            let mut p = ParamBuf::NONE;
+            p.set_endpoint(given);
+            assert_eq!(p.view().endpoint(), Some(read));
+        }
+        assert_eq!(ParamBuf::NONE.view().endpoint(), None);
+    }
 
     #[test]
     fn same_values_hash_alike_and_extra_params_are_ignored() {

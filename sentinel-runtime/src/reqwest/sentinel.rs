@@ -10,7 +10,7 @@ use http::Extensions;
 
 use std::borrow::Cow;
 
-use crate::outbound::{default_node, endpoint_of, is_error_status, Key, Target};
+use crate::outbound::{default_node, is_error_status, Key, Target};
 use crate::param::{CallNames, Params};
 use crate::registry::node_by_name;
 use crate::ResourceNode;
@@ -172,10 +172,11 @@ impl Middleware for SentinelMiddleware {
             }
             Some(name) => named(name.as_ref(), &mut req, extensions),
         };
-        // The endpoint (for outlier rules): the URL's host and port, without user info.
+        // The endpoint (for outlier rules): the URL's authority (its user info is left out where
+        // an outlier rule reads it).
         let names = CallNames {
             origin: None,
-            endpoint: Some(Cow::Owned(endpoint_of(req.url().authority()).to_owned())),
+            endpoint: Some(Cow::Owned(req.url().authority().to_owned())),
         };
         // Cancellable: a request dropped before its answer abandons the call.
         let params = Params::NONE.with_names(&names);

@@ -13,7 +13,7 @@ use http::{Method, Request, Response, Uri};
 use tower_service::Service;
 
 use crate::entry::Reservation;
-use crate::outbound::{default_node, endpoint_of, Key, Target};
+use crate::outbound::{default_node, Key, Target};
 use crate::param::{CallNames, Params};
 use crate::registry::node_by_name;
 use crate::tower::body::{poll_unwinding, Guard, SentinelBody};
@@ -229,13 +229,11 @@ where
             Some(name) => named(name.as_ref(), req),
         };
         let post = req.method() == Method::POST;
-        // The endpoint (for outlier rules): the request's host and port, without user info.
+        // The endpoint (for outlier rules): the request's authority (its user info is left out
+        // where an outlier rule reads it).
         let names = CallNames {
             origin: None,
-            endpoint: req
-                .uri()
-                .authority()
-                .map(|a| Cow::Borrowed(endpoint_of(a.as_str()))),
+            endpoint: req.uri().authority().map(|a| Cow::Borrowed(a.as_str())),
         };
         // Cancellable: a future dropped before the call's outcome is known abandons it.
         let params = Params::NONE.with_names(&names);
