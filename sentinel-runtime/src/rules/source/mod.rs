@@ -19,6 +19,7 @@ mod rule_source;
 mod subscribe;
 mod watcher;
 
+#[cfg(feature = "dashboard")]
 pub(crate) use document::parse_text;
 pub use document::{Document, DocumentFormat, MAX_DOCUMENT_BYTES};
 pub use error::SourceError;
