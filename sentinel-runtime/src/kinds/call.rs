@@ -50,10 +50,37 @@ pub(crate) struct Admission {
     pub(crate) system: SystemPass,
 }
 
+/// What a chain's shadow part decided for a call its enforced part admitted (see
+/// `stages::check_shadow`). Kept apart from the [`Admission`], so that entries of chains
+/// without a shadow part (the lone-gate shortcuts above all) carry nothing more.
+#[derive(Debug, Default)]
+pub(crate) struct ShadowPass {
+    /// What the shadow part reserved for the call that its exit gives back or reports to (a
+    /// place inside, a breaker's probe, hotspot places); `None` when it holds nothing.
+    pub(crate) held: Option<Box<Admission>>,
+    /// The shadow part would have blocked the call: its breakers and adaptive limit do not
+    /// learn the call's outcome (for them, it never ran).
+    pub(crate) blocked: bool,
+}
+
+impl ShadowPass {
+    /// Whether the exit has anything to do for the shadow part.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_none() && !self.blocked
+    }
+}
+
 /// [`Admission::inbound`]: the call is inbound traffic.
 pub(crate) const INBOUND_CALL: u64 = 1;
 
 impl Admission {
+    /// Whether the call holds something its exit must give back or report (a place inside, a
+    /// probe, hotspot places): a shadow admission that holds nothing is dropped at once.
+    pub(crate) fn holds(&self) -> bool {
+        self.counted != 0 || self.probe.is_some() || self.hot.holds_places()
+    }
+
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
     #[inline]
     pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Place)> + '_ {

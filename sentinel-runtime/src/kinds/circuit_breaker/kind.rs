@@ -34,6 +34,10 @@ impl Kind for CircuitBreakerKind {
         Some(&rule.resource)
     }
 
+    fn unshadowed(rule: &CircuitBreakerRule) -> Option<CircuitBreakerRule> {
+        rule.shadow.then(|| rule.clone().shadow(false))
+    }
+
     fn problems(rules: &[CircuitBreakerRule], _: &Validation) -> Vec<(usize, RuleError)> {
         validate::problems(rules, CircuitBreakerRule::validate, &[BREAKER_CAP])
     }

@@ -149,6 +149,12 @@ pub struct FlowRule {
     /// Which callers the rule limits (Sentinel's `limitApp`): see [`FlowOrigin`]. Default
     /// [`FlowOrigin::All`], every caller counted together.
     pub origin: FlowOrigin,
+    /// Shadow mode: the rule is evaluated with its own state as if it were enforced, and a call
+    /// it would refuse is counted ([`ResourceStats::shadow_block_total`]) but goes on. Default
+    /// false. See [`FlowRule::shadow`].
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub shadow: bool,
 }
 
 impl FlowRule {
@@ -168,6 +174,7 @@ impl FlowRule {
             cluster: None,
             cluster_fallback: ClusterFallback::Local,
             origin: FlowOrigin::All,
+            shadow: false,
         }
     }
 
@@ -301,6 +308,18 @@ impl FlowRule {
     /// What the cluster rule does while the cluster's store cannot be reached.
     pub fn cluster_fallback(mut self, fallback: ClusterFallback) -> FlowRule {
         self.cluster_fallback = fallback;
+        self
+    }
+
+    /// Puts the rule in shadow mode (`true`) or in force (`false`, the default). A shadow rule
+    /// is evaluated with its own state (windows, tables, breaker state) but never blocks,
+    /// delays or takes anything from an enforced rule: a call it would refuse is counted in
+    /// [`ResourceStats::shadow_block_total`] and goes on. Turning it to `false` later (a
+    /// reload of the same rule) keeps its state: what it watched is what it enforces.
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub fn shadow(mut self, shadow: bool) -> FlowRule {
+        self.shadow = shadow;
         self
     }
 
