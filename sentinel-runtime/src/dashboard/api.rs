@@ -132,6 +132,12 @@ fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Val
         .iter()
         .map(|&(rule, n)| (rule.to_owned(), json!(n)))
         .collect();
+    let shadow_by_rule: serde_json::Map<String, Value> = s
+        .shadow_block_total_by_rule
+        .by_rule()
+        .iter()
+        .map(|&(rule, n)| (rule.to_owned(), json!(n)))
+        .collect();
     json!({
         "resource": node.name(),
         "pass_qps": s.pass_qps,
@@ -149,6 +155,8 @@ fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Val
         "error_total": s.error_total,
         "complete_total": s.complete_total,
         "block_total_by_rule": by_rule,
+        "shadow_block_total": s.shadow_block_total,
+        "shadow_block_total_by_rule": shadow_by_rule,
     })
 }
 

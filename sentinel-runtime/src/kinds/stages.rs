@@ -151,7 +151,9 @@ fn run_shadow(
         }
         if let Err(block) = (stage.check)(&shadow.chain, &mut call) {
             release_stages(&shadow.chain, &mut call, i + 1);
-            let kind = BlockTotals::index_of(block.kind());
+            let index = BlockTotals::index_of(block.kind());
+            let name = BlockTotals::RULES.get(index).copied().unwrap_or("custom");
+            let kind = (index, name);
             target.stats.shadow().on_block(target.name, at, count, kind);
             return ShadowPass {
                 held: None,

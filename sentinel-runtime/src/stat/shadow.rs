@@ -10,8 +10,8 @@ use super::bucket::RULE_KINDS;
 /// here, once per call that a shadow rule would have refused or delayed.
 #[derive(Debug, Default)]
 pub(crate) struct ShadowStats {
-    /// Calls a shadow rule would have blocked, by the kind of rule (the order of
-    /// [`BlockTotals::RULES`](super::BlockTotals::RULES)).
+    /// Calls a shadow rule would have blocked, by the kind of rule (the order of the block
+    /// totals' kinds, `BlockTotals::RULES`).
     blocked: [AtomicU64; RULE_KINDS],
     /// Calls a shadow throttling rule would have made wait.
     waited: AtomicU64,
@@ -26,16 +26,16 @@ pub(crate) struct ShadowStats {
 }
 
 impl ShadowStats {
-    /// Counts `count` calls a shadow rule of kind `kind` (an index of
-    /// [`BlockTotals::RULES`](super::BlockTotals::RULES)) would have blocked at `now`; with the
-    /// `tracing` feature, reports them at most once a second per resource.
+    /// Counts `count` calls a shadow rule of the kind `(index, name)` (its place and name in
+    /// `BlockTotals::RULES`) would have blocked at `now`; with the `tracing` feature, reports
+    /// them at most once a second per resource.
     #[cold]
-    pub(crate) fn on_block(&self, resource: &str, now: u64, count: u32, kind: usize) {
-        if let Some(counter) = self.blocked.get(kind) {
+    pub(crate) fn on_block(&self, resource: &str, now: u64, count: u32, kind: (usize, &str)) {
+        if let Some(counter) = self.blocked.get(kind.0) {
             counter.fetch_add(u64::from(count), Relaxed);
         }
         #[cfg(feature = "tracing")]
-        self.event(resource, now, kind);
+        self.event(resource, now, kind.1);
         #[cfg(not(feature = "tracing"))]
         let _ = (resource, now);
     }
@@ -60,7 +60,7 @@ impl ShadowStats {
     /// The "would block" event, if none was emitted in the second of `now` (one caller a
     /// second wins the compare-and-swap and reports the would-be blocks since the last event).
     #[cfg(feature = "tracing")]
-    fn event(&self, resource: &str, now: u64, kind: usize) {
+    fn event(&self, resource: &str, now: u64, rule: &str) {
         use std::sync::atomic::Ordering::AcqRel;
         let second = now / 1_000_000_000 + 1;
         let last = self.event_second.load(Relaxed);
@@ -74,10 +74,6 @@ impl ShadowStats {
         }
         let total: u64 = self.blocks_by_rule().iter().sum();
         let since = total.saturating_sub(self.reported.fetch_max(total, AcqRel));
-        let rule = super::BlockTotals::RULES
-            .get(kind)
-            .copied()
-            .unwrap_or("custom");
         tracing::info!(
             target: "sentinel",
             resource,
@@ -86,5 +82,69 @@ impl ShadowStats {
             "shadow rules would block: calls they would have refused since the last report (none \
              was refused)"
         );
+    }
+}
+
+#[cfg(all(test, feature = "tracing"))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+
+    use super::ShadowStats;
+
+    /// Keeps the level and the `would_block` field of the events on target `sentinel`.
+    struct Events(Arc<Mutex<Vec<(tracing::Level, u64)>>>);
+    struct WouldBlock(u64);
+    impl Visit for WouldBlock {
+        fn record_u64(&mut self, field: &Field, value: u64) {
+            if field.name() == "would_block" {
+                self.0 = value;
+            }
+        }
+        fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    }
+    impl tracing::Subscriber for Events {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            if event.metadata().target() == "sentinel" {
+                let mut seen = WouldBlock(u64::MAX);
+                event.record(&mut seen);
+                let level = *event.metadata().level();
+                self.0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((level, seen.0));
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn would_block_is_reported_at_info_at_most_once_a_second() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stats = ShadowStats::default();
+        const S: u64 = 1_000_000_000;
+        tracing::subscriber::with_default(Events(Arc::clone(&seen)), || {
+            for at in [0, S / 4, S / 2, S + 1, S + 2, 3 * S] {
+                stats.on_block("shadow-event", at, 2, (0, "flow"));
+            }
+        });
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        use tracing::Level;
+        // The first of each second reports what was counted since the last report.
+        assert_eq!(
+            seen,
+            vec![(Level::INFO, 2), (Level::INFO, 6), (Level::INFO, 4)]
+        );
+        assert_eq!(stats.blocks_by_rule()[0], 12);
     }
 }
