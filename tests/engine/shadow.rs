@@ -342,3 +342,29 @@ fn a_shadow_hotspot_concurrency_rule_gives_its_places_back() {
     assert_eq!(stats(r).shadow_block_total, 1);
     clear();
 }
+
+#[test]
+fn a_shadow_cluster_rule_is_refused_by_its_field() {
+    use sentinel_runtime::rules::ClusterThreshold;
+    let flow = FlowRule::qps("shadow-cluster", 5.0)
+        .cluster(ClusterThreshold::Global)
+        .shadow(true);
+    assert_eq!(flow.validate().unwrap_err().field(), "cluster");
+    let hot = HotspotRule::qps("shadow-cluster", 0, 5.0)
+        .cluster(ClusterThreshold::Global)
+        .shadow(true);
+    assert_eq!(hot.validate().unwrap_err().field(), "cluster");
+}
+
+#[test]
+fn promotion_with_a_new_threshold_keeps_the_shadow_window() {
+    let _clock = MockClock::install();
+    let r = "shadow-promote-raised";
+    rules::load_flow_rules(vec![FlowRule::qps(r, 2.0).shadow(true)]).unwrap();
+    assert_eq!(calls(r, 6), 6);
+    // The shadow gate admitted 2 of the 6 in this window (the resource passed 6): enforced at
+    // 4/s on the same gate, 2 more pass now (a gate started afresh would count the 6).
+    rules::load_flow_rules(vec![FlowRule::qps(r, 4.0)]).unwrap();
+    assert_eq!(calls(r, 5), 2);
+    clear();
+}
