@@ -2,6 +2,7 @@
 //! own state, counts what it would refuse, and refuses, delays or takes nothing.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sentinel_runtime::clock::MockClock;
@@ -114,6 +115,14 @@ fn an_enforced_10_per_second_beside_a_shadow_4_per_second_admits_exactly_10() {
 fn a_shadow_breaker_opens_and_counts_every_call_while_open_without_blocking_one() {
     let clock = MockClock::install();
     let r = "shadow-breaker";
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let listened = Arc::clone(&seen);
+    sentinel_runtime::breaker::on_state_change(move |change| {
+        if change.resource == "shadow-breaker" {
+            let mut seen = listened.lock().unwrap_or_else(|e| e.into_inner());
+            seen.push((change.from, change.to, change.shadow));
+        }
+    });
     rules::load_circuit_breaker_rules(vec![CircuitBreakerRule::error_count(r, 2)
         .min_requests(1)
         .recovery(Duration::from_secs(1))
@@ -138,6 +147,23 @@ fn a_shadow_breaker_opens_and_counts_every_call_while_open_without_blocking_one(
         stats(r).shadow_block_total,
         7,
         "closed again: nothing more counted"
+    );
+    use sentinel_runtime::breaker::CircuitState::{Closed, HalfOpen, Open};
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(
+        seen,
+        vec![
+            (Closed, Open, true),
+            (Open, HalfOpen, true),
+            (HalfOpen, Closed, true)
+        ],
+        "listeners learn the transitions as a shadow breaker's"
+    );
+    assert!(
+        !metrics::circuit_breaker_transitions()
+            .iter()
+            .any(|t| t.0 == r),
+        "not counted as the resource's transitions"
     );
     clear();
 }

@@ -22,6 +22,9 @@ pub(crate) struct BuildContext<'a> {
     pub(crate) now: u64,
     pub(crate) stats: &'a NodeStats,
     pub(crate) resolve: Resolve,
+    /// The part being built is the chain's shadow part (set by `Chain::build`): a check that
+    /// reports on its own (a breaker's transitions) says it is a shadow one.
+    pub(crate) shadow: bool,
 }
 
 /// What the chain decided for an admitted call.

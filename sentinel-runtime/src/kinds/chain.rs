@@ -53,10 +53,12 @@ macro_rules! define_chain {
                 let none = Chain::default();
                 let old_shadow = old.shadow.as_ref().map_or(&none, |s| &s.chain);
                 let enforced = ChainRules { $( $name: &$name.0, )* };
-                let mut chain = Chain::part(&enforced, [old, old_shadow, &none], ctx);
+                let enforced_ctx = BuildContext { shadow: false, ..*ctx };
+                let mut chain = Chain::part(&enforced, [old, old_shadow, &none], &enforced_ctx);
                 let shadow = ChainRules { $( $name: &$name.1, )* };
                 if false $( || !shadow.$name.is_empty() )* {
-                    let part = Chain::part(&shadow, [old_shadow, old, &chain], ctx);
+                    let shadow_ctx = BuildContext { shadow: true, ..*ctx };
+                    let part = Chain::part(&shadow, [old_shadow, old, &chain], &shadow_ctx);
                     let counter = old
                         .shadow
                         .as_ref()

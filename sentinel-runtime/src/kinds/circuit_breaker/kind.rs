@@ -47,7 +47,7 @@ impl Kind for CircuitBreakerKind {
         old: &Vec<Arc<CircuitBreaker>>,
         ctx: &BuildContext<'_>,
     ) -> Vec<Arc<CircuitBreaker>> {
-        stage::build(rules, old, ctx.now)
+        stage::build(rules, old, ctx.now, ctx.shadow)
     }
 
     fn alone(checks: &Vec<Arc<CircuitBreaker>>) -> Alone {
