@@ -85,7 +85,8 @@ impl ShadowStats {
     }
 }
 
-#[cfg(all(test, feature = "tracing"))]
+#[cfg(test)]
+#[cfg(feature = "tracing")]
 mod tests {
     use std::sync::{Arc, Mutex};
 
