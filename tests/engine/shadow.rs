@@ -394,3 +394,35 @@ fn promotion_with_a_new_threshold_keeps_the_shadow_window() {
     assert_eq!(calls(r, 5), 2);
     clear();
 }
+
+#[test]
+fn a_waiting_entry_dropped_gives_back_what_the_shadow_part_holds() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let _clock = MockClock::install();
+    let r = "shadow-cancelled";
+    rules::load_flow_rules(vec![
+        FlowRule::qps(r, 10.0).throttle(Duration::from_secs(1)),
+        FlowRule::concurrency(r, 1).shadow(true),
+    ])
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let _in_runtime = runtime.enter(); // tokio timers need a runtime context when polled
+    let mut cx = Context::from_waker(Waker::noop());
+    // A: turn now; it leaves at once (its shadow place back).
+    drop(EntryBuilder::new(r).enter().unwrap());
+    // B: turn 100 ms away; while it waits it holds the shadow rule's one place.
+    let mut b = Box::pin(EntryBuilder::new(r).enter_async());
+    assert!(b.as_mut().poll(&mut cx).is_pending());
+    drop(b);
+    // C: the place B held came back when B was dropped, so the shadow rule admits C.
+    let mut c = Box::pin(EntryBuilder::new(r).enter_async());
+    assert!(c.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(stats(r).shadow_block_total, 0, "{:?}", stats(r));
+    drop(c);
+    clear();
+}
