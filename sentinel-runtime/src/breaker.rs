@@ -26,6 +26,11 @@ pub struct StateChange {
     pub figure: f64,
     /// When, on the runtime clock (nanoseconds).
     pub at_nanos: u64,
+    /// The breaker is a shadow rule's (see
+    /// [`CircuitBreakerRule::shadow`](crate::rules::CircuitBreakerRule::shadow)): it blocks
+    /// nothing, and its transitions are not counted in
+    /// [`metrics::circuit_breaker_transitions`](crate::metrics::circuit_breaker_transitions).
+    pub shadow: bool,
 }
 
 type Listener = Arc<dyn Fn(&StateChange) + Send + Sync>;
@@ -70,20 +75,33 @@ pub(crate) fn transition_counts() -> Vec<((&'static str, CircuitState, CircuitSt
 }
 
 pub(crate) fn notify(change: &StateChange) {
-    *TRANSITIONS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry((change.resource, change.from, change.to))
-        .or_default() += 1;
+    if !change.shadow {
+        *TRANSITIONS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((change.resource, change.from, change.to))
+            .or_default() += 1;
+    }
     #[cfg(feature = "tracing")]
-    tracing::warn!(
-        target: "sentinel",
-        resource = change.resource,
-        from = change.from.label(),
-        to = change.to.label(),
-        figure = change.figure,
-        "circuit breaker transition"
-    );
+    if change.shadow {
+        tracing::info!(
+            target: "sentinel",
+            resource = change.resource,
+            from = change.from.label(),
+            to = change.to.label(),
+            figure = change.figure,
+            "shadow circuit breaker transition (it blocks nothing)"
+        );
+    } else {
+        tracing::warn!(
+            target: "sentinel",
+            resource = change.resource,
+            from = change.from.label(),
+            to = change.to.label(),
+            figure = change.figure,
+            "circuit breaker transition"
+        );
+    }
     let listeners = LISTENERS.read().unwrap_or_else(PoisonError::into_inner);
     for listener in listeners.iter() {
         // Contained: a listener runs inside the entry and exit paths, which must finish.

@@ -266,7 +266,8 @@ impl ResourceNode {
         });
         let now = clock::now_nanos();
         let mut stats = ResourceStats::from_totals(self.stats.window(now), circuit)
-            .with_running(self.stats.totals());
+            .with_running(self.stats.totals())
+            .with_shadow(self.stats.shadow());
         stats.concurrency_limit = limit;
         if let Some((rtt, at)) = min_rtt {
             stats.adaptive_min_rtt = Some(Duration::from_nanos(rtt));
@@ -437,10 +438,18 @@ impl ResourceNode {
         }
         let checked = !chain.is_empty() || self.counter.is_tracking();
         let mut reports = 0;
-        if !chain.circuit_breaker.is_empty() {
+        // The shadow part's breakers and adaptive limit learn the calls' outcomes too.
+        let shadow = chain.shadow.as_ref().map(|s| &s.chain);
+        if std::iter::once(&chain)
+            .chain(shadow)
+            .any(|part| !part.circuit_breaker.is_empty())
+        {
             reports |= REPORTS_BREAKERS;
         }
-        if chain.flow.adaptive.is_some() {
+        if std::iter::once(&chain)
+            .chain(shadow)
+            .any(|part| part.flow.adaptive.is_some())
+        {
             reports |= REPORTS_ADAPTIVE;
         }
         if self.counter.is_tracking() {

@@ -548,8 +548,13 @@ fn each_resource_shows_the_qps_limit_in_force_beside_its_traffic() {
         FlowRule::qps(R, 8.0),
         FlowRule::qps(R, 5.0),
         FlowRule::concurrency(R, 3),
+        // Shadow rules limit nothing: not the limits in force.
+        FlowRule::qps(R, 1.0).shadow(true),
+        FlowRule::concurrency(R, 1).shadow(true),
     ])
     .unwrap();
+    drop(sentinel_runtime::entry(R));
+    // The second call passes the rules in force; the shadow 1/s rule would have refused it.
     drop(sentinel_runtime::entry(R));
     drop(sentinel_runtime::entry("safety-unlimited"));
     let dash = start(Dashboard::new());
@@ -558,6 +563,8 @@ fn each_resource_shows_the_qps_limit_in_force_beside_its_traffic() {
     let row = row_of(addr, &format!("/api/resources?search={R}"), R);
     assert_eq!(row["qps_limit"], 5.0, "{row}");
     assert_eq!(row["concurrency_limit"], 3, "{row}");
+    assert_eq!(row["shadow_block_total"], 1, "{row}");
+    assert_eq!(row["shadow_block_total_by_rule"]["flow"], 1, "{row}");
     let free = row_of(
         addr,
         "/api/resources?search=safety-unlimited",

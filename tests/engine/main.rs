@@ -40,6 +40,7 @@ mod sentinel_parity;
 mod sentinel_parity_acquire;
 mod sentinel_parity_origin;
 mod sentinel_parity_validity;
+mod shadow;
 mod shaping;
 mod shared_resource;
 mod system_rules;

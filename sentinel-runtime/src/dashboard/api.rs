@@ -103,13 +103,15 @@ fn smallest<T: PartialOrd + Copy>(
 }
 
 /// A QPS rule's threshold per second (a rule may count over a window other than a second).
+/// A shadow rule limits nothing: it has none.
 fn qps_per_second(rule: &FlowRule) -> Option<f64> {
     let window = rule.window.as_secs_f64();
-    (rule.metric == FlowMetric::Qps && window > 0.0).then(|| rule.threshold / window)
+    (rule.metric == FlowMetric::Qps && window > 0.0 && !rule.shadow)
+        .then(|| rule.threshold / window)
 }
 
 fn concurrency_threshold(rule: &FlowRule) -> Option<u64> {
-    (rule.metric == FlowMetric::Concurrency).then_some(rule.threshold as u64)
+    (rule.metric == FlowMetric::Concurrency && !rule.shadow).then_some(rule.threshold as u64)
 }
 
 fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Value {
@@ -128,6 +130,12 @@ fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Val
     };
     let by_rule: serde_json::Map<String, Value> = s
         .block_total_by_rule
+        .by_rule()
+        .iter()
+        .map(|&(rule, n)| (rule.to_owned(), json!(n)))
+        .collect();
+    let shadow_by_rule: serde_json::Map<String, Value> = s
+        .shadow_block_total_by_rule
         .by_rule()
         .iter()
         .map(|&(rule, n)| (rule.to_owned(), json!(n)))
@@ -151,6 +159,8 @@ fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Val
         "block_total_by_rule": by_rule,
         // The endpoints its outlier rules eject now.
         "ejected": crate::outlier::ejected(node.name()),
+        "shadow_block_total": s.shadow_block_total,
+        "shadow_block_total_by_rule": shadow_by_rule,
     })
 }
 

@@ -100,7 +100,12 @@ fn on_transition(change: &StateChange) {
         "from": state_name(change.from),
         "to": state_name(change.to),
         "figure": change.figure,
-        "words": super::words::transition(change),
+        "words": if change.shadow {
+            format!("shadow breaker, nothing blocked: {}", super::words::transition(change))
+        } else {
+            super::words::transition(change)
+        },
+        "shadow": change.shadow,
         "at_ms": change.at_nanos / 1_000_000,
     });
     for bus in buses {

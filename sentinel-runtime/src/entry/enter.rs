@@ -8,7 +8,7 @@ use super::reserve::{wait_for_turn, Inner, Reservation, Waiting};
 use crate::clock;
 use crate::error::BlockError;
 use crate::kinds::system::check as system;
-use crate::kinds::{Admission, Chain};
+use crate::kinds::{check_shadow, Admission, Chain};
 use crate::node::ResourceNode;
 use crate::param::Params;
 use crate::sync::{thread_slot, thread_slot_if_assigned, Held};
@@ -135,19 +135,27 @@ pub(super) fn enter_chain(
         &mut admission,
     ) {
         Ok(_) if admission.turn == 0 => {
+            let shadow = check_shadow(node.target(), chain, count, params, &admission);
             count_pass(node, slot, admission.at, count, admission.inbound != 0);
             let ending = Ending::new(params, false);
-            Ok(Entry::new(node, count, &mut admission, ending, || {
-                Some(chain.to_arc())
-            }))
+            let mut entry =
+                Entry::new(node, count, &mut admission, ending, || Some(chain.to_arc()));
+            if !shadow.is_empty() {
+                entry.hold_shadow(shadow, || chain.to_arc());
+            }
+            Ok(entry)
         }
-        Ok(slots) => Ok(wait_for_turn(Waiting::new(
-            node,
-            chain.to_arc(),
-            count,
-            (admission, slots),
-            Ending::new(params, false),
-        ))),
+        Ok(slots) => {
+            let shadow = check_shadow(node.target(), chain, count, params, &admission);
+            let waiting = Waiting::new(
+                node,
+                chain.to_arc(),
+                count,
+                (admission, slots),
+                Ending::new(params, false),
+            );
+            Ok(wait_for_turn(waiting.with_shadow(shadow)))
+        }
         Err(block) => {
             on_block(node, now, count, params, &block);
             Err(block)
@@ -238,15 +246,21 @@ pub(crate) fn reserve_with(
         );
         match checked {
             Ok(_) if admission.turn == 0 => {
+                let shadow = check_shadow(node.target(), &chain, count, params, &admission);
                 count_pass(node, slot, admission.at, count, admission.inbound != 0);
                 let ending = Ending::new(params, cancellable);
-                let entry =
+                let mut entry =
                     Entry::new(node, count, &mut admission, ending, || Some(chain.to_arc()));
+                if !shadow.is_empty() {
+                    entry.hold_shadow(shadow, || chain.to_arc());
+                }
                 Ok(Reservation(Inner::Ready(entry)))
             }
             Ok(slots) => {
+                let shadow = check_shadow(node.target(), &chain, count, params, &admission);
                 let ending = Ending::new(params, cancellable);
                 let waiting = Waiting::new(node, chain.to_arc(), count, (admission, slots), ending);
+                let waiting = waiting.with_shadow(shadow);
                 Ok(Reservation(Inner::Waiting(Box::new(waiting))))
             }
             Err(block) => {

@@ -5,12 +5,16 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
 use super::guard::{
-    Entry, COUNTED, COUNT_SHIFT, ERROR, HELD, INBOUND, PENDING, RUNNING, SYSTEM_COUNTED,
-    WATCH_PANIC,
+    Entry, COUNTED, COUNT_SHIFT, ERROR, HELD, INBOUND, PENDING, RUNNING, SHADOW_BLOCKED,
+    SYSTEM_COUNTED, WATCH_PANIC,
 };
 use crate::clock;
+use crate::kinds::chain::Shadow;
+use crate::kinds::circuit_breaker::ProbeTicket;
+use crate::kinds::flow::adaptive::AdaptiveLimit;
 use crate::kinds::flow::Outcome;
 use crate::kinds::system::check as system;
+use crate::kinds::Admission;
 use crate::node::{REPORTS_ADAPTIVE, REPORTS_BREAKERS};
 
 impl Drop for Entry {
@@ -103,7 +107,11 @@ impl Entry {
         });
         // SAFETY: `held` is taken once, here, by the exit (the entry is being dropped), and
         // never read again.
-        if let Some(held) = unsafe { ManuallyDrop::take(&mut self.held) } {
+        let held = unsafe { ManuallyDrop::take(&mut self.held) };
+        // What the shadow part held: its probe (reported to its breaker below), and the calls
+        // inside its adaptive limit as this one finishes.
+        let mut shadow = (ProbeTicket::default(), None);
+        if let Some(held) = held {
             for &(i, place) in &held.places {
                 if let Some(gate) = held.chain.hotspot.get(i) {
                     gate.exit(place);
@@ -112,6 +120,13 @@ impl Entry {
             if let (true, Some(outlier)) = (held.outlier.is_some(), &held.chain.outlier) {
                 let name = self.node.name();
                 outlier.on_exit(name, held.outlier, now, error, abandoned);
+            }
+            if let (Some(part), Some(admission)) = (&held.chain.shadow, &held.shadow) {
+                shadow = exit_shadow(part, admission);
+                // A shadow outlier rule learns the call's outcome as an enforced one does.
+                if let (true, Some(outlier)) = (admission.outlier.is_some(), &part.chain.outlier) {
+                    outlier.on_exit(self.node.name(), admission.outlier, now, error, abandoned);
+                }
             }
         }
         self.node.stats().on_exit(now, count, rt_us, error);
@@ -126,21 +141,59 @@ impl Entry {
                     let probe = self.probe.for_breaker(breaker);
                     breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
                 }
-                // A cancelled call (its future dropped half-way) says nothing about the limit,
-                // unless it was cut after the limit's timeout (an outer timeout drops exactly
-                // the calls the limit counts as drops).
+                let rtt = now.saturating_sub(self.start);
                 if let Some(limit) = &chain.flow.adaptive {
-                    let rtt = now.saturating_sub(self.start);
-                    if !abandoned || limit.timed_out(rtt) {
-                        let outcome = if error || abandoned {
-                            Outcome::Dropped
-                        } else {
-                            Outcome::Success
-                        };
-                        limit.on_sample(now, rtt, inside, outcome);
-                    }
+                    sample(limit, now, rtt, inside, error, abandoned);
+                }
+                // The shadow part learns the outcome of the calls it would have admitted, as
+                // the enforced part does.
+                let Some(part) = chain
+                    .shadow
+                    .as_ref()
+                    .filter(|_| flags & SHADOW_BLOCKED == 0)
+                else {
+                    return;
+                };
+                for breaker in part.chain.circuit_breaker.iter() {
+                    let probe = shadow.0.for_breaker(breaker);
+                    breaker.on_exit(self.node.name(), now, rt_us, error, abandoned, probe);
+                }
+                if let (Some(limit), Some(inside)) = (&part.chain.flow.adaptive, shadow.1) {
+                    sample(limit, now, rtt, inside, error, abandoned);
                 }
             });
         }
+    }
+}
+
+/// Gives back what a chain's shadow part held for a call (its place inside, its hotspot
+/// places); returns its probe ticket and, if it held a place inside, the calls inside as this
+/// one finishes (itself included), for the shadow adaptive limit.
+#[cold]
+fn exit_shadow(part: &Shadow, admission: &Admission) -> (ProbeTicket, Option<u64>) {
+    let mut inside = None;
+    if admission.counted != 0 {
+        inside = Some(part.counter.current());
+        part.counter.release(admission.counted);
+    }
+    for (i, place) in admission.inside() {
+        if let Some(gate) = part.chain.hotspot.get(i) {
+            gate.exit(place);
+        }
+    }
+    (admission.probe, inside)
+}
+
+/// Reports a finished call to an adaptive limit. A cancelled call (its future dropped
+/// half-way) says nothing about the limit, unless it was cut after the limit's timeout (an
+/// outer timeout drops exactly the calls the limit counts as drops).
+fn sample(limit: &AdaptiveLimit, now: u64, rtt: u64, inside: u64, error: bool, abandoned: bool) {
+    if !abandoned || limit.timed_out(rtt) {
+        let outcome = if error || abandoned {
+            Outcome::Dropped
+        } else {
+            Outcome::Success
+        };
+        limit.on_sample(now, rtt, inside, outcome);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::kinds::circuit_breaker::ProbeTicket;
 use crate::kinds::outlier::OutlierTicket;
-use crate::kinds::{Admission, Chain};
+use crate::kinds::{Admission, Chain, ShadowPass};
 use crate::node::ResourceNode;
 use crate::param::Params;
 use crate::slot::param_table::Place;
@@ -33,6 +33,9 @@ pub(super) const HELD: u64 = 64;
 /// when the body returns ([`Entry::returned`]), so an exit that finds it set is the body's
 /// unwinding (a panic of the call's own).
 pub(super) const RUNNING: u64 = 128;
+/// The chain's shadow part would have blocked the call: the exit reports its outcome to no
+/// shadow breaker or adaptive limit.
+pub(super) const SHADOW_BLOCKED: u64 = 256;
 /// The entry's count of passes is the flags word's upper half.
 pub(super) const COUNT_SHIFT: u32 = 32;
 
@@ -93,19 +96,22 @@ pub struct Entry {
     pub(super) probe: ProbeTicket,
     /// The flags above in the lower half, the count of passes in the upper half (set once).
     pub(super) flags: AtomicU64,
-    /// Places taken in hotspot concurrency counters, and the endpoint an outlier rule tracks
+    /// Places taken in hotspot concurrency counters, the endpoint an outlier rule tracks and
+    /// what a shadow part holds for the call
     /// (rare: boxed, so the common entry stays small). Dropped by the exit that gives them back (the common exit, with none, runs no
     /// drop code for it).
-    pub(super) held: ManuallyDrop<Option<Box<HotHeld>>>,
+    pub(super) held: ManuallyDrop<Option<Box<Held>>>,
 }
 
-/// Places an entry took in hotspot concurrency counters, and the endpoint its exit reports to
-/// the outlier rules, with the checks that own them.
+/// Places an entry took in hotspot concurrency counters, the endpoint its exit reports to the
+/// outlier rules, and what the chain's shadow part holds for it, with the checks that own them.
 #[derive(Debug)]
-pub(super) struct HotHeld {
+pub(super) struct Held {
     pub(super) chain: Arc<Chain>,
     pub(super) places: Vec<(usize, Place)>,
     pub(super) outlier: OutlierTicket,
+    /// What the chain's shadow part reserved for the call (see [`ShadowPass::held`]).
+    pub(super) shadow: Option<Box<Admission>>,
 }
 
 impl Entry {
@@ -170,6 +176,33 @@ impl Entry {
         }
     }
 
+    /// Adds what the chain's shadow part decided for the call (not empty): what it holds is
+    /// given back at the exit, and a call it would have blocked reports to none of its
+    /// breakers.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn hold_shadow(&mut self, shadow: ShadowPass, chain: impl FnOnce() -> Arc<Chain>) {
+        let flags = self.flags.get_mut();
+        if shadow.blocked {
+            *flags |= SHADOW_BLOCKED;
+        }
+        let Some(held) = shadow.held else {
+            return;
+        };
+        *flags |= HELD;
+        match &mut *self.held {
+            Some(hot) => hot.shadow = Some(held),
+            None => {
+                *self.held = Some(Box::new(Held {
+                    chain: chain(),
+                    places: Vec::new(),
+                    outlier: OutlierTicket::default(),
+                    shadow: Some(held),
+                }));
+            }
+        }
+    }
+
     /// Marks the call as failed: it is counted as an error when the entry is dropped (and by
     /// circuit breakers).
     pub fn set_error(&self) {
@@ -228,15 +261,16 @@ impl Entry {
 pub(super) fn hot_held(
     admission: &Admission,
     chain: impl FnOnce() -> Option<Arc<Chain>>,
-) -> Option<Box<HotHeld>> {
+) -> Option<Box<Held>> {
     let places: Vec<(usize, Place)> = admission.inside().collect();
     if places.is_empty() && !admission.outlier.is_some() {
         return None;
     }
     let chain = chain()?;
-    Some(Box::new(HotHeld {
+    Some(Box::new(Held {
         chain,
         places,
         outlier: admission.outlier,
+        shadow: None,
     }))
 }

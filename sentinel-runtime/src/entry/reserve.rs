@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::guard::{Ending, Entry};
 use super::record::count_pass;
 use crate::clock;
-use crate::kinds::{Admission, Chain};
+use crate::kinds::{Admission, Chain, ShadowPass};
 use crate::node::ResourceNode;
 use crate::slot::SlotList;
 use crate::sync::thread_slot;
@@ -59,6 +59,8 @@ pub(super) struct Waiting {
     pub(super) ending: Ending,
     /// The call entered: nothing to give back.
     pub(super) entered: bool,
+    /// What the chain's shadow part decided (and holds) for the call.
+    pub(super) shadow: ShadowPass,
 }
 
 impl Waiting {
@@ -77,7 +79,14 @@ impl Waiting {
             slots,
             ending,
             entered: false,
+            shadow: ShadowPass::default(),
         }
+    }
+
+    /// The waiting call with what the chain's shadow part decided for it.
+    pub(super) fn with_shadow(mut self, shadow: ShadowPass) -> Waiting {
+        self.shadow = shadow;
+        self
     }
 }
 
@@ -93,6 +102,7 @@ impl Drop for Waiting {
             self.count,
             std::mem::take(&mut self.admission),
             self.slots.take(),
+            std::mem::take(&mut self.shadow),
         );
     }
 }
@@ -144,7 +154,12 @@ pub(super) fn enter_after_wait(w: &mut Waiting) -> Entry {
     );
     let mut admission = std::mem::take(&mut w.admission);
     admission.at = now;
-    Entry::new(w.node, w.count, &mut admission, w.ending, || {
+    let mut entry = Entry::new(w.node, w.count, &mut admission, w.ending, || {
         Some(Arc::clone(&w.chain))
-    })
+    });
+    let shadow = std::mem::take(&mut w.shadow);
+    if !shadow.is_empty() {
+        entry.hold_shadow(shadow, || Arc::clone(&w.chain));
+    }
+    entry
 }

@@ -23,6 +23,9 @@ pub(crate) struct BuildContext<'a> {
     pub(crate) now: u64,
     pub(crate) stats: &'a NodeStats,
     pub(crate) resolve: Resolve,
+    /// The part being built is the chain's shadow part (set by `Chain::build`): a check that
+    /// reports on its own (a breaker's transitions) says it is a shadow one.
+    pub(crate) shadow: bool,
 }
 
 /// What the chain decided for an admitted call.
@@ -53,10 +56,40 @@ pub(crate) struct Admission {
     pub(crate) outlier: OutlierTicket,
 }
 
+/// What a chain's shadow part decided for a call its enforced part admitted (see
+/// `stages::check_shadow`). Kept apart from the [`Admission`], so that entries of chains
+/// without a shadow part (the lone-gate shortcuts above all) carry nothing more.
+#[derive(Debug, Default)]
+pub(crate) struct ShadowPass {
+    /// What the shadow part reserved for the call that its exit gives back or reports to (a
+    /// place inside, a breaker's probe, hotspot places); `None` when it holds nothing.
+    pub(crate) held: Option<Box<Admission>>,
+    /// The shadow part would have blocked the call: its breakers and adaptive limit do not
+    /// learn the call's outcome (for them, it never ran).
+    pub(crate) blocked: bool,
+}
+
+impl ShadowPass {
+    /// Whether the exit has anything to do for the shadow part.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_none() && !self.blocked
+    }
+}
+
 /// [`Admission::inbound`]: the call is inbound traffic.
 pub(crate) const INBOUND_CALL: u64 = 1;
 
 impl Admission {
+    /// Whether the call holds something its exit must give back or report (a place inside, a
+    /// probe, hotspot places): a shadow admission that holds nothing is dropped at once.
+    pub(crate) fn holds(&self) -> bool {
+        self.counted != 0
+            || self.probe.is_some()
+            || self.hot.holds_places()
+            || self.outlier.is_some()
+    }
+
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
     #[inline]
     pub(crate) fn inside(&self) -> impl Iterator<Item = (usize, param_table::Place)> + '_ {

@@ -1,15 +1,17 @@
 //! The checks in force on a resource ([`Chain`]): one part per kind of rule (from the table of
 //! kinds), each built by its kind from the resource's rules of that kind ([`ChainRules`]).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::call::BuildContext;
-use super::kind::{Alone, Kind};
+use super::kind::{Alone, Kind, Successors};
 use super::table::kinds_table;
 use crate::kinds::flow::gate::Gate;
 use crate::kinds::flow::qps::QpsGate;
 use crate::kinds::hotspot::gate::HotspotGate;
 use crate::param::Params;
+use crate::slot::concurrency::ConcurrencyCounter;
 
 /// Defines [`Chain`] and [`ChainRules`] from the table of kinds.
 macro_rules! define_chain {
@@ -25,6 +27,11 @@ macro_rules! define_chain {
             /// its calls inside (all read at the entry; see [`Chain::lone_qps`] and
             /// [`Chain::lone_hotspot`]).
             pub(crate) lone: Lone,
+            /// The shadow part: the checks of the resource's shadow rules, run after the
+            /// enforced ones admit a call, with their own admission; what they would refuse is
+            /// counted, never refused (see [`Shadow`]). `None` without shadow rules: such a chain
+            /// costs nothing more.
+            pub(crate) shadow: Option<Box<Shadow>>,
         }
 
         /// A resource's rules in force, by kind, as the manager hands them to [`Chain::build`]
@@ -36,25 +43,88 @@ macro_rules! define_chain {
 
         impl Chain {
             /// The chain of `rules`, each kind taking over from `old` what it keeps across a
-            /// reload (a gate's counts, a hotspot table, a breaker's state).
+            /// reload (a gate's counts, a hotspot table, a breaker's state). The rules in
+            /// shadow mode make the shadow part, the others the enforced part; each part takes
+            /// over from its own old part first, then from the other (a rule promoted from
+            /// shadow to enforced, or back, keeps its state), never what the other new part
+            /// took.
             pub(crate) fn build(rules: &ChainRules<'_>, old: &Chain, ctx: &BuildContext<'_>) -> Chain {
+                $( let $name = split::<$kind>(rules.$name); )*
+                let none = Chain::default();
+                let old_shadow = old.shadow.as_ref().map_or(&none, |s| &s.chain);
+                let enforced = ChainRules { $( $name: &$name.0, )* };
+                let enforced_ctx = BuildContext { shadow: false, ..*ctx };
+                let mut chain = Chain::part(&enforced, [old, old_shadow, &none], &enforced_ctx);
+                let shadow = ChainRules { $( $name: &$name.1, )* };
+                if false $( || !shadow.$name.is_empty() )* {
+                    let shadow_ctx = BuildContext { shadow: true, ..*ctx };
+                    let part = Chain::part(&shadow, [old_shadow, old, &chain], &shadow_ctx);
+                    let counter = old
+                        .shadow
+                        .as_ref()
+                        .map_or_else(Arc::default, |s| Arc::clone(&s.counter));
+                    if part.counts_inside() {
+                        // From nothing: the calls already inside took no place of the shadow
+                        // rules, and their exits give none back.
+                        counter.start(|| 0);
+                    }
+                    chain.shadow = Some(Box::new(Shadow { chain: part, counter }));
+                    // A chain with a shadow part is never one lone gate.
+                    chain.lone = Lone::No;
+                }
+                chain
+            }
+
+            /// One part of a chain: each kind's checks of `rules`, taking over from
+            /// `[first, then, taken]`'s (see [`Successors`]).
+            fn part(rules: &ChainRules<'_>, [first, then, taken]: [&Chain; 3], ctx: &BuildContext<'_>) -> Chain {
                 let mut chain = Chain {
-                    $( $name: <$kind as Kind>::build(rules.$name, &old.$name, ctx), )*
+                    $( $name: {
+                        let old = Successors::successors(&first.$name, &then.$name, &taken.$name);
+                        <$kind as Kind>::build(rules.$name, &old, ctx)
+                    }, )*
                     lone: Lone::No,
+                    shadow: None,
                 };
                 chain.lone = Lone::of(&[$( <$kind as Kind>::alone(&chain.$name), )*]);
                 chain
             }
 
-            /// No checks at all.
+            /// No checks at all (enforced or shadow).
             pub(crate) fn is_empty(&self) -> bool {
-                true $( && <$kind as Kind>::alone(&self.$name) == Alone::Empty )*
+                self.shadow.is_none() $( && <$kind as Kind>::alone(&self.$name) == Alone::Empty )*
             }
         }
     };
 }
 
 kinds_table!(define_chain);
+
+/// A chain's shadow part: the checks of the shadow rules, and their own count of calls inside
+/// (a shadow concurrency limit never takes a place of the resource's).
+#[derive(Debug, Default)]
+pub(crate) struct Shadow {
+    pub(crate) chain: Chain,
+    /// Places the calls the shadow concurrency limits admitted hold, counted from the first
+    /// shadow concurrency rule (kept across reloads).
+    pub(crate) counter: Arc<ConcurrencyCounter>,
+}
+
+/// A kind's rules split into the enforced ones (borrowed when none is in shadow mode) and the
+/// shadow ones (with `shadow` cleared).
+fn split<K: Kind>(rules: &[K::Rule]) -> (Cow<'_, [K::Rule]>, Vec<K::Rule>) {
+    if rules.iter().all(|r| K::unshadowed(r).is_none()) {
+        return (Cow::Borrowed(rules), Vec::new());
+    }
+    let (mut enforced, mut shadow) = (Vec::new(), Vec::new());
+    for rule in rules {
+        match K::unshadowed(rule) {
+            Some(unshadowed) => shadow.push(unshadowed),
+            None => enforced.push(rule.clone()),
+        }
+    }
+    (Cow::Owned(enforced), shadow)
+}
 
 /// What [`Chain::lone`] says the chain is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

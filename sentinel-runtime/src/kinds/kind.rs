@@ -16,8 +16,10 @@ use crate::rule_data::file::reader::Reader;
 pub(crate) trait Kind: 'static {
     /// The rule (plain validated data; public in [`rules`](crate::rules)).
     type Rule: Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
-    /// Its part of a resource's [`Chain`](super::chain::Chain): what its stage checks.
-    type Checks: Default + fmt::Debug + Send + Sync;
+    /// Its part of a resource's [`Chain`](super::chain::Chain): what its stage checks. A
+    /// chain has two such parts per kind (enforced and shadow), and a build of either may
+    /// take over state from both of the old ones ([`Successors`]).
+    type Checks: Default + fmt::Debug + Send + Sync + Successors;
 
     /// Its name: in errors (`flow[2]`), in load counts and metrics, and its key in rule files.
     const NAME: &'static str;
@@ -42,6 +44,12 @@ pub(crate) trait Kind: 'static {
     /// in force by [`put_in_force`](Self::put_in_force) instead of on resources.
     fn resource(rule: &Self::Rule) -> Option<&str>;
 
+    /// The rule put in force instead, if it is in shadow mode (its `shadow` field): `Some` of
+    /// the same rule with `shadow` cleared. A chain's shadow part is built from these, so a
+    /// kind's build never sees the flag, and a rule that moves between the parts compares
+    /// equal to itself (its state is kept).
+    fn unshadowed(rule: &Self::Rule) -> Option<Self::Rule>;
+
     /// Every invalid rule of a list, by position: each rule's first bad field, then the rules
     /// beyond a cap (per resource, or a memory budget).
     fn problems(rules: &[Self::Rule], ctx: &Validation) -> Vec<(usize, RuleError)>;
@@ -63,6 +71,17 @@ pub(crate) trait Kind: 'static {
     /// Puts a whole validated list in force where it is not per resource (the system rules'
     /// process-wide limits and sampler); a no-op for per-resource kinds.
     fn put_in_force(rules: &[Self::Rule], now: u64);
+}
+
+/// What a build may take over from a chain's two old parts (enforced and shadow) of one kind:
+/// a rule promoted from shadow to enforced (or back) keeps its state (a gate's counts, a
+/// breaker's state, a hotspot table). Implemented once per shape of checks
+/// (`kinds/succession.rs` has the shared shapes).
+pub(crate) trait Successors: Sized {
+    /// The old checks a build may take over from: `first`'s (the part's own), then `then`'s
+    /// (the other part's), leaving out what `taken` (the other new part) already holds, so
+    /// that an enforced and a shadow rule never share state.
+    fn successors(first: &Self, then: &Self, taken: &Self) -> Self;
 }
 
 /// What a kind's checks are, for the shortcut that skips the stage runner when a chain is one

@@ -17,10 +17,11 @@ pub(crate) mod hotspot;
 pub(crate) mod kind;
 pub(crate) mod outlier;
 pub(crate) mod stages;
+pub(crate) mod succession;
 pub(crate) mod system;
 pub(crate) mod table;
 pub(crate) mod validate;
 
-pub(crate) use call::{Admission, BuildContext, Target, INBOUND_CALL};
+pub(crate) use call::{Admission, BuildContext, ShadowPass, Target, INBOUND_CALL};
 pub(crate) use chain::{Chain, ChainRules};
-pub(crate) use stages::{cancel, check};
+pub(crate) use stages::{cancel, check, check_shadow};

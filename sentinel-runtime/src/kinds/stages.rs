@@ -8,14 +8,16 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::clock;
 use crate::error::BlockError;
-use crate::kinds::call::{Admission, Call, Target};
-use crate::kinds::chain::Chain;
+use crate::kinds::call::{Admission, Call, ShadowPass, Target};
+use crate::kinds::chain::{Chain, Shadow};
 use crate::kinds::kind::Kind;
 use crate::kinds::table::kinds_table;
 use crate::param::Params;
 use crate::slot::concurrency::ConcurrencyCounter;
 use crate::slot::custom::{self, Registered, SlotContext, SlotList};
+use crate::stat::BlockTotals;
 
 /// A built-in stage: where custom slots fall around it, its kind's check, and what gives back
 /// what its check reserved (also after the check itself blocked half-way; a no-op when it
@@ -23,6 +25,8 @@ use crate::slot::custom::{self, Registered, SlotContext, SlotList};
 #[derive(Clone, Copy)]
 pub(crate) struct Stage {
     pub(crate) order: i32,
+    /// Its kind's rules are process-wide (they have no shadow mode: the shadow part skips it).
+    pub(crate) process_wide: bool,
     pub(crate) check: fn(&Chain, &mut Call<'_>) -> Result<(), BlockError>,
     pub(crate) release: fn(&Chain, &mut Call<'_>),
 }
@@ -34,6 +38,7 @@ macro_rules! define_stages {
         pub(crate) const STAGES: [Stage; [$(stringify!($name)),*].len()] = by_order([$(
             Stage {
                 order: <$kind as Kind>::ORDER,
+                process_wide: <$kind as Kind>::PROCESS_WIDE,
                 check: |chain, call| <$kind as Kind>::check(&chain.$name, call),
                 release: |chain, call| <$kind as Kind>::release(&chain.$name, call),
             },
@@ -96,6 +101,100 @@ pub(crate) fn check(
     Ok(None)
 }
 
+/// Runs the chain's shadow part, if it has one, for a call its enforced part admitted (see
+/// [`run_shadow`]); the entry path calls it after [`check`] admitted the call.
+#[inline(always)]
+pub(crate) fn check_shadow(
+    target: Target<'_>,
+    chain: &Chain,
+    count: u32,
+    params: &Params,
+    admitted: &Admission,
+) -> ShadowPass {
+    match &chain.shadow {
+        None => ShadowPass::default(),
+        Some(shadow) => run_shadow(target, shadow, count, params, admitted.at),
+    }
+}
+
+/// Runs a chain's shadow part for a call its enforced part admitted (at `at`, the time it
+/// counts at), with an admission of its own: the shadow rules are evaluated as if enforced, and what
+/// they would refuse is counted, never refused. A shadow block gives back what the shadow
+/// stages before it reserved (the call is not counted as admitted in their windows); a shadow
+/// throttling turn is counted as a wait the call would have made, never waited. What the
+/// shadow part holds for the call (a place inside, a probe, hotspot places) is returned, for
+/// the exit. Process-wide stages (system rules) are not run: they have no shadow rules.
+#[cold]
+#[inline(never)]
+fn run_shadow(
+    target: Target<'_>,
+    shadow: &Shadow,
+    count: u32,
+    params: &Params,
+    at: u64,
+) -> ShadowPass {
+    let mut admission = Admission {
+        at,
+        ..Admission::default()
+    };
+    let mut call = Call {
+        target,
+        counter: &shadow.counter,
+        params,
+        count,
+        gates: 0,
+        out: &mut admission,
+    };
+    for (i, stage) in STAGES.iter().enumerate() {
+        if stage.process_wide {
+            continue;
+        }
+        if let Err(block) = (stage.check)(&shadow.chain, &mut call) {
+            release_stages(&shadow.chain, &mut call, i + 1);
+            let index = BlockTotals::index_of(block.kind());
+            let name = BlockTotals::RULES.get(index).copied().unwrap_or("custom");
+            let kind = (index, name);
+            target.stats.shadow().on_block(target.name, at, count, kind);
+            return ShadowPass {
+                held: None,
+                blocked: true,
+            };
+        }
+    }
+    if admission.turn != 0 {
+        // The shadow rule's schedule keeps the turn (it would have made the call wait), but
+        // the call goes on now.
+        let wait = admission.turn.saturating_sub(clock::precise_nanos());
+        if wait > 0 {
+            target.stats.shadow().on_wait(count, wait);
+        }
+        admission.turn = 0;
+    }
+    ShadowPass {
+        held: admission.holds().then(|| Box::new(admission)),
+        blocked: false,
+    }
+}
+
+/// Gives back what a chain's shadow part reserved for a call that will not run after all (see
+/// [`cancel`]): all of it when it held something for the exit; a shadow admission that held
+/// nothing was dropped at the entry, and its rate passes stay counted (as a call that came and
+/// went).
+fn cancel_shadow(target: Target<'_>, chain: &Chain, count: u32, pass: ShadowPass) {
+    let (Some(shadow), Some(mut held)) = (&chain.shadow, pass.held) else {
+        return;
+    };
+    let mut call = Call {
+        target,
+        counter: &shadow.counter,
+        params: &Params::NONE,
+        count,
+        gates: shadow.chain.flow.gates.len(),
+        out: &mut held,
+    };
+    release_stages(&shadow.chain, &mut call, STAGES.len());
+}
+
 /// Gives back what the first `ran` stages reserved, the latest first.
 #[cold]
 fn release_stages(chain: &Chain, call: &mut Call<'_>, ran: usize) {
@@ -113,10 +212,12 @@ pub(crate) fn cancel(
     count: u32,
     mut admission: Admission,
     custom: Option<SlotList>,
+    shadow: ShadowPass,
 ) {
     // The slots the call was checked with (what `check` returned): a slot registered since
     // never saw it.
     let slots: &[Registered] = custom.as_ref().map_or(&[], SlotList::slots);
+    cancel_shadow(target, chain, count, shadow);
     let at = admission.at;
     let mut call = Call {
         target,

@@ -75,6 +75,7 @@ macro_rules! define_loaded {
                         now: clock::now_nanos(),
                         stats,
                         resolve: resolve_stats,
+                        shadow: false,
                     };
                     Chain::build(&rules, old, &ctx)
                 });

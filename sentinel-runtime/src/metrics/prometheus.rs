@@ -6,6 +6,8 @@
 //! |---|---|---|
 //! | `sentinel_pass_total` | `resource` | admitted calls |
 //! | `sentinel_block_total` | `resource`, `rule` | rejected calls, by kind of rule (kinds with none are left out) |
+//! | `sentinel_shadow_block_total` | `resource`, `rule` | calls shadow rules would have rejected (none was), by kind of rule (kinds with none are left out) |
+//! | `sentinel_shadow_wait_total`, `sentinel_shadow_wait_seconds_total` | `resource` | calls shadow throttling rules would have made wait (none waited), and those waits added up (resources with such calls) |
 //! | `sentinel_complete_total` | `resource` | finished calls |
 //! | `sentinel_error_total` | `resource` | calls finished with an error or a panic |
 //! | `sentinel_response_time_seconds_total` | `resource` | response times added up |
@@ -167,6 +169,54 @@ impl Collector for SentinelCollector {
                         )
                     })
             }),
+        )?;
+        family(
+            e,
+            "sentinel_shadow_block",
+            "Calls shadow rules would have rejected since start (none was), by the kind of rule.",
+            MetricType::Counter,
+            resources.iter().flat_map(|(name, s)| {
+                s.shadow_block_total_by_rule
+                    .by_rule()
+                    .into_iter()
+                    .filter(|&(_, n)| n > 0)
+                    .map(move |(rule, n)| {
+                        (
+                            [("resource", name.as_str()), ("rule", rule)],
+                            ConstCounter::new(n),
+                        )
+                    })
+            }),
+        )?;
+        family(
+            e,
+            "sentinel_shadow_wait",
+            "Calls shadow throttling rules would have made wait since start (none waited).",
+            MetricType::Counter,
+            resources
+                .iter()
+                .filter(|(_, s)| s.shadow_wait_total > 0)
+                .map(|(name, s)| {
+                    (
+                        [("resource", name.as_str())],
+                        ConstCounter::new(s.shadow_wait_total),
+                    )
+                }),
+        )?;
+        family(
+            e,
+            "sentinel_shadow_wait_seconds",
+            "The waits shadow throttling rules would have imposed, added up, in seconds.",
+            MetricType::Counter,
+            resources
+                .iter()
+                .filter(|(_, s)| s.shadow_wait_total > 0)
+                .map(|(name, s)| {
+                    (
+                        [("resource", name.as_str())],
+                        ConstCounter::new(s.shadow_wait_time.as_secs_f64()),
+                    )
+                }),
         )?;
         family(
             e,

@@ -13,6 +13,7 @@
 //! lost, and the minute window costs the hot path nothing. Shards and the minute window are
 //! allocated on first use, so a node touched once costs little memory.
 
+use super::shadow::ShadowStats;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -188,6 +189,8 @@ pub(crate) struct NodeStats {
     folded: [AtomicU64; EVENTS],
     /// Blocked calls by the kind of rule that blocked them (the block path is not hot).
     blocked_by_rule: [AtomicU64; RULE_KINDS],
+    /// What the resource's shadow rules would have refused or delayed.
+    shadow: ShadowStats,
 }
 
 impl std::fmt::Debug for NodeStats {
@@ -204,7 +207,13 @@ impl NodeStats {
             minute: OnceLock::new(),
             folded: [const { AtomicU64::new(0) }; EVENTS],
             blocked_by_rule: [const { AtomicU64::new(0) }; RULE_KINDS],
+            shadow: ShadowStats::default(),
         }
+    }
+
+    /// What the resource's shadow rules would have refused or delayed.
+    pub(crate) fn shadow(&self) -> &ShadowStats {
+        &self.shadow
     }
 
     #[inline(always)]

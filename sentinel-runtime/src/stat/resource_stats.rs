@@ -8,6 +8,7 @@ use crate::error::BlockKind;
 use super::bucket::RULE_KINDS;
 use super::circuit_state::CircuitState;
 use super::node_stats::RunningTotals;
+use super::shadow::ShadowStats;
 use super::WindowTotals;
 
 /// Blocked calls since a resource was created, by the kind of rule that blocked them.
@@ -181,6 +182,19 @@ pub struct ResourceStats {
     /// [`capacity`](crate::rules::HotspotRule::capacity) if this grows); `None` without hotspot
     /// rules. The same as [`metrics::hotspot_live_evictions`](crate::metrics::hotspot_live_evictions).
     pub hotspot_live_evictions: Option<u64>,
+    /// Calls the resource's shadow rules would have refused since it was created, every kind
+    /// together (none of them was refused: see `shadow` on the rule types, such as
+    /// [`FlowRule::shadow`](crate::rules::FlowRule::shadow)). Not in
+    /// [`block_total`](Self::block_total).
+    pub shadow_block_total: u64,
+    /// [`shadow_block_total`](Self::shadow_block_total) by the kind of rule that would have
+    /// refused the calls.
+    pub shadow_block_total_by_rule: BlockTotals,
+    /// Calls a shadow throttling rule would have made wait for their turn, since the resource
+    /// was created (none of them waited).
+    pub shadow_wait_total: u64,
+    /// Those waits added up.
+    pub shadow_wait_time: Duration,
 }
 
 impl ResourceStats {
@@ -204,6 +218,10 @@ impl ResourceStats {
             adaptive_min_rtt: None,
             adaptive_min_rtt_age: None,
             hotspot_live_evictions: None,
+            shadow_block_total: 0,
+            shadow_block_total_by_rule: BlockTotals::default(),
+            shadow_wait_total: 0,
+            shadow_wait_time: Duration::ZERO,
         }
     }
 
@@ -215,6 +233,16 @@ impl ResourceStats {
         self.error_total = t.error;
         self.rt_total = Duration::from_micros(t.rt_sum_us);
         self.block_total_by_rule = BlockTotals::from_counts(t.blocks_by_rule);
+        self
+    }
+
+    /// These statistics with the shadow rules' counts.
+    pub(crate) fn with_shadow(mut self, shadow: &ShadowStats) -> ResourceStats {
+        self.shadow_block_total_by_rule = BlockTotals::from_counts(shadow.blocks_by_rule());
+        self.shadow_block_total = self.shadow_block_total_by_rule.sum();
+        let (waited, nanos) = shadow.waits();
+        self.shadow_wait_total = waited;
+        self.shadow_wait_time = Duration::from_nanos(nanos);
         self
     }
 }

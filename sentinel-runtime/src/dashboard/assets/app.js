@@ -58,8 +58,11 @@
           if (d > 0) by[k] = d;
         });
         row.blocked_by = by;
+        // Shadow blocks per second, from the running total as the kinds' rates above.
+        var shadow = row.shadow_block_total || 0;
+        row.shadow_qps = p && p.shadow !== undefined ? Math.max(shadow - p.shadow, 0) / Math.max((now - p.at) / 1000, 0.001) : 0;
         row.traffic = row.pass_qps + row.block_qps;
-        state.prev[row.resource] = { at: now, by: row.block_total_by_rule };
+        state.prev[row.resource] = { at: now, by: row.block_total_by_rule, shadow: shadow };
       });
       state.rows = rows;
       $("count").textContent = search
@@ -128,6 +131,7 @@
       tr.appendChild(el("td", "num blocked_by", Object.keys(r.blocked_by).map(function (k) {
         return k + " " + fmt(r.blocked_by[k], 1);
       }).join(", ")));
+      tr.appendChild(el("td", "num shadow_qps" + (r.shadow_qps > 0 ? " shadow" : " muted"), fmt(r.shadow_qps, 1)));
       tr.appendChild(el("td", "num error_qps", fmt(r.error_qps)));
       tr.appendChild(el("td", "num avg_rt_ms", fmt(r.avg_rt_ms, 1)));
       tr.appendChild(el("td", "num concurrency", r.concurrency + (r.concurrency_limit !== null ? " / " + r.concurrency_limit : "")));

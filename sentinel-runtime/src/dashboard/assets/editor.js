@@ -55,11 +55,26 @@ window.sentinelEditor = function (api) {
     box.hidden = false;
   }
 
+  // Marks the shadow rules in force (`"shadow": true`: evaluated and counted, never enforced)
+  // under the editor, by kind and resource.
+  function markShadow(set) {
+    var marked = [];
+    Object.keys(set || {}).forEach(function (kind) {
+      (Array.isArray(set[kind]) ? set[kind] : []).forEach(function (rule) {
+        if (rule && rule.shadow === true) marked.push(kind + " " + (rule.resource || ""));
+      });
+    });
+    var p = $("rules-shadow");
+    p.hidden = !marked.length;
+    p.textContent = marked.length ? "shadow (counted, never enforced): " + marked.join(", ") : "";
+  }
+
   function fetchRules() {
     return api("/api/rules").then(function (r) {
       var tag = r.headers.get("etag");
       return r.json().then(function (b) {
         if (!r.ok) throw new Error(b.error || ("HTTP " + r.status));
+        markShadow(b);
         return { etag: tag, text: JSON.stringify(b, null, 2) };
       });
     });

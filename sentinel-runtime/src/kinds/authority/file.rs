@@ -33,6 +33,9 @@ struct AuthorityRuleFile {
     origins: Vec<String>,
     #[serde(default)]
     allow_missing: bool,
+    /// Shadow mode (`shadow: true`); written only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    shadow: bool,
 }
 
 /// Reads an authority rule with our names; origins are trimmed, as the constructors do.

@@ -2,7 +2,7 @@
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
-use crate::kinds::kind::{Alone, Kind, Validation};
+use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
@@ -10,6 +10,13 @@ use crate::slot::order::AUTHORITY_SLOT_ORDER;
 
 use super::rule::AuthorityRule;
 use super::stage;
+
+/// Authority rules keep no state: a build takes nothing over.
+impl Successors for Vec<AuthorityRule> {
+    fn successors(_: &Self, _: &Self, _: &Self) -> Self {
+        Vec::new()
+    }
+}
 
 /// Authority rules: which origins may enter a resource.
 pub(crate) struct AuthorityKind;
@@ -29,6 +36,10 @@ impl Kind for AuthorityKind {
 
     fn resource(rule: &AuthorityRule) -> Option<&str> {
         Some(&rule.resource)
+    }
+
+    fn unshadowed(rule: &AuthorityRule) -> Option<AuthorityRule> {
+        rule.shadow.then(|| rule.clone().shadow(false))
     }
 
     fn problems(rules: &[AuthorityRule], _: &Validation) -> Vec<(usize, RuleError)> {

@@ -47,6 +47,12 @@ pub struct AuthorityRule {
     pub origins: Vec<String>,
     /// Under an allow-list, whether a call without an origin passes. Default false.
     pub allow_missing: bool,
+    /// Shadow mode: the rule is evaluated with its own state as if it were enforced, and a call
+    /// it would refuse is counted ([`ResourceStats::shadow_block_total`]) but goes on. Default
+    /// false. See [`AuthorityRule::shadow`].
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub shadow: bool,
 }
 
 impl AuthorityRule {
@@ -63,6 +69,7 @@ impl AuthorityRule {
                 .map(|o| o.as_ref().trim().to_owned())
                 .collect(),
             allow_missing: false,
+            shadow: false,
         }
     }
 
@@ -85,6 +92,18 @@ impl AuthorityRule {
     /// Under an allow-list, lets calls without an origin pass (they are denied by default).
     pub fn allow_missing_origin(mut self, allow: bool) -> AuthorityRule {
         self.allow_missing = allow;
+        self
+    }
+
+    /// Puts the rule in shadow mode (`true`) or in force (`false`, the default). A shadow rule
+    /// is evaluated with its own state (windows, tables, breaker state) but never blocks,
+    /// delays or takes anything from an enforced rule: a call it would refuse is counted in
+    /// [`ResourceStats::shadow_block_total`] and goes on. Turning it to `false` later (a
+    /// reload of the same rule) keeps its state: what it watched is what it enforces.
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub fn shadow(mut self, shadow: bool) -> AuthorityRule {
+        self.shadow = shadow;
         self
     }
 

@@ -6,7 +6,7 @@
 //! `transitions` lock, which also runs the listeners, so they see the transitions in order; the
 //! hot path (a closed breaker) never takes it.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -67,6 +67,9 @@ pub(crate) struct CircuitBreaker {
     /// Response time above which a call is slow, in microseconds (slow-ratio rules).
     slow_above_us: Option<u64>,
     transitions: Mutex<()>,
+    /// The breaker is in a chain's shadow part: its transitions say so (a promoted breaker
+    /// keeps its state and reports as enforced from then on).
+    shadow: AtomicBool,
 }
 
 impl CircuitBreaker {
@@ -93,6 +96,7 @@ impl CircuitBreaker {
                 _ => None,
             },
             transitions: Mutex::new(()),
+            shadow: AtomicBool::new(false),
         }
     }
 
@@ -282,6 +286,11 @@ impl CircuitBreaker {
         }
     }
 
+    /// Marks the breaker as a shadow one (or an enforced one), for its transitions.
+    pub(crate) fn set_shadow(&self, shadow: bool) {
+        self.shadow.store(shadow, Relaxed);
+    }
+
     /// Moves from the state and generation of `expected` to `to` (a new generation), unless
     /// another transition came first. Listeners run under the lock, in transition order.
     #[cold]
@@ -314,6 +323,7 @@ impl CircuitBreaker {
                 to: public(to),
                 figure,
                 at_nanos: now,
+                shadow: self.shadow.load(Relaxed),
             });
         }
     }

@@ -52,6 +52,9 @@ struct CircuitBreakerRuleFile {
     recovery: Duration,
     #[serde(default = "default_breaker_probes")]
     probes: u32,
+    /// Shadow mode (`shadow: true`); written only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    shadow: bool,
 }
 
 fn breaker_defaults() -> CircuitBreakerRule {

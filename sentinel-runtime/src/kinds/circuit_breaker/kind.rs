@@ -34,6 +34,10 @@ impl Kind for CircuitBreakerKind {
         Some(&rule.resource)
     }
 
+    fn unshadowed(rule: &CircuitBreakerRule) -> Option<CircuitBreakerRule> {
+        rule.shadow.then(|| rule.clone().shadow(false))
+    }
+
     fn problems(rules: &[CircuitBreakerRule], _: &Validation) -> Vec<(usize, RuleError)> {
         validate::problems(rules, CircuitBreakerRule::validate, &[BREAKER_CAP])
     }
@@ -43,7 +47,7 @@ impl Kind for CircuitBreakerKind {
         old: &Vec<Arc<CircuitBreaker>>,
         ctx: &BuildContext<'_>,
     ) -> Vec<Arc<CircuitBreaker>> {
-        stage::build(rules, old, ctx.now)
+        stage::build(rules, old, ctx.now, ctx.shadow)
     }
 
     fn alone(checks: &Vec<Arc<CircuitBreaker>>) -> Alone {

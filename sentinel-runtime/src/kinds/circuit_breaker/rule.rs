@@ -88,6 +88,12 @@ pub struct CircuitBreakerRule {
     pub recovery: Duration,
     /// Calls admitted in half-open (`1..=MAX_PROBES`). Default 1.
     pub probes: u32,
+    /// Shadow mode: the rule is evaluated with its own state as if it were enforced, and a call
+    /// it would refuse is counted ([`ResourceStats::shadow_block_total`]) but goes on. Default
+    /// false. See [`CircuitBreakerRule::shadow`].
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub shadow: bool,
 }
 
 impl CircuitBreakerRule {
@@ -100,6 +106,7 @@ impl CircuitBreakerRule {
             sample_count: 10,
             recovery: Duration::ZERO,
             probes: 1,
+            shadow: false,
         }
     }
 
@@ -123,6 +130,18 @@ impl CircuitBreakerRule {
     /// Opens when at least `threshold` calls in the window fail.
     pub fn error_count(resource: impl Into<String>, threshold: u32) -> CircuitBreakerRule {
         Self::new(resource, BreakerStrategy::ErrorCount { threshold })
+    }
+
+    /// Puts the rule in shadow mode (`true`) or in force (`false`, the default). A shadow rule
+    /// is evaluated with its own state (windows, tables, breaker state) but never blocks,
+    /// delays or takes anything from an enforced rule: a call it would refuse is counted in
+    /// [`ResourceStats::shadow_block_total`] and goes on. Turning it to `false` later (a
+    /// reload of the same rule) keeps its state: what it watched is what it enforces.
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub fn shadow(mut self, shadow: bool) -> CircuitBreakerRule {
+        self.shadow = shadow;
+        self
     }
 
     /// No decision below `n` calls in the window.

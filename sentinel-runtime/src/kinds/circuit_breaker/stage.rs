@@ -9,11 +9,13 @@ use crate::kinds::circuit_breaker::breaker::{CircuitBreaker, ProbeTicket};
 use crate::kinds::circuit_breaker::rule::CircuitBreakerRule;
 
 /// The breaker part of a chain: a breaker of a rule identical to one in `old` is kept (its
-/// state and counts stay), any other starts closed.
+/// state and counts stay), any other starts closed. Each reports its transitions as a shadow
+/// breaker's if `shadow` (the chain's shadow part).
 pub(crate) fn build(
     rules: &[CircuitBreakerRule],
     old: &[Arc<CircuitBreaker>],
     now: u64,
+    shadow: bool,
 ) -> Vec<Arc<CircuitBreaker>> {
     let mut breakers: Vec<Arc<CircuitBreaker>> = Vec::with_capacity(rules.len());
     for rule in rules {
@@ -24,6 +26,9 @@ pub(crate) fn build(
             Some(breaker) => Arc::clone(breaker),
             None => Arc::new(CircuitBreaker::new(rule, now)),
         });
+    }
+    for breaker in &breakers {
+        breaker.set_shadow(shadow);
     }
     breakers
 }

@@ -72,6 +72,9 @@ struct FlowRuleFile {
         with = "origin_field"
     )]
     origin: FlowOrigin,
+    /// Shadow mode (`shadow: true`); written only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    shadow: bool,
 }
 
 /// A flow rule's `origin`: a string, `default` (every caller, as when left out), `other` or an

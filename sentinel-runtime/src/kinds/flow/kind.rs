@@ -31,6 +31,10 @@ impl Kind for FlowKind {
         Some(&rule.resource)
     }
 
+    fn unshadowed(rule: &FlowRule) -> Option<FlowRule> {
+        rule.shadow.then(|| rule.clone().shadow(false))
+    }
+
     fn problems(rules: &[FlowRule], _: &Validation) -> Vec<(usize, RuleError)> {
         validate::problems(
             rules,

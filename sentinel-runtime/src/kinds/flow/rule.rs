@@ -149,6 +149,12 @@ pub struct FlowRule {
     /// Which callers the rule limits (Sentinel's `limitApp`): see [`FlowOrigin`]. Default
     /// [`FlowOrigin::All`], every caller counted together.
     pub origin: FlowOrigin,
+    /// Shadow mode: the rule is evaluated with its own state as if it were enforced, and a call
+    /// it would refuse is counted ([`ResourceStats::shadow_block_total`]) but goes on. Default
+    /// false. See [`FlowRule::shadow`].
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub shadow: bool,
 }
 
 impl FlowRule {
@@ -168,6 +174,7 @@ impl FlowRule {
             cluster: None,
             cluster_fallback: ClusterFallback::Local,
             origin: FlowOrigin::All,
+            shadow: false,
         }
     }
 
@@ -304,6 +311,19 @@ impl FlowRule {
         self
     }
 
+    /// Puts the rule in shadow mode (`true`) or in force (`false`, the default). A shadow rule
+    /// is evaluated with its own state (windows, tables, breaker state) but never blocks,
+    /// delays or takes anything from an enforced rule: a call it would refuse is counted in
+    /// [`ResourceStats::shadow_block_total`] and goes on. Turning it to `false` later (a
+    /// reload of the same rule) keeps its state: what it watched is what it enforces. Not with
+    /// `cluster` (a shadow rule must not spend the tokens the instances share).
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub fn shadow(mut self, shadow: bool) -> FlowRule {
+        self.shadow = shadow;
+        self
+    }
+
     /// The window in whole milliseconds (valid rules only).
     pub(crate) fn window_ms(&self) -> u64 {
         self.window.as_millis() as u64
@@ -313,6 +333,15 @@ impl FlowRule {
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
         crate::rule_data::resource::validate(&self.resource)?;
+        if self.shadow && self.cluster.is_some() {
+            return err(
+                "cluster",
+                "is not available on a shadow rule: a cluster rule spends the tokens the \
+                 service's instances share, so a shadow one would take them from the enforced \
+                 rules of other instances; watch the rule per process first (without `cluster`)"
+                    .into(),
+            );
+        }
         let t = self.threshold;
         if !t.is_finite() {
             return err("threshold", format!("must be a finite number, got {t}"));

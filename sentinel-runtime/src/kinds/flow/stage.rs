@@ -11,6 +11,8 @@ use crate::kinds::flow::adaptive::AdaptiveLimit;
 use crate::kinds::flow::gate::{successions as gate_successions, Gate};
 use crate::kinds::flow::origin::{origin_key, OriginGate};
 use crate::kinds::flow::rule::{FlowMetric, FlowRule};
+use crate::kinds::kind::Successors;
+use crate::kinds::succession::arcs;
 
 /// The flow part of a chain.
 #[derive(Debug, Default)]
@@ -19,6 +21,23 @@ pub(crate) struct FlowChecks {
     pub(crate) adaptive: Option<Arc<AdaptiveLimit>>,
     pub(crate) gates: Vec<Arc<Gate>>,
     pub(crate) origin_gates: Vec<Arc<OriginGate>>,
+}
+
+/// The gates and the adaptive limit are the state: `first`'s, then `then`'s, without what
+/// `taken` holds (a fixed concurrency limit counts on the resource, and keeps nothing).
+impl Successors for FlowChecks {
+    fn successors(first: &Self, then: &Self, taken: &Self) -> Self {
+        let adaptive = [&first.adaptive, &then.adaptive]
+            .into_iter()
+            .flatten()
+            .find(|a| !taken.adaptive.as_ref().is_some_and(|t| Arc::ptr_eq(t, a)));
+        FlowChecks {
+            concurrency: None,
+            adaptive: adaptive.cloned(),
+            gates: arcs(&first.gates, &then.gates, &taken.gates),
+            origin_gates: arcs(&first.origin_gates, &then.origin_gates, &taken.origin_gates),
+        }
+    }
 }
 
 /// The flow checks of `rules`. A gate of the same shape as one in `old` is kept with the new

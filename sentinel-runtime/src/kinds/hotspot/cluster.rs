@@ -33,7 +33,7 @@ enum HotDecision {
 }
 
 /// The cluster part of a QPS hotspot rule marked `cluster`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct ClusterHot {
     leases: Arc<RuleLeases>,
     threshold: ClusterThreshold,

@@ -56,6 +56,9 @@ struct HotspotRuleFile {
     cluster: Option<ClusterThreshold>,
     #[serde(default, skip_serializing_if = "is_local_fallback")]
     cluster_fallback: ClusterFallback,
+    /// Shadow mode (`shadow: true`); written only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    shadow: bool,
 }
 
 fn param_by_name() -> usize {

@@ -95,7 +95,7 @@ impl Pace {
 /// A hotspot rule in force on a node: its table, shared with the gates of earlier and later
 /// loads of a rule of the same [shape](HotspotShape), and the rule's paces, fixed for the gate's
 /// life (a reload builds a new gate; entries exit through the gate they entered by).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct HotspotGate {
     /// The rule's parameter, metric and capacity (read on every call).
     shape: HotspotShape,
@@ -132,7 +132,7 @@ pub(crate) struct BlockedValues {
 }
 
 /// A listed value of a gate.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Exception {
     key: u64,
     pace: Pace,
@@ -234,6 +234,12 @@ impl HotspotGate {
             rule,
             Arc::clone(&self.blocked),
         )
+    }
+
+    /// Whether `self` and `other` count on the same table (one is the other's successor, or a
+    /// view of it for a succession search).
+    pub(crate) fn shares_table(&self, other: &HotspotGate) -> bool {
+        Arc::ptr_eq(&self.table, &other.table)
     }
 
     /// The gate of `rule` on `table`, where the values `pinned` are pinned already.

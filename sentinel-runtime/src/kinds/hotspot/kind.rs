@@ -35,6 +35,10 @@ impl Kind for HotspotKind {
         Some(&rule.resource)
     }
 
+    fn unshadowed(rule: &HotspotRule) -> Option<HotspotRule> {
+        rule.shadow.then(|| rule.clone().shadow(false))
+    }
+
     fn problems(rules: &[HotspotRule], ctx: &Validation) -> Vec<(usize, RuleError)> {
         let mut problems = validate::problems(
             rules,

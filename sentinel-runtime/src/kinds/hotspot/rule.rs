@@ -233,6 +233,12 @@ pub struct HotspotRule {
     /// What a cluster rule does while the cluster's store cannot be reached. Default
     /// [`ClusterFallback::Local`].
     pub cluster_fallback: ClusterFallback,
+    /// Shadow mode: the rule is evaluated with its own state as if it were enforced, and a call
+    /// it would refuse is counted ([`ResourceStats::shadow_block_total`]) but goes on. Default
+    /// false. See [`HotspotRule::shadow`].
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub shadow: bool,
 }
 
 /// [`HotspotRule::param_index`] of a rule that names its parameter ([`HotspotRule::param`]).
@@ -255,7 +261,21 @@ impl HotspotRule {
             capacity: DEFAULT_HOTSPOT_CAPACITY,
             cluster: None,
             cluster_fallback: ClusterFallback::Local,
+            shadow: false,
         }
+    }
+
+    /// Puts the rule in shadow mode (`true`) or in force (`false`, the default). A shadow rule
+    /// is evaluated with its own state (windows, tables, breaker state) but never blocks,
+    /// delays or takes anything from an enforced rule: a call it would refuse is counted in
+    /// [`ResourceStats::shadow_block_total`] and goes on. Turning it to `false` later (a
+    /// reload of the same rule) keeps its state: what it watched is what it enforces. Not with
+    /// `cluster` (a shadow rule must not spend the tokens the instances share).
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub fn shadow(mut self, shadow: bool) -> HotspotRule {
+        self.shadow = shadow;
+        self
     }
 
     /// At most `max` calls inside at once for each value of parameter `param_index`.
@@ -381,6 +401,15 @@ impl HotspotRule {
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: String| Err(RuleError::new(&self.resource, field, message));
         crate::rule_data::resource::validate(&self.resource)?;
+        if self.shadow && self.cluster.is_some() {
+            return err(
+                "cluster",
+                "is not available on a shadow rule: a cluster rule spends the tokens the \
+                 service's instances share, so a shadow one would take them from the enforced \
+                 rules of other instances; watch the rule per process first (without `cluster`)"
+                    .into(),
+            );
+        }
         if self.cluster.is_some() && self.metric != HotspotMetric::Qps {
             return err(
                 "cluster",

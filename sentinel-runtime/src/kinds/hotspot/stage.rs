@@ -4,6 +4,7 @@ use crate::error::BlockError;
 use crate::kinds::call::Call;
 use crate::kinds::hotspot::gate::{successions, HotPass, HotspotGate};
 use crate::kinds::hotspot::rule::HotspotRule;
+use crate::kinds::kind::Successors;
 
 /// The hotspot part of a chain: a gate per rule, each taking over the table of the gate in
 /// `old` that [`successions`] names (every value keeps its state), else on a new table.
@@ -16,6 +17,21 @@ pub(crate) fn build(rules: &[HotspotRule], old: &[HotspotGate]) -> Vec<HotspotGa
             None => HotspotGate::new(rule),
         })
         .collect()
+}
+
+/// A gate's table is its state: `first`'s gates, then `then`'s, each table once, without the
+/// tables `taken` counts on (views of the old gates, for [`build`]'s succession search).
+impl Successors for Vec<HotspotGate> {
+    fn successors(first: &Self, then: &Self, taken: &Self) -> Self {
+        let mut out: Vec<HotspotGate> = Vec::with_capacity(first.len() + then.len());
+        for gate in first.iter().chain(then) {
+            let seen = |g: &HotspotGate| g.shares_table(gate);
+            if !taken.iter().any(seen) && !out.iter().any(seen) {
+                out.push(gate.clone());
+            }
+        }
+        out
+    }
 }
 
 /// The stage's check: each gate admits the call's value of its parameter; the latest

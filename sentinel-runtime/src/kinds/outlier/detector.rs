@@ -15,6 +15,19 @@ pub(crate) struct Detector {
 }
 
 impl Detector {
+    /// Whether `other` keeps its endpoints in this detector's table.
+    pub(crate) fn shares_table(&self, other: &Detector) -> bool {
+        Arc::ptr_eq(&self.table, &other.table)
+    }
+
+    /// A detector of the same rules on the same table.
+    pub(crate) fn sharing(&self) -> Detector {
+        Detector {
+            rules: self.rules.clone(),
+            table: Arc::clone(&self.table),
+        }
+    }
+
     /// A detector of `rules`, keeping `old`'s endpoints if there was one.
     pub(crate) fn new(rules: &[OutlierRule], old: Option<&Detector>) -> Detector {
         let table = match old {

@@ -34,6 +34,9 @@ struct OutlierRuleFile {
     recovery: Duration,
     #[serde(default = "default_max_ejection_percent")]
     max_ejection_percent: f64,
+    /// Shadow mode (`shadow: true`); written only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    shadow: bool,
 }
 
 fn defaults() -> OutlierRule {

@@ -2,7 +2,7 @@
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
-use crate::kinds::kind::{Alone, Kind, Validation};
+use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate::{self, Cap};
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
@@ -11,6 +11,19 @@ use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
 use super::detector::Detector;
 use super::rule::{OutlierRule, MAX_OUTLIER_RULES_PER_RESOURCE};
 use super::stage;
+
+/// The endpoint table a build may take over: the part's own, else the other part's, unless the
+/// other new part already shares it (an enforced and a shadow rule never share a table).
+impl Successors for Option<Box<Detector>> {
+    fn successors(first: &Self, then: &Self, taken: &Self) -> Self {
+        let free = |d: &&Detector| !taken.as_deref().is_some_and(|t| t.shares_table(d));
+        first
+            .as_deref()
+            .filter(free)
+            .or_else(|| then.as_deref().filter(free))
+            .map(|d| Box::new(d.sharing()))
+    }
+}
 
 /// Outlier rules: endpoints of a resource ejected for their errors.
 pub(crate) struct OutlierKind;
@@ -28,6 +41,10 @@ impl Kind for OutlierKind {
     const SENTINEL_NAME: &'static str = "OutlierRule";
     #[cfg(feature = "rule-files")]
     const READER: Reader<Self::Rule> = super::file::READER;
+
+    fn unshadowed(rule: &OutlierRule) -> Option<OutlierRule> {
+        rule.shadow.then(|| rule.clone().shadow(false))
+    }
 
     fn resource(rule: &OutlierRule) -> Option<&str> {
         Some(&rule.resource)

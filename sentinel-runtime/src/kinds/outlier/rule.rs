@@ -85,6 +85,9 @@ pub struct OutlierRule {
     /// The largest share (in `0..=1`) of the endpoints seen in the last minute that may be
     /// ejected at once, rounded down; one endpoint may always be. Default 0.5.
     pub max_ejection_percent: f64,
+    /// A shadow rule ([`shadow`](Self::shadow)): it ejects and counts what it would have
+    /// refused, and refuses nothing.
+    pub shadow: bool,
 }
 
 impl OutlierRule {
@@ -95,6 +98,7 @@ impl OutlierRule {
             min_requests: 5,
             recovery: Duration::from_secs(30),
             max_ejection_percent: 0.5,
+            shadow: false,
         }
     }
 
@@ -127,6 +131,17 @@ impl OutlierRule {
     /// The largest share (in `0..=1`) of the endpoints that may be ejected at once.
     pub fn max_ejection_percent(mut self, share: f64) -> OutlierRule {
         self.max_ejection_percent = share;
+        self
+    }
+
+    /// Puts the rule in shadow mode (`true`) or in force (`false`, the default). A shadow rule
+    /// tracks its endpoints and ejects them with its own state, but never blocks a call: a call
+    /// to an endpoint it ejected is counted in [`ResourceStats::shadow_block_total`] and goes
+    /// on. Turning it to `false` later keeps its endpoints and ejections.
+    ///
+    /// [`ResourceStats::shadow_block_total`]: crate::metrics::ResourceStats::shadow_block_total
+    pub fn shadow(mut self, shadow: bool) -> OutlierRule {
+        self.shadow = shadow;
         self
     }
 

@@ -29,6 +29,10 @@ struct SystemRuleFile {
     concurrency: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     qps: Option<f64>,
+    /// Shadow mode (`shadow: true`): read so that validation refuses it by its name; written
+    /// only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    shadow: bool,
 }
 
 /// The fields a file leaves out (`#[serde(default)]` on the type): the rule type's defaults.
@@ -40,6 +44,7 @@ impl Default for SystemRuleFile {
             avg_rt,
             concurrency,
             qps,
+            shadow,
         } = SystemRule::default();
         SystemRuleFile {
             cpu_usage,
@@ -47,6 +52,7 @@ impl Default for SystemRuleFile {
             avg_rt,
             concurrency,
             qps,
+            shadow,
         }
     }
 }

@@ -31,6 +31,11 @@ impl Kind for SystemKind {
         None
     }
 
+    /// Validation refuses shadow system rules; none reaches a chain.
+    fn unshadowed(rule: &SystemRule) -> Option<SystemRule> {
+        rule.shadow.then(|| rule.clone().shadow(false))
+    }
+
     fn problems(rules: &[SystemRule], _: &Validation) -> Vec<(usize, RuleError)> {
         validate::problems(rules, SystemRule::validate, &[])
     }

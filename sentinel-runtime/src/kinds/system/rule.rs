@@ -59,6 +59,10 @@ pub struct SystemRule {
     pub concurrency: Option<u64>,
     /// The most inbound passes per second (finite, non-negative). Sentinel's `qps`.
     pub qps: Option<f64>,
+    /// Shadow mode, which system rules do not have: a rule with `shadow: true` is refused (by
+    /// the field `shadow`). System rules are process-wide limits on every inbound call; see
+    /// [`SystemRule::shadow`].
+    pub shadow: bool,
 }
 
 impl SystemRule {
@@ -91,6 +95,17 @@ impl SystemRule {
         self
     }
 
+    /// Asks for shadow mode, which system rules do not have: loading a system rule with
+    /// `shadow(true)` is refused, naming the field `shadow`. A system rule limits every inbound
+    /// call of the process by its load (CPU, load average, response time, calls inside); a
+    /// shadow one would need a second set of process-wide limits with their own gate and
+    /// adaptive state for every inbound call. Roll a system limit out on one instance first,
+    /// or watch [`metrics::inbound`](crate::metrics::inbound) against the limit you plan.
+    pub fn shadow(mut self, shadow: bool) -> SystemRule {
+        self.shadow = shadow;
+        self
+    }
+
     /// Limits the inbound passes per second.
     pub fn qps(mut self, qps: f64) -> SystemRule {
         self.qps = Some(qps);
@@ -100,6 +115,13 @@ impl SystemRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: &str| Err(RuleError::new(SYSTEM_RESOURCE, field, message));
+        if self.shadow {
+            return err(
+                "shadow",
+                "is not available on system rules: they are process-wide limits on every inbound \
+                 call; load the rule enforced on one instance first, or remove `shadow`",
+            );
+        }
         if let Some(cpu) = self.cpu_usage {
             if !(0.0..=1.0).contains(&cpu) {
                 return err(
@@ -150,6 +172,7 @@ pub(crate) fn combine(rules: &[SystemRule]) -> SystemRule {
             avg_rt: min(acc.avg_rt, r.avg_rt),
             concurrency: min(acc.concurrency, r.concurrency),
             qps: min(acc.qps, r.qps),
+            shadow: false,
         })
 }
 

@@ -1,0 +1,151 @@
+//! [`ShadowStats`]: what a resource's shadow rules would have refused, by the kind of rule, and
+//! the waits its shadow throttling rules would have imposed. Kept beside the statistics (a
+//! resource's counts since it was created), not in its chain: a reload keeps them.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use super::bucket::RULE_KINDS;
+
+/// A resource's shadow counts since it was created. Only chains with a shadow part write
+/// here, once per call that a shadow rule would have refused or delayed.
+#[derive(Debug, Default)]
+pub(crate) struct ShadowStats {
+    /// Calls a shadow rule would have blocked, by the kind of rule (the order of the block
+    /// totals' kinds, `BlockTotals::RULES`).
+    blocked: [AtomicU64; RULE_KINDS],
+    /// Calls a shadow throttling rule would have made wait.
+    waited: AtomicU64,
+    /// Their waits added up, in nanoseconds.
+    wait_nanos: AtomicU64,
+    /// The `tracing` event's second (plus one; 0 before the first) and the would-be blocks it
+    /// reported up to then.
+    #[cfg(feature = "tracing")]
+    event_second: AtomicU64,
+    #[cfg(feature = "tracing")]
+    reported: AtomicU64,
+}
+
+impl ShadowStats {
+    /// Counts `count` calls a shadow rule of the kind `(index, name)` (its place and name in
+    /// `BlockTotals::RULES`) would have blocked at `now`; with the `tracing` feature, reports
+    /// them at most once a second per resource.
+    #[cold]
+    pub(crate) fn on_block(&self, resource: &str, now: u64, count: u32, kind: (usize, &str)) {
+        if let Some(counter) = self.blocked.get(kind.0) {
+            counter.fetch_add(u64::from(count), Relaxed);
+        }
+        #[cfg(feature = "tracing")]
+        self.event(resource, now, kind.1);
+        #[cfg(not(feature = "tracing"))]
+        let _ = (resource, now);
+    }
+
+    /// Counts `count` calls a shadow throttling rule would have made wait `nanos`.
+    #[cold]
+    pub(crate) fn on_wait(&self, count: u32, nanos: u64) {
+        self.waited.fetch_add(u64::from(count), Relaxed);
+        self.wait_nanos.fetch_add(nanos, Relaxed);
+    }
+
+    /// The would-be blocks by kind of rule.
+    pub(crate) fn blocks_by_rule(&self) -> [u64; RULE_KINDS] {
+        std::array::from_fn(|i| self.blocked[i].load(Relaxed))
+    }
+
+    /// The would-be waits: how many calls, and their waits added up in nanoseconds.
+    pub(crate) fn waits(&self) -> (u64, u64) {
+        (self.waited.load(Relaxed), self.wait_nanos.load(Relaxed))
+    }
+
+    /// The "would block" event, if none was emitted in the second of `now` (one caller a
+    /// second wins the compare-and-swap and reports the would-be blocks since the last event).
+    #[cfg(feature = "tracing")]
+    fn event(&self, resource: &str, now: u64, rule: &str) {
+        use std::sync::atomic::Ordering::AcqRel;
+        let second = now / 1_000_000_000 + 1;
+        let last = self.event_second.load(Relaxed);
+        if last >= second
+            || self
+                .event_second
+                .compare_exchange(last, second, AcqRel, Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let total: u64 = self.blocks_by_rule().iter().sum();
+        let since = total.saturating_sub(self.reported.fetch_max(total, AcqRel));
+        tracing::info!(
+            target: "sentinel",
+            resource,
+            would_block = since,
+            rule,
+            "shadow rules would block: calls they would have refused since the last report (none \
+             was refused)"
+        );
+    }
+}
+
+#[cfg(test)]
+#[cfg(feature = "tracing")]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+
+    use super::ShadowStats;
+
+    /// Keeps the level and the `would_block` field of the events on target `sentinel`.
+    struct Events(Arc<Mutex<Vec<(tracing::Level, u64)>>>);
+    struct WouldBlock(u64);
+    impl Visit for WouldBlock {
+        fn record_u64(&mut self, field: &Field, value: u64) {
+            if field.name() == "would_block" {
+                self.0 = value;
+            }
+        }
+        fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    }
+    impl tracing::Subscriber for Events {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            if event.metadata().target() == "sentinel" {
+                let mut seen = WouldBlock(u64::MAX);
+                event.record(&mut seen);
+                let level = *event.metadata().level();
+                self.0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((level, seen.0));
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn would_block_is_reported_at_info_at_most_once_a_second() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stats = ShadowStats::default();
+        const S: u64 = 1_000_000_000;
+        tracing::subscriber::with_default(Events(Arc::clone(&seen)), || {
+            for at in [0, S / 4, S / 2, S + 1, S + 2, 3 * S] {
+                stats.on_block("shadow-event", at, 2, (0, "flow"));
+            }
+        });
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        use tracing::Level;
+        // The first of each second reports what was counted since the last report.
+        assert_eq!(
+            seen,
+            vec![(Level::INFO, 2), (Level::INFO, 6), (Level::INFO, 4)]
+        );
+        assert_eq!(stats.blocks_by_rule()[0], 12);
+    }
+}
