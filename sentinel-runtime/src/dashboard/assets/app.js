@@ -124,7 +124,10 @@
       var tr = el("tr");
       tr.dataset.resource = r.resource;
       if (r.resource === state.selected) tr.className = "selected";
-      tr.appendChild(el("td", "resource", r.resource));
+      var name = el("td", "resource", r.resource);
+      // Endpoints its outlier rules eject now.
+      if (r.ejected && r.ejected.length) name.appendChild(el("div", "warn", "ejected: " + r.ejected.join(", ")));
+      tr.appendChild(name);
       tr.appendChild(el("td", "num pass_qps", fmt(r.pass_qps)));
       tr.appendChild(el("td", "num qps_limit muted", r.qps_limit === null ? "-" : fmt(r.qps_limit, r.qps_limit % 1 ? 1 : 0)));
       tr.appendChild(el("td", "num block_qps" + (r.block_qps > 0 ? " blocking" : ""), fmt(r.block_qps)));
