@@ -163,6 +163,10 @@ fn the_fleet_lists_every_instance_with_the_fleets_traffic_and_forgets_a_killed_o
         .find(|r| r["resource"] == RESOURCE)
         .expect("the resource in /api/fleet");
     assert_eq!(listed["instances"], 3, "{body}");
+    assert_eq!(
+        listed["global_limit"], 2000.0,
+        "the global limit it is held to: {body}"
+    );
 
     // Killed: it stops publishing and leaves the list within 6 s.
     instances.kill(0);

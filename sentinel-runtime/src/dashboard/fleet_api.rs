@@ -53,6 +53,7 @@ fn view() -> (Option<Vec<Value>>, Vec<Value>) {
             })
         })
         .collect();
+    let limits = global_limits();
     let resources = fleet
         .resources
         .iter()
@@ -62,10 +63,28 @@ fn view() -> (Option<Vec<Value>>, Vec<Value>) {
                 "pass_qps": r.pass_qps,
                 "block_qps": r.block_qps,
                 "instances": r.instances,
+                "global_limit": limits.get(r.resource.as_str()),
             })
         })
         .collect();
     (Some(instances), resources)
+}
+
+/// Each resource's global cluster limit in force here, per second (the smallest of its global
+/// QPS cluster rules): what the fleet's rate is held to.
+#[cfg(feature = "redis")]
+fn global_limits() -> std::collections::HashMap<String, f64> {
+    use crate::rules::{ClusterThreshold, FlowMetric};
+    let mut limits: std::collections::HashMap<String, f64> = std::collections::HashMap::new();
+    for rule in crate::rules::flow_rules() {
+        if rule.cluster != Some(ClusterThreshold::Global) || rule.metric != FlowMetric::Qps {
+            continue;
+        }
+        let per_second = rule.threshold / rule.window.as_secs_f64().max(f64::MIN_POSITIVE);
+        let limit = limits.entry(rule.resource.clone()).or_insert(per_second);
+        *limit = limit.min(per_second);
+    }
+    limits
 }
 
 #[cfg(not(feature = "redis"))]

@@ -309,8 +309,9 @@
         ins.appendChild(el("li", i.cluster_state === "fallback" || i.other_rules ? "warn" : "", text));
       });
       f.resources.slice(0, 20).forEach(function (r) {
-        res.appendChild(el("li", "", r.resource + ": " + fmt(r.pass_qps) + " pass/s, " + fmt(r.block_qps) +
-          " blocked/s over " + r.instances + " instance" + (r.instances === 1 ? "" : "s")));
+        res.appendChild(el("li", "", r.resource + ": " + fmt(r.pass_qps) + " pass/s" +
+          (r.global_limit !== null && r.global_limit !== undefined ? " of a global " + fmt(r.global_limit) + "/s" : "") +
+          ", " + fmt(r.block_qps) + " blocked/s over " + r.instances + " instance" + (r.instances === 1 ? "" : "s")));
       });
     }).catch(function () { $("fleet-state").textContent = "(unreachable)"; });
   }
