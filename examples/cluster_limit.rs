@@ -6,9 +6,13 @@
 //! admitted and the total: about 300 in all (the first second also spends the rule's burst),
 //! where three local rules would admit 900.
 
+#[path = "support/local_redis.rs"]
+mod local_redis;
+
+use local_redis::Kill;
+
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use sentinel_runtime::cluster::{Cluster, ClusterThreshold};
@@ -20,52 +24,18 @@ const OFFER_PER_SECOND: u64 = 300;
 const SECONDS: u64 = 5;
 const INSTANCES: usize = 3;
 
-/// Kills the child process (Redis or an instance) when dropped.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.len() == 3 && args[1] == "--instance" {
         return instance(&args[2]);
     }
-    let port = match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
-        Ok(addr) => addr.port(),
+    let (_redis, url) = match local_redis::start() {
+        Ok(started) => started,
         Err(e) => {
-            eprintln!("no free port: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let redis = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .spawn();
-    let _redis = match redis {
-        Ok(child) => Kill(child),
-        Err(_) => {
-            eprintln!(
-                "this example needs redis-server on PATH: `apt-get install redis-server` \
-                 (Debian, Ubuntu), `brew install redis` (macOS)"
-            );
-            return ExitCode::FAILURE;
-        }
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline {
-            eprintln!("redis-server did not start");
-            return ExitCode::FAILURE;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let url = format!("redis://127.0.0.1:{port}");
     println!(
         "redis-server at {url}; {INSTANCES} instances offer {OFFER_PER_SECOND}/s each to one \
          global rule of {THRESHOLD}/s"

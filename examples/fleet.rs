@@ -9,8 +9,12 @@
 //! version, the resource's traffic summed over the fleet. Last it stops one instance and shows
 //! the fleet without it. The dashboard's address is printed: its fleet panel shows the same.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, ExitCode, Stdio};
+#[path = "support/local_redis.rs"]
+mod local_redis;
+
+use local_redis::Kill;
+
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use sentinel_runtime::cluster::{self, Cluster, Fleet};
@@ -21,16 +25,6 @@ use sentinel_runtime::rules::{self, source::RedisSource};
 const RESOURCE: &str = "GET /orders";
 const KEY: &str = "fleet-example-rules";
 const NAMESPACE: &str = "fleet-example";
-
-/// Kills the child process (Redis or an instance) when dropped.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn document(threshold: u32) -> String {
     format!(
@@ -103,37 +97,13 @@ fn main() -> ExitCode {
             }
         };
     }
-    let port = match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
-        Ok(addr) => addr.port(),
+    let (_redis, url) = match local_redis::start() {
+        Ok(started) => started,
         Err(e) => {
-            eprintln!("no free port: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let redis = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .spawn();
-    let _redis = match redis {
-        Ok(child) => Kill(child),
-        Err(_) => {
-            eprintln!(
-                "this example needs redis-server on PATH: `apt-get install redis-server` \
-                 (Debian, Ubuntu), `brew install redis` (macOS)"
-            );
-            return ExitCode::FAILURE;
-        }
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline {
-            eprintln!("redis-server did not start");
-            return ExitCode::FAILURE;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let url = format!("redis://127.0.0.1:{port}");
     let Ok(first) = RedisSource::new(&url, KEY).and_then(|s| s.put(&document(1000), None)) else {
         eprintln!("cannot write the fleet's rules");
         return ExitCode::FAILURE;
