@@ -350,25 +350,21 @@ fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
             spread.status()
         );
     }
-    let per_master = || -> Vec<usize> {
-        cluster
-            .nodes
-            .iter()
-            .map(|n| keys(n, "spread:hot:spread:p0:*"))
-            .collect()
-    };
-    // Each value's first call asked for its lease: wait (at most 2 s) for the 20 keys. A key
-    // lives about a second past its last lease, so the count that saw all 20 is the one
-    // judged: a second scan could come after they expired.
-    let seen = std::cell::RefCell::new(Vec::new());
-    let found = within(Duration::from_secs(2), || {
-        let now = per_master();
-        let all = now.iter().sum::<usize>() == 20;
-        *seen.borrow_mut() = now;
-        all
+    // Each value's first call asked for its lease: wait (at most 5 s) for the 20 keys. A key
+    // lives about a second past its last lease, so the keys are gathered over the polls (a key
+    // seen once is where it landed), not counted in one scan that could come after some expired.
+    let seen: std::cell::RefCell<Vec<std::collections::BTreeSet<String>>> =
+        std::cell::RefCell::new(vec![Default::default(); cluster.nodes.len()]);
+    let found = within(Duration::from_secs(5), || {
+        let mut seen = seen.borrow_mut();
+        for (node, keys) in cluster.nodes.iter().zip(seen.iter_mut()) {
+            let scan = node.cli(&["--scan", "--pattern", "spread:hot:spread:p0:*"]);
+            keys.extend(scan.lines().map(str::to_owned));
+        }
+        seen.iter().map(|k| k.len()).sum::<usize>() >= 20
     });
-    let holding = seen.into_inner();
-    eprintln!("20 hotspot values' keys per master: {holding:?} (found: {found:?})");
+    let holding: Vec<usize> = seen.into_inner().iter().map(|k| k.len()).collect();
+    eprintln!("20 hotspot values' keys per master: {holding:?} (found after {found:?})");
     assert_eq!(holding.iter().sum::<usize>(), 20, "{holding:?}");
     assert!(
         holding.iter().filter(|&&n| n > 0).count() > 1,
