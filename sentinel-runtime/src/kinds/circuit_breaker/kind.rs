@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
+use crate::param::Params;
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
 #[cfg(feature = "rule-files")]
@@ -65,6 +66,10 @@ impl Kind for CircuitBreakerKind {
 
     fn release(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[CircuitBreakerRule], _: u64) {}

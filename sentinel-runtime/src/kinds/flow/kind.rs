@@ -2,6 +2,7 @@
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
+use crate::param::Params;
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
 #[cfg(feature = "rule-files")]
@@ -65,6 +66,10 @@ impl Kind for FlowKind {
 
     fn release(checks: &FlowChecks, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[FlowRule], _: u64) {}

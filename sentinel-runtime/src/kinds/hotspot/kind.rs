@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
+use crate::param::Params;
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
 #[cfg(feature = "rule-files")]
@@ -72,6 +73,10 @@ impl Kind for HotspotKind {
 
     fn release(checks: &Vec<HotspotGate>, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[HotspotRule], _: u64) {}

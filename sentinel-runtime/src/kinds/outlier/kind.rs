@@ -2,6 +2,7 @@
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
+use crate::param::Params;
 use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate::{self, Cap};
 #[cfg(feature = "rule-files")]
@@ -76,6 +77,10 @@ impl Kind for OutlierKind {
 
     fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[OutlierRule], _: u64) {}
