@@ -80,6 +80,7 @@
         if (r.concurrency !== null) parts.push("inside<=" + r.concurrency);
         if (r.qps !== null) parts.push("qps<=" + r.qps);
         if (r.avg_rt_ms !== null) parts.push("rt<=" + r.avg_rt_ms + "ms");
+        if (r.shadow === true) parts.push("(shadow: counted, never enforced)");
         return parts.join(" ");
       }).join("; ");
       var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
