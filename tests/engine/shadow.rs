@@ -10,7 +10,7 @@ use sentinel_runtime::rules::{
     self, AuthorityRule, CircuitBreakerRule, FlowRule, HotspotRule, OutlierRule, RuleSet,
     SystemRule,
 };
-use sentinel_runtime::{metrics, BlockError, BlockKind, Entry, EntryBuilder};
+use sentinel_runtime::{metrics, sentinel, BlockError, BlockKind, Entry, EntryBuilder};
 
 /// Enters `resource` once, dropping the entry at once: `true` if admitted.
 fn call(resource: &str) -> bool {
@@ -29,6 +29,37 @@ fn stats(resource: &str) -> metrics::ResourceStats {
 fn clear() {
     let cleared = rules::load(RuleSet::default());
     assert!(cleared.is_ok(), "{cleared:?}");
+}
+
+#[sentinel(resource = "shadow-attr", qps = 2, concurrency = 1, shadow = true)]
+fn watched(hold: Option<&dyn Fn()>) -> Result<(), BlockError> {
+    if let Some(inside) = hold {
+        inside();
+    }
+    Ok(())
+}
+
+#[test]
+fn the_attributes_shadow_argument_makes_its_rules_shadow_rules() {
+    let clock = MockClock::install();
+    for _ in 0..5 {
+        assert_eq!(watched(None), Ok(()), "nothing refused");
+    }
+    let s = stats("shadow-attr");
+    assert_eq!((s.block_total, s.pass_total), (0, 5));
+    assert_eq!(s.shadow_block_total_by_rule.flow, 3, "{s:?}");
+    // In a new second, a call inside another: over the shadow concurrency limit of 1, and
+    // still admitted.
+    clock.advance(Duration::from_secs(1));
+    let nested = || assert_eq!(watched(None), Ok(()));
+    assert_eq!(watched(Some(&nested)), Ok(()));
+    let s = stats("shadow-attr");
+    assert_eq!(s.shadow_block_total_by_rule.concurrency, 1, "{s:?}");
+    assert_eq!(s.block_total, 0);
+    // A loaded rule without `shadow` replaces the attribute's flow rules, enforced.
+    rules::load_flow_rules(vec![FlowRule::qps("shadow-attr", 0.0)]).unwrap();
+    assert!(watched(None).is_err());
+    clear();
 }
 
 #[test]
