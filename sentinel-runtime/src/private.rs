@@ -131,9 +131,7 @@ impl StaticNode {
                 DefaultRule::Breaker(spec) => defaults
                     .circuit_breaker
                     .push(spec.rule(name).shadow(shadow)),
-                DefaultRule::Hotspot(spec) => {
-                    defaults.hotspot.push(spec.rule(name).shadow(shadow))
-                }
+                DefaultRule::Hotspot(spec) => defaults.hotspot.push(spec.rule(name).shadow(shadow)),
             }
         }
         for error in defaults.validated() {

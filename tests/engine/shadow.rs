@@ -291,7 +291,11 @@ fn shadow_true_on_a_system_rule_in_code_and_in_a_file() {
     let rule = SystemRule::new().qps(10.0).shadow(true);
     assert_eq!(rule.validate(), Ok(()));
     assert_eq!(
-        SystemRule::new().shadow(true).validate().unwrap_err().field(),
+        SystemRule::new()
+            .shadow(true)
+            .validate()
+            .unwrap_err()
+            .field(),
         "cpu_usage",
         "a shadow rule still needs a limit"
     );
@@ -324,7 +328,11 @@ fn a_shadow_system_concurrency_limit_admits_every_inbound_call_and_counts_those_
     drop(held);
     // The exits gave the 3 places back (the 2 calls over the limit took none).
     let held: Vec<Entry> = (0..3).filter_map(|_| inbound(r).ok()).collect();
-    assert_eq!(stats(r).shadow_block_total, 2, "the places came back at the exits");
+    assert_eq!(
+        stats(r).shadow_block_total,
+        2,
+        "the places came back at the exits"
+    );
     drop(inbound(r));
     assert_eq!(stats(r).shadow_block_total, 3, "a 4th inside is over again");
     drop(held);
@@ -354,7 +362,10 @@ fn a_shadow_system_qps_limit_counts_exactly_the_calls_over_it() {
     clock.advance(Duration::from_secs(3));
     let r = "shadow-sys-qps";
     rules::load_system_rules(vec![SystemRule::new().qps(5.0).shadow(true)]).unwrap();
-    assert!(inbound_calls(r, 20).iter().all(|&p| p), "20 of 20 go through");
+    assert!(
+        inbound_calls(r, 20).iter().all(|&p| p),
+        "20 of 20 go through"
+    );
     let s = stats(r);
     assert_eq!(s.shadow_block_total_by_rule.system, 15, "{s:?}");
     assert_eq!(s.shadow_block_total, 15);
@@ -391,7 +402,10 @@ fn an_enforced_system_rule_beside_a_shadow_one_behaves_exactly_as_alone() {
     ])
     .unwrap();
     let beside = phase("shadow-sys-beside");
-    assert_eq!(alone, beside, "the same calls pass with and without the shadow rules");
+    assert_eq!(
+        alone, beside,
+        "the same calls pass with and without the shadow rules"
+    );
     assert_eq!(alone.iter().filter(|&&p| p).count(), 10, "{alone:?}");
     let (a, b) = (stats("shadow-sys-alone"), stats("shadow-sys-beside"));
     assert_eq!((a.pass_total, a.block_total), (b.pass_total, b.block_total));

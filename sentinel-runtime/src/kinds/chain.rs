@@ -115,7 +115,10 @@ impl Shadow {
     /// The shadow part a call of `chain` was checked against: the chain's own, else
     /// [`process_wide`](Self::process_wide).
     pub(crate) fn of(chain: &Chain) -> &Shadow {
-        chain.shadow.as_deref().unwrap_or_else(|| Shadow::process_wide())
+        chain
+            .shadow
+            .as_deref()
+            .unwrap_or_else(|| Shadow::process_wide())
     }
 
     /// The shadow part of a chain without one: no resource's rules, so only the process-wide

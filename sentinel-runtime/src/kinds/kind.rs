@@ -5,8 +5,8 @@
 use std::fmt;
 
 use super::call::{BuildContext, Call};
-use crate::param::Params;
 use crate::error::{BlockError, RuleError};
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 

@@ -4,9 +4,9 @@ use std::borrow::Cow;
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
-use crate::param::Params;
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::HOTSPOT_SLOT_ORDER;

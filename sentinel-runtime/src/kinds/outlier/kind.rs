@@ -2,9 +2,9 @@
 
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
-use crate::param::Params;
 use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate::{self, Cap};
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;

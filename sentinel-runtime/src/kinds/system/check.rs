@@ -117,7 +117,9 @@ pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
         enforced_qps.as_ref(),
         now,
     );
-    put(&ENFORCED, enforced, enforced_qps, || inbound().inflight_total());
+    put(&ENFORCED, enforced, enforced_qps, || {
+        inbound().inflight_total()
+    });
     // From nothing: the calls already inside took no place of the shadow rules, and their
     // exits give none back.
     put(&SHADOW, shadow, shadow_qps, || 0);
@@ -241,8 +243,7 @@ impl SystemState {
         if cpu_over.is_none() && load_over.is_none() && held == 0 {
             return Ok(());
         }
-        if cpu_over.is_none() && load_over.is_none() && now.saturating_sub(held) > DROP_HOLD_NANOS
-        {
+        if cpu_over.is_none() && load_over.is_none() && now.saturating_sub(held) > DROP_HOLD_NANOS {
             // The episode is over: the readings are back under the limits.
             let _ = self.first_drop.compare_exchange(held, 0, Relaxed, Relaxed);
             return Ok(());
