@@ -136,6 +136,23 @@ fn check_shaping(args: &Args, errors: &mut Errors) {
     }
 }
 
+/// `shadow` makes the attribute's rules shadow rules: it needs one.
+fn check_shadow(args: &Args, errors: &mut Errors) {
+    let declares_a_rule = args.qps.is_some()
+        || args.concurrency.is_some()
+        || args.adaptive_concurrency.is_some()
+        || !args.breakers.is_empty()
+        || !args.hotspots.is_empty();
+    if let (Some(shadow), false) = (args.shadow, declares_a_rule) {
+        errors.push(syn::Error::new(
+            shadow.span,
+            "`shadow` makes the attribute's rules shadow rules (counted, never enforced), and \
+             it declares none: add a rule (`qps = N`, `concurrency = N`, `breaker(...)`, \
+             `hotspot(...)`), or remove `shadow`",
+        ));
+    }
+}
+
 /// The longest each duration argument may be, and whether that is the run-time's limit.
 fn max_millis(name: &str) -> (u64, &'static str) {
     const RUN_TIME: &str = " (the run-time limit)";
@@ -209,6 +226,7 @@ pub(crate) fn check(args: &Args, func: &ItemFn, errors: &mut Errors) -> Vec<Pass
         errors.at(&sig.ident, message);
     }
     check_shaping(args, errors);
+    check_shadow(args, errors);
     check_limits(args, errors);
     if let (Some(is_error), true) = (&args.is_error, returns_unit) {
         errors.at(

@@ -253,6 +253,13 @@ pub use node::ResourceNode;
 ///   `Hash`; a block is [`BlockKind::HotParam`].
 /// * **`params = [user_id, region]`**: passes these arguments as hotspot parameters without a
 ///   limit of the attribute's own, for [`rules::HotspotRule`]s loaded at run time.
+/// * **`shadow = true`**: every rule the attribute declares (`qps`, `concurrency`,
+///   `breaker(...)`, `hotspot(...)`) is a shadow rule: evaluated with its own state, and a call
+///   it would refuse goes on and is counted (`metrics::snapshot(..).shadow_block_total`),
+///   nothing is refused, delayed or taken (see [`rules::FlowRule::shadow`]). A loaded rule
+///   without `shadow` enforces the same limit and keeps its state. `shadow` without a rule
+///   fails to compile, and so does a value other than `true` or `false`. The same without the
+///   attribute: `rules::load_flow_rules(vec![FlowRule::qps("x", 10.0).shadow(true)])`.
 /// * **`is_error = path`**: a `fn(&E) -> bool` deciding which `Err` values of a `Result`
 ///   function count as errors (by default all do), like Sentinel's `exceptionsToIgnore`. `E` is
 ///   the error type of the `Result`, however it is spelled (an alias works).

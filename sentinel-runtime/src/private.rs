@@ -58,6 +58,8 @@ pub struct StaticNode {
     defaults: &'static [DefaultRule],
     /// The names of the attribute's parameters, by index.
     param_names: &'static [&'static str],
+    /// The default rules are shadow rules (`shadow = true`).
+    shadow: bool,
     /// The node once built: read with one load on every call.
     ready: OnceRef<'static, ResourceNode>,
     /// Builds the node exactly once (a second caller waits for the first).
@@ -71,6 +73,7 @@ impl StaticNode {
             name,
             defaults,
             param_names: &[],
+            shadow: false,
             ready: OnceRef::new(),
             node: OnceLock::new(),
         }
@@ -80,6 +83,13 @@ impl StaticNode {
     /// for hotspot rules that name them.
     pub const fn with_params(mut self, param_names: &'static [&'static str]) -> StaticNode {
         self.param_names = param_names;
+        self
+    }
+
+    /// The node with its default rules in shadow mode (`shadow = true`): evaluated and counted,
+    /// never enforced.
+    pub const fn shadow(mut self) -> StaticNode {
+        self.shadow = true;
         self
     }
 
@@ -107,18 +117,21 @@ impl StaticNode {
         // keeps them all; should one still fail (a limit changed without the attribute), it is
         // reported, never dropped silently, and can never panic here.
         let mut defaults = Defaults::default();
+        let (name, shadow) = (self.name, self.shadow);
         for d in self.defaults {
             match d {
-                DefaultRule::Qps(t) => defaults.flow.push(FlowRule::qps(self.name, *t)),
-                DefaultRule::Concurrency(c) => {
-                    defaults.flow.push(FlowRule::concurrency(self.name, *c))
-                }
+                DefaultRule::Qps(t) => defaults.flow.push(FlowRule::qps(name, *t).shadow(shadow)),
+                DefaultRule::Concurrency(c) => defaults
+                    .flow
+                    .push(FlowRule::concurrency(name, *c).shadow(shadow)),
                 DefaultRule::AdaptiveConcurrency => defaults
                     .flow
-                    .push(FlowRule::adaptive_concurrency(self.name)),
-                DefaultRule::Flow(spec) => defaults.flow.push(spec.rule(self.name)),
-                DefaultRule::Breaker(spec) => defaults.circuit_breaker.push(spec.rule(self.name)),
-                DefaultRule::Hotspot(spec) => defaults.hotspot.push(spec.rule(self.name)),
+                    .push(FlowRule::adaptive_concurrency(name).shadow(shadow)),
+                DefaultRule::Flow(spec) => defaults.flow.push(spec.rule(name).shadow(shadow)),
+                DefaultRule::Breaker(spec) => defaults
+                    .circuit_breaker
+                    .push(spec.rule(name).shadow(shadow)),
+                DefaultRule::Hotspot(spec) => defaults.hotspot.push(spec.rule(name).shadow(shadow)),
             }
         }
         for error in defaults.validated() {

@@ -360,6 +360,46 @@ fn resources_and_history_show_exact_totals_of_known_traffic() {
 }
 
 #[test]
+fn the_history_carries_what_shadow_rules_would_have_blocked_each_second() {
+    const R: &str = "dash-history-shadow";
+    let clock = MockClock::install();
+    rules::load_flow_rules(vec![FlowRule::qps(R, 2.0).shadow(true)]).unwrap();
+    let dash = start(None);
+    let addr = dash.local_addr();
+    let second0 = sentinel_runtime::clock::now_nanos() / 1_000_000_000;
+    // Second 0: 5 calls, 3 over the shadow limit of 2; second 1 quiet; second 2: 3 calls, 1
+    // over. None is refused.
+    for (second, calls) in [(0, 5), (2, 3)] {
+        clock.advance(Duration::from_secs(second));
+        for _ in 0..calls {
+            drop(entry(R).unwrap());
+        }
+    }
+    clock.advance(Duration::from_secs(1));
+    let h = get(addr, &format!("/api/resources/{R}/history")).json();
+    let points: Vec<(u64, u64, u64, u64)> = h["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["second"].as_u64().unwrap() - second0,
+                p["pass"].as_u64().unwrap(),
+                p["block"].as_u64().unwrap(),
+                p["shadow_block"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        points,
+        vec![(0, 5, 0, 3), (1, 0, 0, 0), (2, 3, 0, 1)],
+        "now is second {}",
+        h["now_second"].as_u64().unwrap() - second0
+    );
+    rules::load_flow_rules(vec![]).unwrap();
+}
+
+#[test]
 fn the_busiest_200_of_more_resources_are_listed_with_the_count_of_all() {
     let clock = MockClock::install();
     clock.advance(Duration::from_secs(1));

@@ -10,7 +10,7 @@ use sentinel_runtime::rules::{
     self, AuthorityRule, CircuitBreakerRule, FlowRule, HotspotRule, OutlierRule, RuleSet,
     SystemRule,
 };
-use sentinel_runtime::{metrics, BlockKind, EntryBuilder};
+use sentinel_runtime::{metrics, sentinel, BlockError, BlockKind, Entry, EntryBuilder};
 
 /// Enters `resource` once, dropping the entry at once: `true` if admitted.
 fn call(resource: &str) -> bool {
@@ -29,6 +29,37 @@ fn stats(resource: &str) -> metrics::ResourceStats {
 fn clear() {
     let cleared = rules::load(RuleSet::default());
     assert!(cleared.is_ok(), "{cleared:?}");
+}
+
+#[sentinel(resource = "shadow-attr", qps = 2, concurrency = 1, shadow = true)]
+fn watched(hold: Option<&dyn Fn()>) -> Result<(), BlockError> {
+    if let Some(inside) = hold {
+        inside();
+    }
+    Ok(())
+}
+
+#[test]
+fn the_attributes_shadow_argument_makes_its_rules_shadow_rules() {
+    let clock = MockClock::install();
+    for _ in 0..5 {
+        assert_eq!(watched(None), Ok(()), "nothing refused");
+    }
+    let s = stats("shadow-attr");
+    assert_eq!((s.block_total, s.pass_total), (0, 5));
+    assert_eq!(s.shadow_block_total_by_rule.flow, 3, "{s:?}");
+    // In a new second, a call inside another: over the shadow concurrency limit of 1, and
+    // still admitted.
+    clock.advance(Duration::from_secs(1));
+    let nested = || assert_eq!(watched(None), Ok(()));
+    assert_eq!(watched(Some(&nested)), Ok(()));
+    let s = stats("shadow-attr");
+    assert_eq!(s.shadow_block_total_by_rule.concurrency, 1, "{s:?}");
+    assert_eq!(s.block_total, 0);
+    // A loaded rule without `shadow` replaces the attribute's flow rules, enforced.
+    rules::load_flow_rules(vec![FlowRule::qps("shadow-attr", 0.0)]).unwrap();
+    assert!(watched(None).is_err());
+    clear();
 }
 
 #[test]
@@ -233,15 +264,212 @@ fn shadow_true_in_a_yaml_file_and_back() {
     clear();
 }
 
+/// Clears the rules (the system rules among them: they are process-wide) when a test ends,
+/// even by a failed assertion.
+struct ClearSystem;
+
+impl Drop for ClearSystem {
+    fn drop(&mut self) {
+        let _ = rules::load(RuleSet::default());
+    }
+}
+
+fn inbound(resource: &str) -> Result<Entry, BlockError> {
+    EntryBuilder::new(resource).inbound().enter()
+}
+
+/// `n` inbound calls of `resource` at the current instant, each dropped at once: which were
+/// admitted.
+fn inbound_calls(resource: &str, n: usize) -> Vec<bool> {
+    (0..n).map(|_| inbound(resource).is_ok()).collect()
+}
+
 #[test]
-fn a_shadow_system_rule_is_refused_by_its_field() {
-    let err = rules::load_system_rules(vec![SystemRule::new().qps(10.0).shadow(true)]);
-    assert_eq!(err.unwrap_err().field(), "shadow");
-    let err = RuleSet::from_yaml("system:\n  - { qps: 10, shadow: true }\n")
-        .and_then(rules::load)
-        .unwrap_err();
-    assert!(err.to_string().contains("shadow"), "{err}");
-    assert!(rules::system_rules().is_empty());
+fn shadow_true_on_a_system_rule_in_code_and_in_a_file() {
+    let _clock = MockClock::install();
+    let _clear = ClearSystem;
+    let rule = SystemRule::new().qps(10.0).shadow(true);
+    assert_eq!(rule.validate(), Ok(()));
+    assert_eq!(
+        SystemRule::new()
+            .shadow(true)
+            .validate()
+            .unwrap_err()
+            .field(),
+        "cpu_usage",
+        "a shadow rule still needs a limit"
+    );
+    let set = RuleSet::from_yaml("system:\n  - { qps: 10, shadow: true }\n").unwrap();
+    assert_eq!(set.system, vec![rule.clone()]);
+    rules::load(set).unwrap();
+    assert_eq!(rules::system_rules(), vec![rule]);
+}
+
+#[test]
+fn a_shadow_system_concurrency_limit_admits_every_inbound_call_and_counts_those_over_it() {
+    let _clock = MockClock::install();
+    let _clear = ClearSystem;
+    let r = "shadow-sys-inside";
+    rules::load_system_rules(vec![SystemRule::new().concurrency(3).shadow(true)]).unwrap();
+    let held: Vec<Entry> = (0..5).filter_map(|_| inbound(r).ok()).collect();
+    assert_eq!(held.len(), 5, "a shadow system rule refuses nothing");
+    let s = stats(r);
+    assert_eq!(s.shadow_block_total, 2, "the 4th and 5th are over 3: {s:?}");
+    assert_eq!(s.shadow_block_total_by_rule.system, 2, "{s:?}");
+    assert_eq!((s.block_total, s.pass_total), (0, 5));
+    assert!(
+        EntryBuilder::new(r).enter().is_ok(),
+        "an outbound call is not checked"
+    );
+    assert_eq!(stats(r).shadow_block_total, 2);
+    let text = metrics::prometheus::encode_text();
+    let line = format!("sentinel_shadow_block_total{{resource=\"{r}\",rule=\"system\"}} 2");
+    assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    drop(held);
+    // The exits gave the 3 places back (the 2 calls over the limit took none).
+    let held: Vec<Entry> = (0..3).filter_map(|_| inbound(r).ok()).collect();
+    assert_eq!(
+        stats(r).shadow_block_total,
+        2,
+        "the places came back at the exits"
+    );
+    drop(inbound(r));
+    assert_eq!(stats(r).shadow_block_total, 3, "a 4th inside is over again");
+    drop(held);
+    // A panicking call gives its place back too.
+    let two: Vec<Entry> = (0..2).filter_map(|_| inbound(r).ok()).collect();
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        let _third = inbound(r);
+        panic!("the body fails");
+    }));
+    assert!(panicked.is_err());
+    let third = inbound(r);
+    assert_eq!(
+        stats(r).shadow_block_total,
+        3,
+        "the panicking call gave its place back"
+    );
+    drop(inbound(r));
+    assert_eq!(stats(r).shadow_block_total, 4);
+    drop((two, third));
+    assert_eq!(stats(r).block_total, 0);
+}
+
+#[test]
+fn a_shadow_system_qps_limit_counts_exactly_the_calls_over_it() {
+    let clock = MockClock::install();
+    let _clear = ClearSystem;
+    clock.advance(Duration::from_secs(3));
+    let r = "shadow-sys-qps";
+    rules::load_system_rules(vec![SystemRule::new().qps(5.0).shadow(true)]).unwrap();
+    assert!(
+        inbound_calls(r, 20).iter().all(|&p| p),
+        "20 of 20 go through"
+    );
+    let s = stats(r);
+    assert_eq!(s.shadow_block_total_by_rule.system, 15, "{s:?}");
+    assert_eq!(s.shadow_block_total, 15);
+    assert_eq!((s.block_total, s.pass_total), (0, 20));
+    // A new window: 5 more fit.
+    clock.advance(Duration::from_secs(1));
+    assert!(inbound_calls(r, 6).iter().all(|&p| p));
+    assert_eq!(stats(r).shadow_block_total, 16);
+}
+
+#[test]
+fn an_enforced_system_rule_beside_a_shadow_one_behaves_exactly_as_alone() {
+    let clock = MockClock::install();
+    let _clear = ClearSystem;
+    clock.advance(Duration::from_secs(3));
+    let enforced = SystemRule::new().qps(10.0).concurrency(6);
+    // Each phase: 25 calls at one instant, the first 8 held inside together, the others one
+    // at a time; then a new window.
+    let phase = |resource: &str| -> Vec<bool> {
+        let held: Vec<_> = (0..8).map(|_| inbound(resource)).collect();
+        let mut seen: Vec<bool> = held.iter().map(Result::is_ok).collect();
+        drop(held);
+        seen.extend(inbound_calls(resource, 17));
+        clock.advance(Duration::from_secs(2));
+        seen
+    };
+    rules::load_system_rules(vec![enforced.clone()]).unwrap();
+    let alone = phase("shadow-sys-alone");
+    rules::load_system_rules(vec![]).unwrap();
+    rules::load_system_rules(vec![
+        enforced.clone(),
+        SystemRule::new().qps(4.0).shadow(true),
+        SystemRule::new().concurrency(1).shadow(true),
+    ])
+    .unwrap();
+    let beside = phase("shadow-sys-beside");
+    assert_eq!(
+        alone, beside,
+        "the same calls pass with and without the shadow rules"
+    );
+    assert_eq!(alone.iter().filter(|&&p| p).count(), 10, "{alone:?}");
+    let (a, b) = (stats("shadow-sys-alone"), stats("shadow-sys-beside"));
+    assert_eq!((a.pass_total, a.block_total), (b.pass_total, b.block_total));
+    assert_eq!(a.block_total_by_rule, b.block_total_by_rule);
+    assert_eq!(a.shadow_block_total, 0);
+    // Of the 10 admitted, the first 6 were held: the shadow concurrency limit of 1 would refuse
+    // 5 of those; of the 4 after them (each alone inside), the shadow QPS limit of 4 had
+    // already admitted 1 and admits 3 more, so it would refuse 1.
+    assert_eq!(b.shadow_block_total_by_rule.system, 6, "{b:?}");
+}
+
+#[test]
+fn a_shadow_system_rule_promoted_keeps_its_window() {
+    let clock = MockClock::install();
+    let _clear = ClearSystem;
+    clock.advance(Duration::from_secs(3));
+    let r = "shadow-sys-promote";
+    rules::load_system_rules(vec![SystemRule::new().qps(2.0).shadow(true)]).unwrap();
+    assert!(inbound_calls(r, 6).iter().all(|&p| p));
+    assert_eq!(stats(r).shadow_block_total, 4);
+    // The shadow gate admitted 2 of the 6 in this window (6 inbound passes): enforced at 4/s on
+    // the same gate, 2 more pass now (a gate started afresh would count the 6).
+    rules::load_system_rules(vec![SystemRule::new().qps(4.0)]).unwrap();
+    let after = inbound_calls(r, 5);
+    assert_eq!(after, [true, true, false, false, false], "kept window");
+    assert_eq!(stats(r).block_total_by_rule.system, 3);
+    // And back to shadow: the enforced gate's counts go with it.
+    rules::load_system_rules(vec![SystemRule::new().qps(4.0).shadow(true)]).unwrap();
+    assert!(inbound_calls(r, 2).iter().all(|&p| p));
+    assert_eq!(stats(r).shadow_block_total, 6, "{:?}", stats(r));
+}
+
+#[test]
+fn a_waiting_inbound_entry_dropped_gives_back_its_shadow_system_place() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let _clock = MockClock::install();
+    let _clear = ClearSystem;
+    let r = "shadow-sys-cancelled";
+    rules::load_flow_rules(vec![FlowRule::qps(r, 10.0).throttle(Duration::from_secs(1))]).unwrap();
+    rules::load_system_rules(vec![SystemRule::new().concurrency(1).shadow(true)]).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let _in_runtime = runtime.enter(); // tokio timers need a runtime context when polled
+    let mut cx = Context::from_waker(Waker::noop());
+    let enter = || Box::pin(EntryBuilder::new(r).inbound().enter_async());
+    // A: turn now; it leaves at once (its shadow place back).
+    drop(inbound(r).unwrap());
+    // B: turn 100 ms away; while it waits it holds the shadow rule's one place.
+    let mut b = enter();
+    assert!(b.as_mut().poll(&mut cx).is_pending());
+    drop(b);
+    // C: the place B held came back when B was dropped, so the shadow rule admits C.
+    let mut c = enter();
+    assert!(c.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(stats(r).shadow_block_total, 0, "{:?}", stats(r));
+    // D, while C waits, is one over.
+    let mut d = enter();
+    assert!(d.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(stats(r).shadow_block_total_by_rule.system, 1);
+    drop((c, d));
 }
 
 #[test]

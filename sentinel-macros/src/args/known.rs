@@ -18,6 +18,7 @@ pub(crate) const KNOWN: &[&str] = &[
     "params",
     "is_error",
     "inbound",
+    "shadow",
     "crate",
 ];
 

@@ -64,6 +64,8 @@ pub(crate) struct Args {
     pub(crate) cold_factor: Option<WithSpan<f64>>,
     pub(crate) max_wait: Option<WithSpan<u64>>,
     pub(crate) relate: Option<LitStr>,
+    /// `shadow = true`: the attribute's rules are shadow rules (counted, never enforced).
+    pub(crate) shadow: Option<WithSpan<bool>>,
     /// Every `hotspot(...)` that parsed.
     pub(crate) hotspots: Vec<Hotspot>,
     /// The arguments named by `params = [...]` and `hotspot(param = ...)`, in the order written
@@ -163,6 +165,7 @@ impl Args {
                 self.cold_factor = spanned(key, value, flow::cold_factor(value, errors))
             }
             "relate" => self.relate = string(value, "relate", "relate = \"writes\"", errors),
+            "shadow" => self.shadow = spanned(key, value, boolean(value, "shadow", errors)),
             "params" => params::param_list(value, &mut self.param_mentions, errors),
             _ => errors.at(key, unknown(name, KNOWN)),
         }

@@ -7,7 +7,8 @@ use quote::{quote, quote_spanned, ToTokens};
 use super::Cx;
 use crate::args::{Breaker, BreakerKind, Hotspot, HotspotLimit};
 
-/// `static NODE: StaticNode = StaticNode::new(name, &[defaults]) [.with_params(&[names])];`
+/// `static NODE: StaticNode = StaticNode::new(name, &[defaults]) [.with_params(&[names])]
+/// [.shadow()];`
 pub(super) fn static_node(cx: &Cx<'_>) -> TokenStream {
     let Cx { private, .. } = cx;
     let node = &cx.names.node;
@@ -21,9 +22,15 @@ pub(super) fn static_node(cx: &Cx<'_>) -> TokenStream {
             .map(|p| syn::LitStr::new(&syn::ext::IdentExt::unraw(p).to_string(), p.span()));
         quote!(.with_params(&[#(#names),*]))
     });
+    // `shadow = true`: every default rule is a shadow rule.
+    let shadow = cx
+        .args
+        .shadow
+        .filter(|s| s.value)
+        .map(|s| quote_spanned!(s.span=> .shadow()));
     quote! {
         static #node: #private::StaticNode =
-            #private::StaticNode::new(#name, &[#(#defaults),*]) #named;
+            #private::StaticNode::new(#name, &[#(#defaults),*]) #named #shadow;
     }
 }
 

@@ -189,6 +189,7 @@ pub(crate) fn system(bus: &Bus, own: Reading) -> Value {
                 "avg_rt_ms": r.avg_rt.map(|d| d.as_secs_f64() * 1_000.0),
                 "concurrency": r.concurrency,
                 "qps": r.qps,
+                "shadow": r.shadow,
             })
         })
         .collect();

@@ -27,6 +27,8 @@ pub(crate) struct Point {
     pub(crate) error: u64,
     /// Average response time of the calls that finished, in milliseconds.
     pub(crate) avg_rt_ms: f64,
+    /// Calls the resource's shadow rules would have refused (admitted all the same).
+    pub(crate) shadow_block: u64,
 }
 
 impl Point {
@@ -37,6 +39,7 @@ impl Point {
             block: s.block,
             error: s.error,
             avg_rt_ms: s.avg_rt_ms,
+            shadow_block: s.shadow_block,
         }
     }
 
@@ -142,6 +145,7 @@ mod tests {
             error: 0,
             avg_rt_ms: 0.0,
             min_rt_ms: 0.0,
+            shadow_block: 0,
         }
     }
 

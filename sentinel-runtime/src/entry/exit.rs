@@ -121,7 +121,8 @@ impl Entry {
                 let name = self.node.name();
                 outlier.on_exit(name, held.outlier, now, error, abandoned);
             }
-            if let (Some(part), Some(admission)) = (&held.chain.shadow, &held.shadow) {
+            if let Some(admission) = &held.shadow {
+                let part = Shadow::of(&held.chain);
                 shadow = exit_shadow(part, admission);
                 // A shadow outlier rule learns the call's outcome as an enforced one does.
                 if let (true, Some(outlier)) = (admission.outlier.is_some(), &part.chain.outlier) {
@@ -167,7 +168,7 @@ impl Entry {
 }
 
 /// Gives back what a chain's shadow part held for a call (its place inside, its hotspot
-/// places); returns its probe ticket and, if it held a place inside, the calls inside as this
+/// places, its place in the shadow system rules' count); returns its probe ticket and, if it held a place inside, the calls inside as this
 /// one finishes (itself included), for the shadow adaptive limit.
 #[cold]
 fn exit_shadow(part: &Shadow, admission: &Admission) -> (ProbeTicket, Option<u64>) {
@@ -181,6 +182,7 @@ fn exit_shadow(part: &Shadow, admission: &Admission) -> (ProbeTicket, Option<u64
             gate.exit(place);
         }
     }
+    system::exit_shadow(admission.system);
     (admission.probe, inside)
 }
 

@@ -82,9 +82,11 @@ pub(crate) const INBOUND_CALL: u64 = 1;
 
 impl Admission {
     /// Whether the call holds something its exit must give back or report (a place inside, a
-    /// probe, hotspot places): a shadow admission that holds nothing is dropped at once.
+    /// probe, hotspot places, a place in the shadow system rules' count): a shadow admission
+    /// that holds nothing is dropped at once.
     pub(crate) fn holds(&self) -> bool {
         self.counted != 0
+            || self.system.counted
             || self.probe.is_some()
             || self.hot.holds_places()
             || self.outlier.is_some()

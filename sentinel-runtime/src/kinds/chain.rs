@@ -2,7 +2,7 @@
 //! kinds), each built by its kind from the resource's rules of that kind ([`ChainRules`]).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use super::call::BuildContext;
 use super::kind::{Alone, Kind, Successors};
@@ -12,6 +12,7 @@ use crate::kinds::flow::qps::QpsGate;
 use crate::kinds::hotspot::gate::HotspotGate;
 use crate::param::Params;
 use crate::slot::concurrency::ConcurrencyCounter;
+use crate::stat::NodeStats;
 
 /// Defines [`Chain`] and [`ChainRules`] from the table of kinds.
 macro_rules! define_chain {
@@ -108,6 +109,39 @@ pub(crate) struct Shadow {
     /// Places the calls the shadow concurrency limits admitted hold, counted from the first
     /// shadow concurrency rule (kept across reloads).
     pub(crate) counter: Arc<ConcurrencyCounter>,
+}
+
+impl Shadow {
+    /// The shadow part a call of `chain` was checked against: the chain's own, else
+    /// [`process_wide`](Self::process_wide).
+    pub(crate) fn of(chain: &Chain) -> &Shadow {
+        chain
+            .shadow
+            .as_deref()
+            .unwrap_or_else(|| Shadow::process_wide())
+    }
+
+    /// The shadow part of a chain without one: no resource's rules, so only the process-wide
+    /// kinds' shadow rules (system rules, put in force by their `put_in_force`) check a call
+    /// against it.
+    pub(crate) fn process_wide() -> &'static Shadow {
+        static PART: LazyLock<Shadow> = LazyLock::new(|| {
+            let stats = NodeStats::new();
+            let ctx = BuildContext {
+                param_names: None,
+                now: 0,
+                stats: &stats,
+                resolve: |_| None,
+                shadow: true,
+            };
+            let none = Chain::default();
+            Shadow {
+                chain: Chain::part(&ChainRules::default(), [&none, &none, &none], &ctx),
+                counter: Arc::default(),
+            }
+        });
+        &PART
+    }
 }
 
 /// A kind's rules split into the enforced ones (borrowed when none is in shadow mode) and the

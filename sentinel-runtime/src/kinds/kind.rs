@@ -6,6 +6,7 @@ use std::fmt;
 
 use super::call::{BuildContext, Call};
 use crate::error::{BlockError, RuleError};
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 
@@ -67,6 +68,12 @@ pub(crate) trait Kind: 'static {
     /// Gives back what its check reserved for the call (also after the check blocked half-way;
     /// a no-op when it reserved nothing).
     fn release(checks: &Self::Checks, call: &mut Call<'_>);
+
+    /// Whether this kind's process-wide shadow rules (put in force by
+    /// [`put_in_force`](Self::put_in_force)) check a call with `params`: then its shadow stage
+    /// runs for the call even on a resource without shadow rules of its own. Always `false` for
+    /// a per-resource kind, whose shadow rules are in the resource's chain.
+    fn shadow_checks(params: &Params) -> bool;
 
     /// Puts a whole validated list in force where it is not per resource (the system rules'
     /// process-wide limits and sampler); a no-op for per-resource kinds.

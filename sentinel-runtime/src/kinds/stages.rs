@@ -25,8 +25,6 @@ use crate::stat::BlockTotals;
 #[derive(Clone, Copy)]
 pub(crate) struct Stage {
     pub(crate) order: i32,
-    /// Its kind's rules are process-wide (they have no shadow mode: the shadow part skips it).
-    pub(crate) process_wide: bool,
     pub(crate) check: fn(&Chain, &mut Call<'_>) -> Result<(), BlockError>,
     pub(crate) release: fn(&Chain, &mut Call<'_>),
 }
@@ -38,7 +36,6 @@ macro_rules! define_stages {
         pub(crate) const STAGES: [Stage; [$(stringify!($name)),*].len()] = by_order([$(
             Stage {
                 order: <$kind as Kind>::ORDER,
-                process_wide: <$kind as Kind>::PROCESS_WIDE,
                 check: |chain, call| <$kind as Kind>::check(&chain.$name, call),
                 release: |chain, call| <$kind as Kind>::release(&chain.$name, call),
             },
@@ -47,6 +44,20 @@ macro_rules! define_stages {
 }
 
 kinds_table!(define_stages);
+
+/// Defines [`process_wide_shadow`] from the table of kinds.
+macro_rules! define_process_wide_shadow {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+        /// Whether process-wide shadow rules (system rules) check a call with `params`, so
+        /// that its shadow stages run even on a resource without shadow rules of its own.
+        #[inline(always)]
+        fn process_wide_shadow(params: &Params) -> bool {
+            false $( || <$kind as Kind>::shadow_checks(params) )*
+        }
+    };
+}
+
+kinds_table!(define_process_wide_shadow);
 
 /// `stages` sorted by order (a stable insertion sort, at compile time).
 const fn by_order<const N: usize>(mut stages: [Stage; N]) -> [Stage; N] {
@@ -102,7 +113,9 @@ pub(crate) fn check(
 }
 
 /// Runs the chain's shadow part, if it has one, for a call its enforced part admitted (see
-/// [`run_shadow`]); the entry path calls it after [`check`] admitted the call.
+/// [`run_shadow`]); the entry path calls it after [`check`] admitted the call. A chain without
+/// one runs [`Shadow::process_wide`] instead while process-wide shadow rules (system rules)
+/// check the call.
 #[inline(always)]
 pub(crate) fn check_shadow(
     target: Target<'_>,
@@ -112,8 +125,11 @@ pub(crate) fn check_shadow(
     admitted: &Admission,
 ) -> ShadowPass {
     match &chain.shadow {
-        None => ShadowPass::default(),
         Some(shadow) => run_shadow(target, shadow, count, params, admitted.at),
+        None if process_wide_shadow(params) => {
+            run_shadow(target, Shadow::process_wide(), count, params, admitted.at)
+        }
+        None => ShadowPass::default(),
     }
 }
 
@@ -123,7 +139,8 @@ pub(crate) fn check_shadow(
 /// stages before it reserved (the call is not counted as admitted in their windows); a shadow
 /// throttling turn is counted as a wait the call would have made, never waited. What the
 /// shadow part holds for the call (a place inside, a probe, hotspot places) is returned, for
-/// the exit. Process-wide stages (system rules) are not run: they have no shadow rules.
+/// the exit. A process-wide stage (system rules) checks its kind's process-wide shadow rules,
+/// against their own state.
 #[cold]
 #[inline(never)]
 fn run_shadow(
@@ -146,9 +163,6 @@ fn run_shadow(
         out: &mut admission,
     };
     for (i, stage) in STAGES.iter().enumerate() {
-        if stage.process_wide {
-            continue;
-        }
         if let Err(block) = (stage.check)(&shadow.chain, &mut call) {
             release_stages(&shadow.chain, &mut call, i + 1);
             let index = BlockTotals::index_of(block.kind());
@@ -181,9 +195,10 @@ fn run_shadow(
 /// nothing was dropped at the entry, and its rate passes stay counted (as a call that came and
 /// went).
 fn cancel_shadow(target: Target<'_>, chain: &Chain, count: u32, pass: ShadowPass) {
-    let (Some(shadow), Some(mut held)) = (&chain.shadow, pass.held) else {
+    let Some(mut held) = pass.held else {
         return;
     };
+    let shadow = Shadow::of(chain);
     let mut call = Call {
         target,
         counter: &shadow.counter,

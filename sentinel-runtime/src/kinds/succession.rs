@@ -14,11 +14,6 @@ impl<T> Successors for Vec<Arc<T>> {
     }
 }
 
-/// No state (the system kind's part: its rules are process-wide).
-impl Successors for () {
-    fn successors(_: &(), _: &(), _: &()) {}
-}
-
 /// `first`'s, then `then`'s shared checks, each once, without those `taken` holds.
 pub(crate) fn arcs<T>(first: &[Arc<T>], then: &[Arc<T>], taken: &[Arc<T>]) -> Vec<Arc<T>> {
     let mut out: Vec<Arc<T>> = Vec::with_capacity(first.len() + then.len());

@@ -207,6 +207,9 @@ pub struct SecondStats {
     pub avg_rt_ms: f64,
     /// The shortest response time, in milliseconds (0 if none finished).
     pub min_rt_ms: f64,
+    /// Calls the resource's shadow rules would have refused (none was: they are among the
+    /// admitted calls), all kinds of rule together.
+    pub shadow_block: u64,
 }
 
 impl SecondStats {
@@ -223,6 +226,7 @@ impl SecondStats {
                 NO_MIN => 0.0,
                 us => us as f64 / 1_000.0,
             },
+            shadow_block: 0,
         }
     }
 }
@@ -232,7 +236,13 @@ impl SecondStats {
 pub fn last_minute(resource: &str) -> Option<Vec<SecondStats>> {
     let node = registry::get(resource)?;
     let seconds = node.stats().minute_totals(clock::now_nanos());
-    Some(seconds.iter().map(SecondStats::from_totals).collect())
+    let shadow = node.stats().shadow();
+    let second = |t: &SecondTotals| {
+        let mut s = SecondStats::from_totals(t);
+        s.shadow_block = shadow.blocks_in_second(s.second);
+        s
+    };
+    Some(seconds.iter().map(second).collect())
 }
 
 #[cfg(test)]

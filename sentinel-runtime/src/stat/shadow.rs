@@ -3,6 +3,7 @@
 //! resource's counts since it was created), not in its chain: a reload keeps them.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 use super::bucket::RULE_KINDS;
 
@@ -17,6 +18,9 @@ pub(crate) struct ShadowStats {
     waited: AtomicU64,
     /// Their waits added up, in nanoseconds.
     wait_nanos: AtomicU64,
+    /// The would-be blocks of the last [`SECONDS`] seconds, one slot a second; made at the first
+    /// would-be block, so that a resource without one carries only the empty cell.
+    per_second: OnceLock<Box<[AtomicU64; SECONDS]>>,
     /// The `tracing` event's second (plus one; 0 before the first) and the would-be blocks it
     /// reported up to then.
     #[cfg(feature = "tracing")]
@@ -34,6 +38,10 @@ impl ShadowStats {
         if let Some(counter) = self.blocked.get(kind.0) {
             counter.fetch_add(u64::from(count), Relaxed);
         }
+        let ring = self
+            .per_second
+            .get_or_init(|| Box::new(std::array::from_fn(|_| AtomicU64::new(0))));
+        add_to_second(ring, now / 1_000_000_000, count);
         #[cfg(feature = "tracing")]
         self.event(resource, now, kind.1);
         #[cfg(not(feature = "tracing"))]
@@ -50,6 +58,20 @@ impl ShadowStats {
     /// The would-be blocks by kind of rule.
     pub(crate) fn blocks_by_rule(&self) -> [u64; RULE_KINDS] {
         std::array::from_fn(|i| self.blocked[i].load(Relaxed))
+    }
+
+    /// The would-be blocks (all kinds together) counted in the second `second` (whole seconds
+    /// on the runtime clock), if it is one of the last [`SECONDS`] seconds the resource saw
+    /// would-be blocks in; else 0.
+    pub(crate) fn blocks_in_second(&self, second: u64) -> u64 {
+        let Some(ring) = self.per_second.get() else {
+            return 0;
+        };
+        let word = ring[second as usize % SECONDS].load(Relaxed);
+        match word >> 32 == u64::from(tag(second)) {
+            true => word & u64::from(u32::MAX),
+            false => 0,
+        }
     }
 
     /// The would-be waits: how many calls, and their waits added up in nanoseconds.
@@ -82,6 +104,75 @@ impl ShadowStats {
             "shadow rules would block: calls they would have refused since the last report (none \
              was refused)"
         );
+    }
+}
+
+/// Seconds of would-be blocks a resource keeps (a minute, rounded up to a power of two).
+const SECONDS: usize = 64;
+
+/// A second's tag in its slot: the second plus one, truncated to 32 bits (0: a slot never
+/// written).
+fn tag(second: u64) -> u32 {
+    second.wrapping_add(1) as u32
+}
+
+/// Adds `count` to `second`'s slot of `ring`. A slot is one word, the second's tag above its
+/// count (saturating at `u32::MAX` a second), replaced whole by one compare-and-swap: a slot
+/// still holding an older second starts afresh with this one (nothing of that second is lost
+/// that could still be read: it is more than [`SECONDS`] seconds old), and one already holding
+/// a newer second is left alone (a caller delayed by a minute drops its count).
+fn add_to_second(ring: &[AtomicU64; SECONDS], second: u64, count: u32) {
+    let slot = &ring[second as usize % SECONDS];
+    let mine = tag(second);
+    let mut word = slot.load(Relaxed);
+    loop {
+        let (held, n) = ((word >> 32) as u32, word as u32);
+        let n = match held {
+            _ if held == mine => n.saturating_add(count),
+            // Newer than this second by less than half the tag's range: leave it.
+            _ if held != 0 && (held.wrapping_sub(mine) as i32) > 0 => return,
+            _ => count,
+        };
+        let new = (u64::from(mine) << 32) | u64::from(n);
+        match slot.compare_exchange_weak(word, new, Relaxed, Relaxed) {
+            Ok(_) => return,
+            Err(seen) => word = seen,
+        }
+    }
+}
+
+#[cfg(test)]
+mod second_tests {
+    use super::*;
+
+    #[test]
+    fn each_second_keeps_its_own_count_for_a_minute() {
+        let stats = ShadowStats::default();
+        assert_eq!(stats.blocks_in_second(0), 0, "none yet");
+        const S: u64 = 1_000_000_000;
+        stats.on_block("shadow-seconds", 0, 2, (0, "flow"));
+        stats.on_block("shadow-seconds", S / 2, 1, (1, "concurrency"));
+        stats.on_block("shadow-seconds", 3 * S, 4, (0, "flow"));
+        assert_eq!(stats.blocks_in_second(0), 3);
+        assert_eq!(stats.blocks_in_second(1), 0);
+        assert_eq!(stats.blocks_in_second(3), 4);
+        // 64 seconds later the slot of second 0 is second 64's.
+        stats.on_block("shadow-seconds", 64 * S, 5, (0, "flow"));
+        assert_eq!(stats.blocks_in_second(64), 5);
+        assert_eq!(stats.blocks_in_second(0), 0, "over a minute old");
+        // A late caller with second 0 leaves second 64's count alone.
+        stats.on_block("shadow-seconds", 0, 7, (0, "flow"));
+        assert_eq!(stats.blocks_in_second(64), 5);
+        assert_eq!(stats.blocks_by_rule()[0], 18, "the totals count every call");
+    }
+
+    #[test]
+    fn a_seconds_count_saturates_instead_of_reaching_the_tag() {
+        let stats = ShadowStats::default();
+        stats.on_block("shadow-saturate", 5_000_000_000, u32::MAX, (0, "flow"));
+        stats.on_block("shadow-saturate", 5_000_000_000, 3, (0, "flow"));
+        assert_eq!(stats.blocks_in_second(5), u64::from(u32::MAX));
+        assert_eq!(stats.blocks_in_second(6), 0);
     }
 }
 

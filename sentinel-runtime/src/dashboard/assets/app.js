@@ -80,6 +80,7 @@
         if (r.concurrency !== null) parts.push("inside<=" + r.concurrency);
         if (r.qps !== null) parts.push("qps<=" + r.qps);
         if (r.avg_rt_ms !== null) parts.push("rt<=" + r.avg_rt_ms + "ms");
+        if (r.shadow === true) parts.push("(shadow: counted, never enforced)");
         return parts.join(" ");
       }).join("; ");
       var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
@@ -174,7 +175,8 @@
         pts.map(function (p) { return p.pass; }),
         pts.map(function (p) { return p.block; }),
         pts.map(function (p) { return p.error; }),
-        pts.map(function (p) { return p.avg_rt_ms; })
+        pts.map(function (p) { return p.avg_rt_ms; }),
+        pts.map(function (p) { return p.shadow_block || 0; })
       ];
       // Relative seconds on the x axis: the runtime clock is monotonic, not wall time.
       var last = data[0].length ? data[0][data[0].length - 1] : 0;
@@ -196,7 +198,8 @@
             { label: "pass", stroke: "#2e86de", width: 2 },
             { label: "block", stroke: "#c0392b", width: 2 },
             { label: "error", stroke: "#e67e22", width: 1 },
-            { label: "RT ms", stroke: "#8e44ad", width: 1, scale: "rt" }
+            { label: "RT ms", stroke: "#8e44ad", width: 1, scale: "rt" },
+            { label: "shadow would block/s", stroke: "#b9770e", width: 1, dash: [6, 4] }
           ]
         }, data, box);
       } else {

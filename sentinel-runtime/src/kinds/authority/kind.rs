@@ -4,6 +4,7 @@ use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
 use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate;
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::AUTHORITY_SLOT_ORDER;
@@ -70,6 +71,10 @@ impl Kind for AuthorityKind {
 
     fn release(checks: &Vec<AuthorityRule>, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[AuthorityRule], _: u64) {}

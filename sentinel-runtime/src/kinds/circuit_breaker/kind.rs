@@ -6,6 +6,7 @@ use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
@@ -65,6 +66,10 @@ impl Kind for CircuitBreakerKind {
 
     fn release(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[CircuitBreakerRule], _: u64) {}

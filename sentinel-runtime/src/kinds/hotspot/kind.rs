@@ -6,6 +6,7 @@ use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::HOTSPOT_SLOT_ORDER;
@@ -72,6 +73,10 @@ impl Kind for HotspotKind {
 
     fn release(checks: &Vec<HotspotGate>, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[HotspotRule], _: u64) {}

@@ -4,6 +4,7 @@ use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
 use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate::{self, Cap};
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
@@ -76,6 +77,10 @@ impl Kind for OutlierKind {
 
     fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(_: &Params) -> bool {
+        false
     }
 
     fn put_in_force(_: &[OutlierRule], _: u64) {}

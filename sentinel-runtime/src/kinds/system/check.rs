@@ -13,6 +13,11 @@
 //!   go-kratos/aegis does), so a burst that has already overloaded the CPU is drained before the
 //!   next sample says so.
 //!
+//! Shadow system rules ([`SystemRule::shadow`]) are a second set of limits with the same checks
+//! and their own state (QPS gate, count of calls inside, adaptive episode): the shadow stage
+//! checks them for the inbound calls the enforced stages admitted, and a block there is only
+//! counted.
+//!
 //! With no system rule loaded, an inbound entry pays only its statistics (a per-thread add, like
 //! any resource's) and one relaxed load of [`is_active`].
 
@@ -38,26 +43,124 @@ struct Limits {
     qps: Option<Arc<Gate>>,
 }
 
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-static LIMITS: LazyLock<Published<Limits>> =
-    LazyLock::new(|| Published::new(Arc::new(Limits::default())));
-static INSIDE: LazyLock<ConcurrencyCounter> = LazyLock::new(ConcurrencyCounter::default);
-/// When the adaptive check first blocked in the current episode (0: not blocking).
-static FIRST_DROP: AtomicU64 = AtomicU64::new(0);
+/// One set of process-wide limits: the enforced system rules' or the shadow ones'. Each has its
+/// own QPS gate, count of inbound calls inside and adaptive episode, so that the shadow rules
+/// never change what the enforced ones see.
+#[derive(Debug)]
+pub(crate) struct SystemState {
+    /// Rules of this set are in force.
+    active: AtomicBool,
+    limits: Published<Limits>,
+    inside: ConcurrencyCounter,
+    /// When the adaptive check first blocked in the current episode (0: not blocking).
+    first_drop: AtomicU64,
+}
 
-/// Whether any system rule is in force.
+impl Default for SystemState {
+    fn default() -> Self {
+        SystemState {
+            active: AtomicBool::new(false),
+            limits: Published::new(Arc::new(Limits::default())),
+            inside: ConcurrencyCounter::default(),
+            first_drop: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Any system rule (enforced or shadow) is in force: inbound entries go through the stages.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// The enforced system rules' limits.
+static ENFORCED: LazyLock<SystemState> = LazyLock::new(SystemState::default);
+/// The shadow system rules' limits: checked for the inbound calls the enforced stages admitted,
+/// never refusing one (see `kinds::stages::check_shadow`).
+static SHADOW: LazyLock<SystemState> = LazyLock::new(SystemState::default);
+
+/// Whether any system rule (enforced or shadow) is in force.
 #[inline(always)]
 pub(crate) fn is_active() -> bool {
     ACTIVE.load(Relaxed)
 }
 
-/// Puts `rules` (validated) in force, combined to the strictest value of each field; none makes
-/// the system check inactive. A `qps` limit keeps its gate's counts across reloads.
+/// Whether shadow system rules are in force.
+#[inline(always)]
+pub(crate) fn shadow_is_active() -> bool {
+    is_active() && SHADOW.active.load(Relaxed)
+}
+
+/// The limits of the enforced rules (`shadow` false) or of the shadow ones.
+#[inline(always)]
+pub(crate) fn state(shadow: bool) -> &'static SystemState {
+    if shadow {
+        &SHADOW
+    } else {
+        &ENFORCED
+    }
+}
+
+/// Puts `rules` (validated) in force: the enforced ones and the shadow ones each combined to
+/// the strictest value of each field, as two separate sets of limits; none makes the system
+/// check inactive. A `qps` limit keeps its gate's counts across reloads, and a rule promoted
+/// from shadow (or back) takes over the gate it had in the other set.
 pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
-    let rule = crate::kinds::system::rule::combine(rules);
-    let old = LIMITS.load_full();
-    let qps = rule.qps.map(|qps| match &old.qps {
-        Some(gate) => {
+    let (shadow, enforced): (Vec<&SystemRule>, Vec<&SystemRule>) =
+        rules.iter().partition(|r| r.shadow);
+    let combine = |rules: Vec<&SystemRule>| {
+        let rules: Vec<SystemRule> = rules.into_iter().cloned().collect();
+        crate::kinds::system::rule::combine(&rules)
+    };
+    let (enforced, shadow) = (combine(enforced), combine(shadow));
+    let (old_enforced, old_shadow) = (ENFORCED.limits.load_full(), SHADOW.limits.load_full());
+    let enforced_qps = successor(enforced.qps, [&old_enforced, &old_shadow], None, now);
+    let shadow_qps = successor(
+        shadow.qps,
+        [&old_shadow, &old_enforced],
+        enforced_qps.as_ref(),
+        now,
+    );
+    put(&ENFORCED, enforced, enforced_qps, || {
+        inbound().inflight_total()
+    });
+    // From nothing: the calls already inside took no place of the shadow rules, and their
+    // exits give none back.
+    put(&SHADOW, shadow, shadow_qps, || 0);
+    DERIVED_PERIOD.store(0, Relaxed);
+    let any = ENFORCED.active.load(Relaxed) || SHADOW.active.load(Relaxed);
+    ACTIVE.store(any, Release);
+}
+
+/// Puts one set's combined `rule` in force with its gate; `inflight` seeds its count of calls
+/// inside when a concurrency limit first starts it.
+fn put(state: &SystemState, rule: SystemRule, qps: Option<Arc<Gate>>, inflight: fn() -> i64) {
+    let active = rule != SystemRule::default();
+    if rule.concurrency.is_some() {
+        state.inside.start(inflight);
+    }
+    state.first_drop.store(0, Relaxed);
+    state.limits.replace(Arc::new(Limits { rule, qps }));
+    state.active.store(active, Release);
+}
+
+/// The gate of a `qps` limit: an old gate of either set (its own first) that `taken` is not,
+/// preferring one that had the same limit (a rule promoted from shadow keeps its window), with
+/// the new limit set in place; else a new gate, starting with the inbound passes of its window.
+fn successor(
+    qps: Option<f64>,
+    old: [&Limits; 2],
+    taken: Option<&Arc<Gate>>,
+    now: u64,
+) -> Option<Arc<Gate>> {
+    let qps = qps?;
+    let candidates: Vec<(Option<f64>, &Arc<Gate>)> = old
+        .into_iter()
+        .filter_map(|limits| Some((limits.rule.qps, limits.qps.as_ref()?)))
+        .filter(|(_, gate)| !taken.is_some_and(|t| Arc::ptr_eq(t, gate)))
+        .collect();
+    let kept = candidates
+        .iter()
+        .find(|(limit, _)| limit.map(f64::to_bits) == Some(qps.to_bits()))
+        .or(candidates.first());
+    Some(match kept {
+        Some((_, gate)) => {
             gate.set_threshold(qps);
             Arc::clone(gate)
         }
@@ -68,15 +171,7 @@ pub(crate) fn set_rules(rules: &[SystemRule], now: u64) {
             let flow = FlowRule::qps(SYSTEM_RESOURCE, qps);
             Arc::new(Gate::new(&flow, now, |_| None, &recent))
         }
-    });
-    if rule.concurrency.is_some() {
-        INSIDE.start(|| inbound().inflight_total());
-    }
-    let active = !rules.is_empty();
-    FIRST_DROP.store(0, Relaxed);
-    DERIVED_PERIOD.store(0, Relaxed);
-    LIMITS.replace(Arc::new(Limits { rule, qps }));
-    ACTIVE.store(active, Release);
+    })
 }
 
 /// What the system check reserved for an admitted call.
@@ -90,72 +185,104 @@ pub(crate) struct SystemPass {
     pub(crate) counted: bool,
 }
 
-/// Checks an inbound call of `count` at `now` against the limits in force.
-pub(crate) fn try_enter(
-    resource: &'static str,
-    now: u64,
-    count: u32,
-) -> Result<SystemPass, BlockError> {
-    LIMITS.read(|limits| {
-        let rule = &limits.rule;
-        let mut pass = SystemPass::default();
-        if let Some(gate) = &limits.qps {
-            let counted = gate
-                .try_enter(resource, now, count)
-                .map_err(|_| BlockError::system(resource, "qps", rule.qps.unwrap_or(0.0)))?;
-            pass.gated_at = counted.at.max(1);
-            pass.gate = Arc::as_ptr(gate) as usize;
+impl SystemState {
+    /// Checks an inbound call of `count` at `now` against this set's limits (none in force:
+    /// an empty pass).
+    pub(crate) fn try_enter(
+        &self,
+        resource: &'static str,
+        now: u64,
+        count: u32,
+    ) -> Result<SystemPass, BlockError> {
+        if !self.active.load(Relaxed) {
+            return Ok(SystemPass::default());
         }
-        if INSIDE.is_tracking() {
-            if !INSIDE.try_acquire(rule.concurrency, 1) {
-                give_back(&limits.qps, pass, count);
-                let limit = rule.concurrency.unwrap_or(0) as f64;
-                return Err(BlockError::system(resource, "concurrency", limit));
+        self.limits.read(|limits| {
+            let rule = &limits.rule;
+            let mut pass = SystemPass::default();
+            if let Some(gate) = &limits.qps {
+                let counted = gate
+                    .try_enter(resource, now, count)
+                    .map_err(|_| BlockError::system(resource, "qps", rule.qps.unwrap_or(0.0)))?;
+                pass.gated_at = counted.at.max(1);
+                pass.gate = Arc::as_ptr(gate) as usize;
             }
-            pass.counted = true;
-        }
-        if let Err(block) = check_readings(resource, rule, now) {
-            give_back(&limits.qps, pass, count);
-            return Err(block);
-        }
-        Ok(pass)
-    })
-}
+            if self.inside.is_tracking() {
+                if !self.inside.try_acquire(rule.concurrency, 1) {
+                    self.give_back(&limits.qps, pass, count);
+                    let limit = rule.concurrency.unwrap_or(0) as f64;
+                    return Err(BlockError::system(resource, "concurrency", limit));
+                }
+                pass.counted = true;
+            }
+            if let Err(block) = self.check_readings(resource, rule, now) {
+                self.give_back(&limits.qps, pass, count);
+                return Err(block);
+            }
+            Ok(pass)
+        })
+    }
 
-/// The limits read from statistics and readings (nothing reserved).
-fn check_readings(resource: &'static str, rule: &SystemRule, now: u64) -> Result<(), BlockError> {
-    if let Some(limit_us) = rule.avg_rt.map(|rt| rt.as_micros() as u64) {
-        let (avg_us, _) = derived(now);
-        if avg_us.is_some_and(|avg| avg > limit_us) {
-            let limit_ms = limit_us as f64 / 1_000.0;
-            return Err(BlockError::system(resource, "avg_rt", limit_ms));
+    /// The limits read from statistics and readings (nothing reserved).
+    fn check_readings(
+        &self,
+        resource: &'static str,
+        rule: &SystemRule,
+        now: u64,
+    ) -> Result<(), BlockError> {
+        if let Some(limit_us) = rule.avg_rt.map(|rt| rt.as_micros() as u64) {
+            let (avg_us, _) = derived(now);
+            if avg_us.is_some_and(|avg| avg > limit_us) {
+                let limit_ms = limit_us as f64 / 1_000.0;
+                return Err(BlockError::system(resource, "avg_rt", limit_ms));
+            }
+        }
+        let cpu_over = rule.cpu_usage.filter(|&limit| cpu_usage() > limit);
+        let load_over = rule.load_per_core.filter(|&limit| load_per_core() > limit);
+        let held = self.first_drop.load(Relaxed);
+        if cpu_over.is_none() && load_over.is_none() && held == 0 {
+            return Ok(());
+        }
+        if cpu_over.is_none() && load_over.is_none() && now.saturating_sub(held) > DROP_HOLD_NANOS {
+            // The episode is over: the readings are back under the limits.
+            let _ = self.first_drop.compare_exchange(held, 0, Relaxed, Relaxed);
+            return Ok(());
+        }
+        if !over_capacity(now) {
+            return Ok(());
+        }
+        if held == 0 {
+            let _ = self
+                .first_drop
+                .compare_exchange(0, now.max(1), Relaxed, Relaxed);
+        }
+        Err(match (cpu_over, load_over) {
+            (Some(limit), _) => BlockError::system(resource, "cpu_usage", limit),
+            (None, Some(limit)) => BlockError::system(resource, "load_per_core", limit),
+            (None, None) => {
+                let limit = rule.cpu_usage.or(rule.load_per_core).unwrap_or(0.0);
+                BlockError::system(resource, "adaptive", limit)
+            }
+        })
+    }
+
+    /// Undoes what [`try_enter`](Self::try_enter) reserved, for a call a later check blocked
+    /// (or, in the shadow set, a call given up before it ran).
+    pub(crate) fn cancel(&self, pass: SystemPass, count: u32) {
+        self.limits
+            .read(|limits| self.give_back(&limits.qps, pass, count));
+    }
+
+    fn give_back(&self, gate: &Option<Arc<Gate>>, pass: SystemPass, count: u32) {
+        if let Some(gate) = gate {
+            if pass.gated_at != 0 && Arc::as_ptr(gate) as usize == pass.gate {
+                gate.cancel(pass.gated_at, count);
+            }
+        }
+        if pass.counted {
+            self.inside.release(1);
         }
     }
-    let cpu_over = rule.cpu_usage.filter(|&limit| cpu_usage() > limit);
-    let load_over = rule.load_per_core.filter(|&limit| load_per_core() > limit);
-    let held = FIRST_DROP.load(Relaxed);
-    if cpu_over.is_none() && load_over.is_none() && held == 0 {
-        return Ok(());
-    }
-    if cpu_over.is_none() && load_over.is_none() && now.saturating_sub(held) > DROP_HOLD_NANOS {
-        // The episode is over: the readings are back under the limits.
-        let _ = FIRST_DROP.compare_exchange(held, 0, Relaxed, Relaxed);
-        return Ok(());
-    }
-    if !over_capacity(now) {
-        return Ok(());
-    }
-    if held == 0 {
-        let _ = FIRST_DROP.compare_exchange(0, now.max(1), Relaxed, Relaxed);
-    }
-    Err(match (cpu_over, load_over) {
-        (Some(limit), _) => BlockError::system(resource, "cpu_usage", limit),
-        (None, Some(limit)) => BlockError::system(resource, "load_per_core", limit),
-        (None, None) => {
-            let limit = rule.cpu_usage.or(rule.load_per_core).unwrap_or(0.0);
-            BlockError::system(resource, "adaptive", limit)
-        }
-    })
 }
 
 /// Sentinel's BBR test: more inbound calls inside than the process has shown it finishes, the
@@ -202,27 +329,19 @@ fn derived(now: u64) -> (Option<u64>, f64) {
     ((avg != u64::MAX).then_some(avg), capacity)
 }
 
-/// Undoes what [`try_enter`] reserved, for a call a later check blocked.
-pub(crate) fn cancel(pass: SystemPass, count: u32) {
-    LIMITS.read(|limits| give_back(&limits.qps, pass, count));
-}
-
-fn give_back(gate: &Option<Arc<Gate>>, pass: SystemPass, count: u32) {
-    if let Some(gate) = gate {
-        if pass.gated_at != 0 && Arc::as_ptr(gate) as usize == pass.gate {
-            gate.cancel(pass.gated_at, count);
-        }
-    }
-    if pass.counted {
-        INSIDE.release(1);
-    }
-}
-
-/// The count of inbound calls inside (an exit gives back its place with
-/// [`ConcurrencyCounter::exit`]).
+/// The count of inbound calls inside the enforced rules' limits (an exit gives back its place
+/// with [`ConcurrencyCounter::exit`]).
 #[inline]
 pub(crate) fn inside() -> &'static ConcurrencyCounter {
-    &INSIDE
+    &ENFORCED.inside
+}
+
+/// Gives back the place a call admitted by the shadow system rules took in their count of
+/// calls inside (at its exit: the call ran, so its pass stays counted).
+pub(crate) fn exit_shadow(pass: SystemPass) {
+    if pass.counted {
+        SHADOW.inside.release(1);
+    }
 }
 
 #[cfg(test)]

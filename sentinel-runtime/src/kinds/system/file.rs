@@ -29,8 +29,7 @@ struct SystemRuleFile {
     concurrency: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     qps: Option<f64>,
-    /// Shadow mode (`shadow: true`): read so that validation refuses it by its name; written
-    /// only when set.
+    /// Shadow mode (`shadow: true`); written only when set.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     shadow: bool,
 }

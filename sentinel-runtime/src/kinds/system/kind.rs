@@ -4,19 +4,20 @@ use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call};
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate;
+use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::SYSTEM_SLOT_ORDER;
 
 use super::rule::SystemRule;
-use super::stage;
+use super::stage::{self, SystemChecks};
 
 /// System rules: process-wide limits on inbound entries.
 pub(crate) struct SystemKind;
 
 impl Kind for SystemKind {
     type Rule = SystemRule;
-    type Checks = ();
+    type Checks = SystemChecks;
 
     const NAME: &'static str = "system";
     const KEYS: &'static [&'static str] = &["system"];
@@ -31,7 +32,10 @@ impl Kind for SystemKind {
         None
     }
 
-    /// Validation refuses shadow system rules; none reaches a chain.
+    /// System rules never reach a chain (they name no resource): [`put_in_force`] splits the
+    /// enforced ones from the shadow ones by their flag.
+    ///
+    /// [`put_in_force`]: Kind::put_in_force
     fn unshadowed(rule: &SystemRule) -> Option<SystemRule> {
         rule.shadow.then(|| rule.clone().shadow(false))
     }
@@ -41,21 +45,28 @@ impl Kind for SystemKind {
     }
 
     /// The system check reads the process-wide rules ([`put_in_force`](Kind::put_in_force)):
-    /// a resource's chain holds nothing of it.
-    fn build(_: &[SystemRule], _: &(), _: &BuildContext<'_>) {}
+    /// a resource's chain holds only which of their two sets its part checks (a shadow part,
+    /// the shadow rules).
+    fn build(_: &[SystemRule], _: &SystemChecks, ctx: &BuildContext<'_>) -> SystemChecks {
+        SystemChecks { shadow: ctx.shadow }
+    }
 
-    fn alone(_: &()) -> Alone {
+    fn alone(_: &SystemChecks) -> Alone {
         // Decided at the entry, for inbound calls only (see `entry::lone`).
         Alone::Empty
     }
 
     #[inline(always)]
-    fn check(checks: &(), call: &mut Call<'_>) -> Result<(), BlockError> {
+    fn check(checks: &SystemChecks, call: &mut Call<'_>) -> Result<(), BlockError> {
         stage::check(checks, call)
     }
 
-    fn release(checks: &(), call: &mut Call<'_>) {
+    fn release(checks: &SystemChecks, call: &mut Call<'_>) {
         stage::release(checks, call)
+    }
+
+    fn shadow_checks(params: &Params) -> bool {
+        params.is_inbound() && super::check::shadow_is_active()
     }
 
     fn put_in_force(rules: &[SystemRule], now: u64) {

@@ -15,7 +15,9 @@ pub const MAX_SYSTEM_RT: Duration = Duration::from_secs(60);
 /// the tower layer's requests), as in Sentinel. Exceeding any limit blocks new inbound entries
 /// with [`BlockKind::System`](crate::BlockKind::System); outbound entries are never blocked by it.
 ///
-/// Each limit is optional; several rules combine to the strictest value of each field.
+/// Each limit is optional; several rules combine to the strictest value of each field. A rule
+/// in shadow mode ([`SystemRule::shadow`]) is combined only with the other shadow rules, into
+/// limits that count what they would refuse and refuse nothing.
 ///
 /// * `cpu_usage` (0..=1) and `load_per_core` are checked adaptively (Sentinel's BBR check): while
 ///   the process is over the limit, a call is blocked only if the inbound calls inside exceed
@@ -59,8 +61,8 @@ pub struct SystemRule {
     pub concurrency: Option<u64>,
     /// The most inbound passes per second (finite, non-negative). Sentinel's `qps`.
     pub qps: Option<f64>,
-    /// Shadow mode, which system rules do not have: a rule with `shadow: true` is refused (by
-    /// the field `shadow`). System rules are process-wide limits on every inbound call; see
+    /// Shadow mode: the rule is evaluated for every inbound call the enforced checks admitted,
+    /// against limits of its own, and a call it would refuse goes on and is counted; see
     /// [`SystemRule::shadow`].
     pub shadow: bool,
 }
@@ -95,12 +97,24 @@ impl SystemRule {
         self
     }
 
-    /// Asks for shadow mode, which system rules do not have: loading a system rule with
-    /// `shadow(true)` is refused, naming the field `shadow`. A system rule limits every inbound
-    /// call of the process by its load (CPU, load average, response time, calls inside); a
-    /// shadow one would need a second set of process-wide limits with their own gate and
-    /// adaptive state for every inbound call. Roll a system limit out on one instance first,
-    /// or watch [`metrics::inbound`](crate::metrics::inbound) against the limit you plan.
+    /// Shadow mode (`true`): the rule is evaluated for every inbound call once the enforced
+    /// checks admitted it, and a call it would refuse is counted as a shadow block of the
+    /// called resource (`shadow_block_total`, by kind `system`) but goes on. Shadow system
+    /// rules combine among themselves (the strictest value of each field) into limits of their
+    /// own, with their own QPS window, count of inbound calls inside and adaptive episode, so
+    /// the enforced system rules see exactly what they would see without them. The same rule
+    /// reloaded without `shadow` is enforced and keeps its QPS window's counts.
+    ///
+    /// ```
+    /// use sentinel_runtime::rules::{self, SystemRule};
+    ///
+    /// rules::load_system_rules(vec![
+    ///     SystemRule::new().concurrency(500),
+    ///     SystemRule::new().concurrency(200).shadow(true), // would 200 be enough?
+    /// ])?;
+    /// # rules::load_system_rules(vec![])?;
+    /// # Ok::<(), sentinel_runtime::RuleError>(())
+    /// ```
     pub fn shadow(mut self, shadow: bool) -> SystemRule {
         self.shadow = shadow;
         self
@@ -115,13 +129,6 @@ impl SystemRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: &str| Err(RuleError::new(SYSTEM_RESOURCE, field, message));
-        if self.shadow {
-            return err(
-                "shadow",
-                "is not available on system rules: they are process-wide limits on every inbound \
-                 call; load the rule enforced on one instance first, or remove `shadow`",
-            );
-        }
         if let Some(cpu) = self.cpu_usage {
             if !(0.0..=1.0).contains(&cpu) {
                 return err(
@@ -145,7 +152,7 @@ impl SystemRule {
                 return err("qps", "must be finite and non-negative");
             }
         }
-        if self == &SystemRule::default() {
+        if self == &SystemRule::default().shadow(self.shadow) {
             return err(
                 "cpu_usage",
                 "the rule sets no limit (set at least one field)",
