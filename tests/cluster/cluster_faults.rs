@@ -567,11 +567,13 @@ fn two_of_three_instances_cut_off_admit_at_most_1_25_r_together() {
 
 /// [`two_of_three_instances_cut_off_admit_at_most_1_25_r_together`] with a global hotspot
 /// cluster rule of R per value: each instance offers 1.5 R of each of three values, and each
-/// value's busiest second over the fault stays within 1.25 R (with margin: the fallback's local
-/// share has no burst of its own, and for a window after the return a value's leased calls stay
-/// within it, as a flow rule's do).
+/// value's busiest second over the fault stays within the issue's 1.25 R with margin: at most
+/// 1.1 R. Without a guard a value measured 1.16-1.22 R (232-245 of R = 200): each cut-off
+/// instance's local share began with its own burst on top of the passes it had just leased. Now
+/// that share has a tenth of its burst, and for a window after the return a value's leased
+/// calls stay within it, as a flow rule's do (measured 1.0 R).
 #[test]
-fn two_of_three_instances_cut_off_admit_at_most_1_25_r_per_hotspot_value_together() {
+fn two_of_three_instances_cut_off_admit_at_most_1_1_r_per_hotspot_value_together() {
     let _serial = serial();
     let Some(()) = require("redis-server") else {
         return;
@@ -638,9 +640,9 @@ fn two_of_three_instances_cut_off_admit_at_most_1_25_r_per_hotspot_value_togethe
     );
     for (value, (most, at)) in busiest.iter().enumerate() {
         assert!(
-            *most as f64 <= 1.25 * r,
+            *most as f64 <= 1.1 * r,
             "value {value}: {most} admitted in the second from {at} ms, at most {}",
-            1.25 * r
+            1.1 * r
         );
     }
 }
@@ -714,11 +716,13 @@ fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runti
 /// its replica takes over (about 1.5-3 s with a 500 ms node timeout): the instances leave Redis
 /// once and come back once, admitting at most 1.25 R in any second.
 ///
-/// Ignored until the defect it finds is fixed: in about one run in four here a second around the
-/// instances' return admits 1.6 R (826 against a bound of 625, 2026-11-27), so the bound does
-/// not hold yet. Run it with `cargo test -p sentinel-integration --test cluster -- --ignored`.
+/// The failover outlasts the 2 s grace period, and nobody heartbeats meanwhile: the first
+/// instance back used to find only itself in the set, count 1 instance, and take the whole
+/// limit while the others still admitted their thirds in their fallback (in about one run in
+/// four a second admitted 1.65 R, 826 against 625; the ticks showed an instance saying 1
+/// instance as it returned). Instances back from a fallback now count those seen before it for
+/// the grace period.
 #[test]
-#[ignore = "known defect: a Redis Cluster failover sometimes admits 1.6 R in one second (issue 45 open)"]
 fn a_redis_cluster_failover_is_one_fallback_and_one_resume_at_most_1_25_r() {
     let _serial = serial();
     let Some(()) = require("redis-server") else {
