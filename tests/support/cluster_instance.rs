@@ -4,8 +4,10 @@
 //!
 //! - `ready` once the rule is loaded (and the cluster connected),
 //! - `state <connected|fallback> <wall µs>` at every change of the cluster's state,
-//! - `tick <ms since go> <admitted in the tick> <state> <health>` every 100 ms (health:
-//!   `connected`, `degraded` or `fallback`),
+//! - `tick <ms since go> <admitted in the tick> <state> <health> <instances> <held back>
+//!   <admitted per value>` every 100 ms (health: `connected`, `degraded` or `fallback`;
+//!   instances and held back as `status()` says them; the admitted calls of each hotspot value
+//!   in the tick, comma-separated),
 //! - `done admitted=<n> blocked=<n> max_call_us=<n> cluster_blocks=<n> slow_calls=<n> redis_calls=<n>
 //!   crossslot=<n> leases=<n> fallbacks=<n> state_losses=<n> charged_back=<n> ridden_out=<n>
 //!   value_key_splits=<n> split_now=<0|1> min_instances=<n> start_us=<wall> end_us=<wall>
@@ -257,7 +259,14 @@ fn run(args: &Args) -> ExitCode {
                 }
             }
         });
-        let result = offer(args, &say, &state, &health);
+        let counts = || match &cluster {
+            Some(c) => {
+                let status = c.status();
+                (status.instances, status.held_back)
+            }
+            None => (1, 0),
+        };
+        let result = offer(args, &say, &state, &health, &counts);
         done.store(true, Ordering::Relaxed);
         result
     });
@@ -301,6 +310,7 @@ fn offer(
     say: &dyn Fn(String),
     state: &dyn Fn() -> ClusterState,
     health: &dyn Fn() -> &'static str,
+    counts: &dyn Fn() -> (usize, usize),
 ) -> (u64, u64, u128, u64, u64, [u64; 3]) {
     let start = Instant::now();
     let end = Duration::from_secs_f64(args.secs);
@@ -309,17 +319,23 @@ fn offer(
     let mut per_value = [0u64; 3];
     let mut slow = 0u64;
     let mut tick_admitted = 0u64;
+    let mut tick_values = [0u64; 3];
     let mut next_tick = Duration::from_millis(100);
     loop {
         let elapsed = start.elapsed();
         if elapsed >= next_tick {
+            let (instances, held_back) = counts();
             say(format!(
-                "tick {} {tick_admitted} {} {}",
+                "tick {} {tick_admitted} {} {} {instances} {held_back} {},{},{}",
                 next_tick.as_millis(),
                 state(),
-                health()
+                health(),
+                tick_values[0],
+                tick_values[1],
+                tick_values[2],
             ));
             tick_admitted = 0;
+            tick_values = [0; 3];
             next_tick += Duration::from_millis(100);
         }
         if elapsed >= end {
@@ -348,6 +364,7 @@ fn offer(
                     admitted += 1;
                     tick_admitted += 1;
                     per_value[value] += 1;
+                    tick_values[value] += 1;
                 }
                 Err(e) => {
                     blocked += 1;

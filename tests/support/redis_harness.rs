@@ -274,6 +274,11 @@ pub struct Report {
     pub ticks: Vec<(u64, u64, String)>,
     /// The health at each tick (`connected`, `degraded`, `fallback`), in tick order.
     pub healths: Vec<String>,
+    /// The instances and those held back that `status()` said at each tick, in tick order.
+    pub counts: Vec<(u64, u64)>,
+    /// The admitted calls of each hotspot value (`alice`, `bob`, `carol`) in each tick, in
+    /// tick order.
+    pub values: Vec<[u64; 3]>,
 }
 
 impl Report {
@@ -385,6 +390,15 @@ impl Instances {
                     let n = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
                     r.ticks.push((ms, n, words.next().unwrap_or("").to_owned()));
                     r.healths.push(words.next().unwrap_or("").to_owned());
+                    let mut number = || words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                    let counts = (number(), number());
+                    r.counts.push(counts);
+                    let mut values = [0; 3];
+                    let per_value = words.next().unwrap_or("").split(',');
+                    for (v, n) in values.iter_mut().zip(per_value) {
+                        *v = n.parse().unwrap_or(0);
+                    }
+                    r.values.push(values);
                 }
                 Some("done") => {
                     for word in words {
@@ -601,10 +615,32 @@ pub fn write_junk(port: u16, per_sec: u64, stop: &AtomicBool) {
 /// The most admitted by all instances together in one second (ten consecutive 100 ms ticks)
 /// among the seconds that begin at or after `from_ms` and end by `to_ms` (ms since go).
 pub fn busiest_second(reports: &[Report], from_ms: u64, to_ms: u64) -> (u64, u64) {
+    busiest_second_of(reports, from_ms, to_ms, |_, n, _| n)
+}
+
+/// [`busiest_second`] of the calls of hotspot value `value` (0: `alice`, 1: `bob`, 2: `carol`).
+pub fn busiest_second_of_value(
+    reports: &[Report],
+    value: usize,
+    from_ms: u64,
+    to_ms: u64,
+) -> (u64, u64) {
+    busiest_second_of(reports, from_ms, to_ms, |r, _, i| {
+        r.values.get(i).map_or(0, |v| v[value])
+    })
+}
+
+/// [`busiest_second`] of what `admitted(report, admitted in the tick, tick index)` counts.
+fn busiest_second_of(
+    reports: &[Report],
+    from_ms: u64,
+    to_ms: u64,
+    admitted: impl Fn(&Report, u64, usize) -> u64,
+) -> (u64, u64) {
     let mut per_tick = std::collections::BTreeMap::<u64, u64>::new();
     for r in reports {
-        for (ms, n, _) in &r.ticks {
-            *per_tick.entry(*ms).or_default() += n;
+        for (i, (ms, n, _)) in r.ticks.iter().enumerate() {
+            *per_tick.entry(*ms).or_default() += admitted(r, *n, i);
         }
     }
     // Tick `ms` counts the calls of (ms - 100, ms].

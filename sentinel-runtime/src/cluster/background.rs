@@ -94,17 +94,47 @@ struct Counts {
     history: VecDeque<(Instant, Seen)>,
     /// When the store last lost the set of instances, and the counts before.
     lost: Option<(Instant, u32, u32)>,
+    /// When this instance last came back from a fallback, and the counts it had seen before
+    /// it fell back.
+    resumed: Option<(Instant, u32, u32)>,
 }
 
 static COUNTS: Mutex<Counts> = Mutex::new(Counts {
     history: VecDeque::new(),
     lost: None,
+    resumed: None,
 });
 
+/// Notes that this instance is coming back from a fallback, having seen `live` instances live
+/// and `known` within the grace period before it fell back; the next [`seen`] counts them.
+///
+/// While the store could not be reached no instance could heartbeat: after an outage longer
+/// than the grace period (a Redis Cluster failover takes about 2.5 s) the set holds only the
+/// instances already back, though the others may still be in their fallback, each admitting
+/// its local share of the instances it last saw. The first instance back would count itself
+/// alone and take the whole limit on top of theirs (measured: 1.65 R in one second). So the
+/// instances seen before the fallback stay counted, live and within the grace period, for a
+/// grace period from the return: the grace period runs from when an instance could last be
+/// heard, not across an outage of the store.
+fn resuming(live: u32, known: u32) {
+    let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    counts.resumed = Some((Instant::now(), live, known));
+}
+
+/// Forgets the counts a cluster started before in this process saw (another namespace,
+/// perhaps): a new cluster starts from its own heartbeats.
+fn forget_counts() {
+    let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    counts.history.clear();
+    counts.lost = None;
+    counts.resumed = None;
+}
+
 /// Records what a heartbeat saw: the instances live and within the grace period as the most
-/// seen over [`SMOOTH_OVER`], and for [`INSTANCE_TTL_MS`] after the store lost the set of
-/// instances (they come back one heartbeat at a time); those connected as seen now. A count
-/// kept high holds back more, never less.
+/// seen over [`SMOOTH_OVER`], for [`INSTANCE_TTL_MS`] after the store lost the set of
+/// instances (they come back one heartbeat at a time), and for [`GRACE_MS`] after this
+/// instance came back from a fallback (the others may be in theirs, see [`resuming`]); those
+/// connected as seen now. A count kept high holds back more, never less.
 fn seen(s: Seen) {
     let now = Instant::now();
     let (live, known) = {
@@ -127,6 +157,14 @@ fn seen(s: Seen) {
         if let Some((_, l, k)) = counts
             .lost
             .filter(|(at, _, _)| now.duration_since(*at) < held)
+        {
+            live = live.max(l);
+            known = known.max(k);
+        }
+        let grace = Duration::from_millis(GRACE_MS);
+        if let Some((_, l, k)) = counts
+            .resumed
+            .filter(|(at, _, _)| now.duration_since(*at) < grace)
         {
             live = live.max(l);
             known = known.max(k);
@@ -156,6 +194,7 @@ pub(crate) fn thread_main(
             return;
         }
     };
+    forget_counts();
     runtime.block_on(async move {
         let scripts = Arc::new(Scripts::new());
         let first = async {
@@ -239,9 +278,12 @@ async fn run(config: Arc<Config>, first: Conn, scripts: Arc<Scripts>) {
     let mut conn = Some(first);
     let mut backoff = MIN_BACKOFF;
     let mut fell_at = Instant::now();
+    // The instances live and within the grace period when this instance fell back.
+    let mut before = (1, 1);
     loop {
         if let Some(c) = conn.take() {
             let failure = serve(&config, c, &scripts).await;
+            before = (shared::instances(), shared::sharing().1);
             fallback(&config, failure.to_string());
             fell_at = Instant::now();
             backoff = MIN_BACKOFF;
@@ -256,7 +298,10 @@ async fn run(config: Arc<Config>, first: Conn, scripts: Arc<Scripts>) {
             }
         };
         match stable(&config, &scripts, &mut c).await {
-            Ok(n) => seen(n),
+            Ok(n) => {
+                resuming(before.0, before.1);
+                seen(n);
+            }
             Err(f) => {
                 shared::set_last_error(Some(f.to_string()));
                 continue;

@@ -56,20 +56,29 @@
 //! - **Fallback share**: while the store cannot be reached, a [`ClusterThreshold::Global`] rule
 //!   admits R / n per window in each instance (n: the instances last seen), a
 //!   [`ClusterThreshold::PerInstance`] rule R, a rule with [`ClusterFallback::Pass`] everything.
-//!   On return the calls a flow rule admitted locally are charged to the shared bucket (those
-//!   of the last window, pro rata when the fallback lasted longer; debt of at most one more
-//!   window). For one window after the return a flow rule's leased calls also stay within the
-//!   local share: the other instances' local passes of the window in progress are not charged
-//!   yet, so the first instance back would otherwise find the shared bucket full. A hotspot
-//!   value's calls admitted in a fallback are charged with its first lease
-//!   after the return (all of them, within the same debt cap; values that share a lease slot
-//!   charge each other, which can only under-admit).
+//!   A hotspot value's local share has a tenth of its burst then (at least one call): its
+//!   leased passes are counted at the local pace, and a share with its whole burst would admit
+//!   that burst on top of them as the fallback begins (a flow rule's window goes on from its
+//!   recent passes). On return the calls a flow rule admitted locally are charged to the
+//!   shared bucket (those of the last window, pro rata when the fallback lasted longer; debt
+//!   of at most one more window); a hotspot value's are charged with its first lease after
+//!   the return (all of them, within the same debt cap; values that share a lease slot charge
+//!   each other, which can only under-admit). For one window after the return the leased calls
+//!   of a flow rule, and of each hotspot value, also stay within the local share: the other
+//!   instances' local passes of the window in progress are not charged yet, so the first
+//!   instance back would otherwise find the shared bucket full.
 //! - **Grace period, 2 s**: an instance heard from within 120 ms is connected; one heard from
 //!   within 2 s but not 120 ms may be cut off and admitting its local share, so the connected
 //!   instances hold its share back (a global rule leases at R × connected / heard-within-2-s; a
 //!   per-instance rule at R × connected). A partition of k of n instances then admits about R in
 //!   all, not R × (1 + k / n). The cost: an instance that dies is held back for 2 s (one that
-//!   stops cleanly leaves the set at once).
+//!   stops cleanly leaves the set at once). While the store cannot be reached nobody
+//!   heartbeats, so the grace period does not run across an outage: an instance back from a
+//!   fallback counts the instances it saw before it (live, and within the grace period) for
+//!   2 s from its return, whatever the store's set says. After an outage longer than 2 s (a
+//!   Redis Cluster failover) the set holds only the instances already back, while the others
+//!   may still be admitting their local share; counting itself alone, the first one back would
+//!   take the whole limit on top of theirs.
 //! - **No call waits for the network**: a dry lease blocks at once (its refill is on its way),
 //!   a key without a lease uses its local share. `ClusterBuilder::lease_wait` is kept for
 //!   compatibility and no longer used. A block is like any flow block
@@ -122,19 +131,19 @@
 //! A stopped cluster takes its instance out of the set; a killed one is forgotten a second
 //! later and no longer held back after the grace period.
 //!
-//! An instance leaves the store only when failures persist: a connection that drops is replaced
-//! at once, and only if the store refuses the new one does the instance fall back (within a few
-//! ms of a killed Redis); calls that time out (20 ms by default) are ridden out, spending the
-//! leases in hand, until at least 5 calls failed in a row over at least 150 ms (then it falls
-//! back). It comes back after 3 heartbeats in a row answered, 30 ms apart, and after charging
-//! what it admitted locally. Reconnects back off from 20 ms, doubling to 500 ms. A slow store
-//! (a 50 ms stall every 250 ms) or a Redis Cluster failover is then no fallback or one, not a
-//! flip per timeout. Measured (R = 500, 3 instances each offered 1.5 R, the busiest second):
-//! a 16 ms round trip, under the 20 ms timeout, no fallback and 0.6-0.66 R (the calls that time
-//! out leave the instances short of tokens: under the limit, not over); the Redis Cluster master
-//! holding the rule's key killed (3 masters, 3 replicas, 500 ms node timeout, failed over in
-//! about 2.5 s) one fallback and one resume per instance, usually 1.04-1.18 R; but in about one
-//! run in four a second around the instances' return admitted 1.6 R: that bound does not hold yet.
+//! An instance leaves the store only when failures persist: a connection that drops is replaced at
+//! once, and only if the store refuses the new one does the instance fall back (within a few ms of
+//! a killed Redis); calls that time out (20 ms by default) are ridden out, spending the leases in
+//! hand, until at least 5 calls failed in a row over at least 150 ms (then it falls back). It comes
+//! back after 3 heartbeats in a row answered, 30 ms apart, and after charging what it admitted
+//! locally. Reconnects back off from 20 ms, doubling to 500 ms. A slow store (a 50 ms stall every
+//! 250 ms) or a Redis Cluster failover is then no fallback or one, not a flip per timeout. Measured
+//! (R = 500, 3 instances each offered 1.5 R, the busiest second): a 16 ms round trip, under the
+//! 20 ms timeout, no fallback and 0.6-0.66 R (the calls that time out leave the instances short
+//! of tokens: under the limit, not over); the Redis Cluster master holding the rule's key killed (3
+//! masters, 3 replicas, 500 ms node timeout, failed over in about 2.5 s) one fallback and one
+//! resume per instance, 1.0-1.18 R in 20 runs (the busiest second as the fallback begins, none
+//! around the return); 2 of 3 instances cut off for 1.5 s, a hotspot rule: 1.0 R per value.
 //!
 //! The hotspot value key (the hash key the instances share, kept in Redis without a TTL) is
 //! checked every second: a key in use for longer replaces a younger one (written by an instance

@@ -32,6 +32,12 @@ enum HotDecision {
     Pass,
 }
 
+/// The local `pace` (interval, tolerance) with a tenth of its burst, at least one call: what a
+/// value admits locally while its calls are owed to its shared bucket.
+fn without_burst(pace: (u64, u64)) -> (u64, u64) {
+    (pace.0, (pace.1 / 10).max(pace.0))
+}
+
 /// The cluster part of a QPS hotspot rule marked `cluster`.
 #[derive(Clone, Debug)]
 pub(crate) struct ClusterHot {
@@ -69,10 +75,13 @@ impl ClusterHot {
     }
 
     /// Decides for `count` calls of the value hashed `key` at `now`: admitted (`Ok`, a pass
-    /// that holds nothing to give back) on a leased token (and charged in the local `table` at the `local` pace, interval and tolerance, up
-    /// to the local share, so that a switch to local limiting starts from the value's recent
-    /// passes), blocked, admitted without a check (fallback `Pass`), or `None`: limit locally
-    /// at the `local` pace.
+    /// that holds nothing to give back) on a leased token (and charged in the local `table` at
+    /// the `local` pace, interval and tolerance, up to the local share, so that a switch to
+    /// local limiting starts from the value's recent passes; for one window after a return
+    /// from a fallback a leased call beyond the local share is blocked), blocked, admitted
+    /// without a check (fallback `Pass`), admitted against the local share without its burst
+    /// (no lease yet, or the store cannot be reached: owed to the shared bucket), or `None`:
+    /// limit locally at the `local` pace (no cluster started).
     #[inline]
     pub(crate) fn check(
         &self,
@@ -85,15 +94,31 @@ impl ClusterHot {
     ) -> Option<Result<(), BlockError>> {
         match self.decide(key, count, now) {
             HotDecision::Leased => {
-                let _ = table.acquire_rate(key, now, count, local.0, local.1, 0);
+                let counted = table.acquire_rate(key, now, count, local.0, local.1, 0);
+                // For one window after a return from a fallback the local share still bounds
+                // the value here, as it does a flow rule: the other instances' local passes of
+                // the window in progress are not yet charged to the value's shared bucket,
+                // which may look full.
+                if let RateDecision::Block { retry_after } = counted {
+                    if shared::resumed_within(now, self.window_ms.saturating_mul(1_000_000)) {
+                        let retry =
+                            (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after));
+                        return Some(Err(BlockError::hot_param(
+                            resource,
+                            self.given,
+                            self.param_index,
+                            retry,
+                        )
+                        .because(CLUSTER_LIMIT)));
+                    }
+                }
                 Some(Ok(()))
             }
             HotDecision::Unleased => {
                 // A tenth of the local share's burst while the lease is on its way (at least
                 // one call): the passes are charged with the lease, and a value whose lease is
                 // slow must not run the shared bucket into debt.
-                let tolerance = (local.1 / 10).max(local.0);
-                let pace = (local.0, tolerance);
+                let pace = without_burst(local);
                 Some(self.owed_locally(resource, table, key, count, now, pace, CLUSTER_LIMIT))
             }
             HotDecision::Pass => {
@@ -110,9 +135,14 @@ impl ClusterHot {
             )
             .because(CLUSTER_LIMIT))),
             // A started cluster that cannot reach its store: the local share, owed to the
-            // value's shared bucket (charged with its next lease after the return).
+            // value's shared bucket (charged with its next lease after the return). Without
+            // the share's burst (a tenth of it): the value's leased passes were counted at the
+            // local pace, which leaves a value taking its share its whole burst, and each
+            // instance cut off would admit its share twice over in its first second alone (a
+            // flow rule's window holds its recent passes: it goes on from them).
             HotDecision::Local if shared::mode() == MODE_FALLBACK => {
-                Some(self.owed_locally(resource, table, key, count, now, local, CLUSTER_LOCAL))
+                let pace = without_burst(local);
+                Some(self.owed_locally(resource, table, key, count, now, pace, CLUSTER_LOCAL))
             }
             HotDecision::Local => None,
         }
