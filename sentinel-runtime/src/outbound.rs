@@ -59,10 +59,10 @@ impl Target<'_> {
         let Some(host) = self.host else {
             return f(NO_HOST);
         };
-        if let Some(scheme) = self.scheme {
-            if !(f(scheme) && f("://")) {
-                return false;
-            }
+        if let Some(scheme) = self.scheme
+            && !(f(scheme) && f("://"))
+        {
+            return false;
         }
         if !f(host) {
             return false;
@@ -183,10 +183,10 @@ fn default_node_uncached(key: &Key<'_>, target: &Target<'_>, slot: usize) -> &'s
             node,
         };
         let _ = RECENT.try_with(|recent| {
-            if let Ok(mut recent) = recent.try_borrow_mut() {
-                if let Some(entry) = recent.get_mut(slot) {
-                    *entry = Some(cached);
-                }
+            if let Ok(mut recent) = recent.try_borrow_mut()
+                && let Some(entry) = recent.get_mut(slot)
+            {
+                *entry = Some(cached);
             }
         });
     }

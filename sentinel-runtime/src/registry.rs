@@ -216,10 +216,11 @@ pub(crate) fn node_by_name_cached(name: &str) -> &'static ResourceNode {
             .get(slot)
             .map(std::cell::Cell::get)
     });
-    if let Ok(Some((a, Some(node)))) = cached {
-        if a == address && node.name() == name {
-            return node;
-        }
+    if let Ok(Some((a, Some(node)))) = cached
+        && a == address
+        && node.name() == name
+    {
+        return node;
     }
     node_by_name_uncached(name, address, slot)
 }

@@ -176,12 +176,11 @@ mod tests {
 
     /// The hash tag Redis Cluster reads from `key`: between the first `{` and the next `}`.
     fn tag_of(key: &str) -> &str {
-        if let Some(open) = key.find('{') {
-            if let Some(len) = key[open + 1..].find('}') {
-                if len > 0 {
-                    return &key[open + 1..open + 1 + len];
-                }
-            }
+        if let Some(open) = key.find('{')
+            && let Some(len) = key[open + 1..].find('}')
+            && len > 0
+        {
+            return &key[open + 1..open + 1 + len];
         }
         key
     }

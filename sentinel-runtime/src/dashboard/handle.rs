@@ -66,10 +66,10 @@ impl Stop {
 
     pub(crate) fn stop(mut self) {
         let _ = self.tx.send(true);
-        if let Some(thread) = self.thread.take() {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
         }
     }
 }

@@ -102,10 +102,10 @@ impl Editor {
             return Put::Refused(e);
         }
         let tag = etag(&rules::current());
-        if let Some(staged) = staged {
-            if let Err(e) = staged.commit() {
-                return Put::NotSaved(tag, format!("applied, but {e}"));
-            }
+        if let Some(staged) = staged
+            && let Err(e) = staged.commit()
+        {
+            return Put::NotSaved(tag, format!("applied, but {e}"));
         }
         Put::Applied(tag)
     }

@@ -129,10 +129,10 @@ impl Staged {
             .map_err(|e| format!("{} was not written: {e}", self.target.display()));
         if result.is_ok() {
             #[cfg(unix)]
-            if let Some(dir) = self.target.parent() {
-                if let Ok(dir) = std::fs::File::open(dir) {
-                    let _ = dir.sync_all();
-                }
+            if let Some(dir) = self.target.parent()
+                && let Ok(dir) = std::fs::File::open(dir)
+            {
+                let _ = dir.sync_all();
             }
             self.committed = true;
         }

@@ -189,11 +189,11 @@ impl<'a> EntryBuilder<'a> {
     /// Teaches `node` the parameters' names, if given and it does not know them yet.
     #[inline]
     fn teach_names(&self, node: &ResourceNode) {
-        if let Some(names) = self.param_names {
-            if !node.knows_param_names() {
-                let names: Vec<Option<&str>> = names.iter().copied().map(Some).collect();
-                crate::registry::learn_param_names(node, &names);
-            }
+        if let Some(names) = self.param_names
+            && !node.knows_param_names()
+        {
+            let names: Vec<Option<&str>> = names.iter().copied().map(Some).collect();
+            crate::registry::learn_param_names(node, &names);
         }
     }
 
@@ -215,7 +215,7 @@ impl<'a> EntryBuilder<'a> {
     /// ```
     pub fn enter_async(
         self,
-    ) -> impl std::future::Future<Output = Result<Entry, BlockError>> + Send + 'static {
+    ) -> impl std::future::Future<Output = Result<Entry, BlockError>> + Send + 'static + use<> {
         let node = crate::registry::node_by_name(self.resource);
         self.teach_names(node);
         let (count, params) = (self.count, self.params);

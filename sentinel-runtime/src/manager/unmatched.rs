@@ -98,7 +98,7 @@ pub fn unmatched() -> Vec<String> {
     let mut names: Vec<String> = state
         .baseline
         .iter()
-        .filter(|(name, &baseline)| seen(name) == baseline)
+        .filter(|(name, baseline)| seen(name) == **baseline)
         .map(|(name, _)| name.clone())
         .collect();
     names.sort();

@@ -332,10 +332,10 @@ impl NodeStats {
     pub(crate) fn on_pass_in(&self, slot: usize, now: u64, count: u32) {
         // The current bucket is set only in a shard with a single writer: the concurrency is
         // then a plain load and store too.
-        if let Some(shard) = self.shards.get(slot).and_then(|cell| cell.get()) {
-            if shard.add_current(now, |bucket| pass_into(shard, bucket, count)) {
-                return;
-            }
+        if let Some(shard) = self.shards.get(slot).and_then(|cell| cell.get())
+            && shard.add_current(now, |bucket| pass_into(shard, bucket, count))
+        {
+            return;
         }
         self.on_pass_again(slot, now, count);
     }
@@ -368,10 +368,10 @@ impl NodeStats {
     pub(crate) fn on_exit(&self, now: u64, count: u32, rt_us: u64, error: bool) {
         // The common exit makes no call but the last (a tail call): its caller then needs no
         // registers saved either.
-        if let Some(shard) = self.ready_shard() {
-            if shard.add_current(now, |bucket| exit_into(shard, bucket, count, rt_us, error)) {
-                return;
-            }
+        if let Some(shard) = self.ready_shard()
+            && shard.add_current(now, |bucket| exit_into(shard, bucket, count, rt_us, error))
+        {
+            return;
         }
         self.on_exit_again(now, count, rt_us, error);
     }

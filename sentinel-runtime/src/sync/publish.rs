@@ -157,7 +157,7 @@ pub(crate) fn is_prepared() -> bool {
 /// cannot unwind: a panic there would abort, and nothing in it panics.
 #[cfg(target_os = "linux")]
 #[used]
-#[link_section = ".init_array"]
+#[unsafe(link_section = ".init_array")]
 static REGISTER_AT_START: extern "C" fn() = {
     extern "C" fn register_at_start() {
         register();

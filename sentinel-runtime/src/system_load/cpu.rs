@@ -81,19 +81,20 @@ impl CpuSource {
         let loadavg = root.join("proc/loadavg");
         if let Some(path) = v2_path(&cgroups) {
             let mount = root.join("sys/fs/cgroup");
-            if let Some(dir) = cgroup_dir(&mount, path, "cpu.stat") {
-                if !is_v2_root(&dir) && read_usage_usec(&dir.join("cpu.stat")).is_some() {
-                    let quota = read(&dir.join("cpu.max")).and_then(|t| parse_cpu_max(&t));
-                    let cpuset = read(&dir.join("cpuset.cpus.effective"))
-                        .or_else(|| read(&mount.join("cpuset.cpus.effective")))
-                        .and_then(|t| count_cpus(&t));
-                    return Some(CpuSource {
-                        kind: CpuSourceKind::CgroupV2,
-                        counter: dir.join("cpu.stat"),
-                        cores: effective_cores(quota.flatten(), cpuset, host),
-                        loadavg,
-                    });
-                }
+            if let Some(dir) = cgroup_dir(&mount, path, "cpu.stat")
+                && !is_v2_root(&dir)
+                && read_usage_usec(&dir.join("cpu.stat")).is_some()
+            {
+                let quota = read(&dir.join("cpu.max")).and_then(|t| parse_cpu_max(&t));
+                let cpuset = read(&dir.join("cpuset.cpus.effective"))
+                    .or_else(|| read(&mount.join("cpuset.cpus.effective")))
+                    .and_then(|t| count_cpus(&t));
+                return Some(CpuSource {
+                    kind: CpuSourceKind::CgroupV2,
+                    counter: dir.join("cpu.stat"),
+                    cores: effective_cores(quota.flatten(), cpuset, host),
+                    loadavg,
+                });
             }
         }
         if let Some(source) = detect_v1(root, &cgroups, host, &loadavg) {

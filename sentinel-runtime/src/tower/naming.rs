@@ -268,10 +268,11 @@ pub(super) fn default_node(
     let node = route_node(view, matched, learn);
     // Cached only what the per-thread cache keeps (a route's own node, never a gRPC service's
     // or the overflow node); a slot set by another route stays.
-    if let Some(own) = own {
-        if own.get().is_none() && cacheable(view, matched.as_str(), node) {
-            let _ = own.set((matched.clone(), node));
-        }
+    if let Some(own) = own
+        && own.get().is_none()
+        && cacheable(view, matched.as_str(), node)
+    {
+        let _ = own.set((matched.clone(), node));
     }
     node
 }
@@ -305,10 +306,11 @@ fn route_node(
         let routes: &std::cell::Cell<[_]> = routes;
         routes.as_slice_of_cells()[slot].get()
     });
-    if let Ok((k, t, Some(node))) = cached {
-        if t == tag && (k == key.0 || holds_route(slot, route)) {
-            return node;
-        }
+    if let Ok((k, t, Some(node))) = cached
+        && t == tag
+        && (k == key.0 || holds_route(slot, route))
+    {
+        return node;
     }
     let node = with_default_resource(view, |name, unknown, known| {
         named_node(name, unknown, known, learn)

@@ -127,10 +127,10 @@ fn hash_v4(v4: std::net::Ipv4Addr) -> u64 {
             .get(slot)
             .map(std::cell::Cell::get)
     });
-    if let Ok(Some((k, hash))) = cached {
-        if k == key {
-            return hash;
-        }
+    if let Ok(Some((k, hash))) = cached
+        && k == key
+    {
+        return hash;
     }
     hash_v4_slow(v4, slot, key)
 }

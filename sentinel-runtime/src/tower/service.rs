@@ -327,10 +327,10 @@ where
                 }
                 let entry = reservation.into_entry();
                 let result = inner.call(req).await;
-                if let (Some(name), Ok(response)) = (learn, &result) {
-                    if serves_method(response.status(), response.headers()) {
-                        naming::learn(&name);
-                    }
+                if let (Some(name), Ok(response)) = (learn, &result)
+                    && serves_method(response.status(), response.headers())
+                {
+                    naming::learn(&name);
                 }
                 finish(result, entry, is_error, post)
             });

@@ -169,10 +169,11 @@ impl AdaptiveLimit {
     /// not finish (no exit would end it).
     #[cold]
     pub(crate) fn on_block(&self, now: u64) {
-        if self.probe_epoch.load(Acquire) != 0 && now >= self.probe_deadline.load(Relaxed) {
-            if let Ok(mut state) = self.state.try_lock() {
-                self.end_probe(&mut state, now);
-            }
+        if self.probe_epoch.load(Acquire) != 0
+            && now >= self.probe_deadline.load(Relaxed)
+            && let Ok(mut state) = self.state.try_lock()
+        {
+            self.end_probe(&mut state, now);
         }
     }
 
@@ -223,10 +224,10 @@ impl AdaptiveLimit {
             w.samples.fetch_add(1, Relaxed);
         }
         let enough = w.samples.load(Relaxed) >= u64::from(self.config.probe_samples);
-        if enough || now >= self.probe_deadline.load(Relaxed) {
-            if let Ok(mut state) = self.state.try_lock() {
-                self.end_probe(&mut state, now);
-            }
+        if (enough || now >= self.probe_deadline.load(Relaxed))
+            && let Ok(mut state) = self.state.try_lock()
+        {
+            self.end_probe(&mut state, now);
         }
     }
 

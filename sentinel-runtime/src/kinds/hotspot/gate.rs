@@ -203,7 +203,7 @@ impl HotPasses {
     }
 
     /// Takes every pass out, the latest first (the order to give them back in).
-    pub(crate) fn drain_latest_first(&mut self) -> impl Iterator<Item = (usize, HotPass)> {
+    pub(crate) fn drain_latest_first(&mut self) -> impl Iterator<Item = (usize, HotPass)> + use<> {
         let more = self.more.take().map_or_else(Vec::new, |more| *more);
         more.into_iter().rev().chain(self.first.take())
     }

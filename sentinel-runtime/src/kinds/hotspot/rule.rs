@@ -565,13 +565,13 @@ impl HotspotRule {
                 );
             }
         }
-        if let Some(max_wait) = self.max_wait {
-            if max_wait > MAX_WAIT_LIMIT {
-                return err(
-                    "max_wait",
-                    format!("must be at most {MAX_WAIT_LIMIT:?}, got {max_wait:?}"),
-                );
-            }
+        if let Some(max_wait) = self.max_wait
+            && max_wait > MAX_WAIT_LIMIT
+        {
+            return err(
+                "max_wait",
+                format!("must be at most {MAX_WAIT_LIMIT:?}, got {max_wait:?}"),
+            );
         }
         Ok(())
     }

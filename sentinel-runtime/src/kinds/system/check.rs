@@ -274,10 +274,11 @@ impl SystemState {
     }
 
     fn give_back(&self, gate: &Option<Arc<Gate>>, pass: SystemPass, count: u32) {
-        if let Some(gate) = gate {
-            if pass.gated_at != 0 && Arc::as_ptr(gate) as usize == pass.gate {
-                gate.cancel(pass.gated_at, count);
-            }
+        if let Some(gate) = gate
+            && pass.gated_at != 0
+            && Arc::as_ptr(gate) as usize == pass.gate
+        {
+            gate.cancel(pass.gated_at, count);
         }
         if pass.counted {
             self.inside.release(1);

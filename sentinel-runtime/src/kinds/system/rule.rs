@@ -129,28 +129,28 @@ impl SystemRule {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), RuleError> {
         let err = |field, message: &str| Err(RuleError::new(SYSTEM_RESOURCE, field, message));
-        if let Some(cpu) = self.cpu_usage {
-            if !(0.0..=1.0).contains(&cpu) {
-                return err(
-                    "cpu_usage",
-                    "must be a fraction of the process's cores, 0..=1 (not a percentage)",
-                );
-            }
+        if let Some(cpu) = self.cpu_usage
+            && !(0.0..=1.0).contains(&cpu)
+        {
+            return err(
+                "cpu_usage",
+                "must be a fraction of the process's cores, 0..=1 (not a percentage)",
+            );
         }
-        if let Some(load) = self.load_per_core {
-            if !load.is_finite() || load <= 0.0 {
-                return err("load_per_core", "must be finite and positive");
-            }
+        if let Some(load) = self.load_per_core
+            && (!load.is_finite() || load <= 0.0)
+        {
+            return err("load_per_core", "must be finite and positive");
         }
-        if let Some(rt) = self.avg_rt {
-            if rt.is_zero() || rt > MAX_SYSTEM_RT {
-                return err("avg_rt", "must be positive and at most a minute");
-            }
+        if let Some(rt) = self.avg_rt
+            && (rt.is_zero() || rt > MAX_SYSTEM_RT)
+        {
+            return err("avg_rt", "must be positive and at most a minute");
         }
-        if let Some(qps) = self.qps {
-            if !qps.is_finite() || qps < 0.0 {
-                return err("qps", "must be finite and non-negative");
-            }
+        if let Some(qps) = self.qps
+            && (!qps.is_finite() || qps < 0.0)
+        {
+            return err("qps", "must be finite and non-negative");
         }
         if self == &SystemRule::default().shadow(self.shadow) {
             return err(

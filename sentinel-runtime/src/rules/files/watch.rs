@@ -115,10 +115,10 @@ const MAX_LINKS: usize = 40;
 fn directories_of(path: &Path, dir: &Path) -> (Vec<PathBuf>, bool) {
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut add = |d: &Path| {
-        if let Ok(d) = fs::canonicalize(d) {
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
+        if let Ok(d) = fs::canonicalize(d)
+            && !dirs.contains(&d)
+        {
+            dirs.push(d);
         }
     };
     add(dir);

@@ -62,10 +62,10 @@ impl<A: AtomicWord> ParamTable<A> {
             tolerance,
             max_wait,
         };
-        if let Some((bucket, i)) = self.find_in(k, OCCUPIED) {
-            if let Some(decision) = rate_in(bucket, i, k, now, &r) {
-                return decision;
-            }
+        if let Some((bucket, i)) = self.find_in(k, OCCUPIED)
+            && let Some(decision) = rate_in(bucket, i, k, now, &r)
+        {
+            return decision;
         }
         self.acquire_rate_again(*k, now, r)
     }
