@@ -99,18 +99,18 @@ impl ClusterHot {
                 // the value here, as it does a flow rule: the other instances' local passes of
                 // the window in progress are not yet charged to the value's shared bucket,
                 // which may look full.
-                if let RateDecision::Block { retry_after } = counted {
-                    if shared::resumed_within(now, self.window_ms.saturating_mul(1_000_000)) {
-                        let retry =
-                            (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after));
-                        return Some(Err(BlockError::hot_param(
-                            resource,
-                            self.given,
-                            self.param_index,
-                            retry,
-                        )
-                        .because(CLUSTER_LIMIT)));
-                    }
+                if let RateDecision::Block { retry_after } = counted
+                    && shared::resumed_within(now, self.window_ms.saturating_mul(1_000_000))
+                {
+                    let retry =
+                        (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after));
+                    return Some(Err(BlockError::hot_param(
+                        resource,
+                        self.given,
+                        self.param_index,
+                        retry,
+                    )
+                    .because(CLUSTER_LIMIT)));
                 }
                 Some(Ok(()))
             }
