@@ -1,6 +1,6 @@
-//! Model tests of the lock-free windows, the name table, the hotspot parameter table and the
-//! hazard-pointer publication: loom models of every interleaving, and property tests
-//! against plain reference models.
+//! Model tests of the lock-free windows, the name table, the hotspot parameter table, the
+//! hazard-pointer publication and the per-second ring of would-be blocks: loom models of every
+//! interleaving, and property tests against plain reference models.
 
 mod loom_lease;
 mod loom_name_table;
@@ -10,3 +10,4 @@ mod loom_qps;
 mod loom_ring;
 mod qps_model;
 mod ring_model;
+mod shadow_seconds;

@@ -9,7 +9,7 @@ mod leap_array;
 mod node_stats;
 mod resource_stats;
 pub(crate) mod ring;
-mod shadow;
+pub(crate) mod shadow;
 pub(crate) mod word;
 
 pub use bucket::MetricEvent;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use super::bucket::RULE_KINDS;
+use crate::sync::AtomicWord;
 
 /// A resource's shadow counts since it was created. Only chains with a shadow part write
 /// here, once per call that a shadow rule would have refused or delayed.
@@ -41,7 +42,7 @@ impl ShadowStats {
         let ring = self
             .per_second
             .get_or_init(|| Box::new(std::array::from_fn(|_| AtomicU64::new(0))));
-        add_to_second(ring, now / 1_000_000_000, count);
+        add_to_second(&ring[..], now / 1_000_000_000, count);
         #[cfg(feature = "tracing")]
         self.event(resource, now, kind.1);
         #[cfg(not(feature = "tracing"))]
@@ -64,13 +65,9 @@ impl ShadowStats {
     /// on the runtime clock), if it is one of the last [`SECONDS`] seconds the resource saw
     /// would-be blocks in; else 0.
     pub(crate) fn blocks_in_second(&self, second: u64) -> u64 {
-        let Some(ring) = self.per_second.get() else {
-            return 0;
-        };
-        let word = ring[second as usize % SECONDS].load(Relaxed);
-        match word >> 32 == u64::from(tag(second)) {
-            true => word & u64::from(u32::MAX),
-            false => 0,
+        match self.per_second.get() {
+            Some(ring) => count_in_second(&ring[..], second),
+            None => 0,
         }
     }
 
@@ -108,7 +105,7 @@ impl ShadowStats {
 }
 
 /// Seconds of would-be blocks a resource keeps (a minute, rounded up to a power of two).
-const SECONDS: usize = 64;
+pub(crate) const SECONDS: usize = 64;
 
 /// A second's tag in its slot: the second plus one, truncated to 32 bits (0: a slot never
 /// written).
@@ -121,8 +118,13 @@ fn tag(second: u64) -> u32 {
 /// still holding an older second starts afresh with this one (nothing of that second is lost
 /// that could still be read: it is more than [`SECONDS`] seconds old), and one already holding
 /// a newer second is left alone (a caller delayed by a minute drops its count).
-fn add_to_second(ring: &[AtomicU64; SECONDS], second: u64, count: u32) {
-    let slot = &ring[second as usize % SECONDS];
+///
+/// Generic over the word so that the model tests run it on loom's atomics; `ring` holds
+/// [`SECONDS`] slots (an empty one counts nothing).
+pub(crate) fn add_to_second<A: AtomicWord>(ring: &[A], second: u64, count: u32) {
+    let Some(slot) = ring.get(second as usize % SECONDS) else {
+        return;
+    };
     let mine = tag(second);
     let mut word = slot.load(Relaxed);
     loop {
@@ -138,6 +140,19 @@ fn add_to_second(ring: &[AtomicU64; SECONDS], second: u64, count: u32) {
             Ok(_) => return,
             Err(seen) => word = seen,
         }
+    }
+}
+
+/// The count of `second` in `ring` (see [`add_to_second`]): its slot's count if the slot holds
+/// that second, else 0.
+pub(crate) fn count_in_second<A: AtomicWord>(ring: &[A], second: u64) -> u64 {
+    let Some(slot) = ring.get(second as usize % SECONDS) else {
+        return 0;
+    };
+    let word = slot.load(Relaxed);
+    match word >> 32 == u64::from(tag(second)) {
+        true => word & u64::from(u32::MAX),
+        false => 0,
     }
 }
 
