@@ -14,7 +14,7 @@ use crate::kinds::circuit_breaker::ProbeTicket;
 use crate::kinds::flow::adaptive::AdaptiveLimit;
 use crate::kinds::flow::Outcome;
 use crate::kinds::system::check as system;
-use crate::kinds::Admission;
+use crate::kinds::{Admission, Exit};
 use crate::node::{REPORTS_ADAPTIVE, REPORTS_BREAKERS};
 
 impl Drop for Entry {
@@ -117,16 +117,21 @@ impl Entry {
                     gate.exit(place);
                 }
             }
-            if let (true, Some(outlier)) = (held.outlier.is_some(), &held.chain.outlier) {
-                let name = self.node.name();
-                outlier.on_exit(name, held.outlier, now, error, abandoned);
+            let exit = Exit {
+                resource: self.node.name(),
+                now,
+                error,
+                abandoned,
+            };
+            if held.tickets.any() {
+                held.tickets.exit(&held.chain, &exit);
             }
             if let Some(admission) = &held.shadow {
                 let part = Shadow::of(&held.chain);
                 shadow = exit_shadow(part, admission);
-                // A shadow outlier rule learns the call's outcome as an enforced one does.
-                if let (true, Some(outlier)) = (admission.outlier.is_some(), &part.chain.outlier) {
-                    outlier.on_exit(self.node.name(), admission.outlier, now, error, abandoned);
+                // The shadow part's kinds learn the call's outcome as the enforced ones do.
+                if admission.tickets.any() {
+                    admission.tickets.exit(&part.chain, &exit);
                 }
             }
         }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::kinds::circuit_breaker::ProbeTicket;
-use crate::kinds::outlier::OutlierTicket;
+use crate::kinds::tickets::Tickets;
 use crate::kinds::{Admission, Chain, ShadowPass};
 use crate::node::ResourceNode;
 use crate::param::Params;
@@ -27,7 +27,7 @@ pub(super) const SYSTEM_COUNTED: u64 = 16;
 /// inside that `Drop`; such an entry is judged by [`ERROR`] alone), nor for a guarded
 /// function's sync call, which has [`RUNNING`] instead.
 pub(super) const WATCH_PANIC: u64 = 32;
-/// The entry holds places in hotspot concurrency counters, or reports to an outlier rule.
+/// The entry holds places in hotspot concurrency counters, or a kind's ticket (see [`Held`]).
 pub(super) const HELD: u64 = 64;
 /// A guarded function's sync call whose body has not returned: its generated code clears this
 /// when the body returns ([`Entry::returned`]), so an exit that finds it set is the body's
@@ -96,20 +96,21 @@ pub struct Entry {
     pub(super) probe: ProbeTicket,
     /// The flags above in the lower half, the count of passes in the upper half (set once).
     pub(super) flags: AtomicU64,
-    /// Places taken in hotspot concurrency counters, the endpoint an outlier rule tracks and
-    /// what a shadow part holds for the call
+    /// Places taken in hotspot concurrency counters, the kinds' tickets and what a shadow part
+    /// holds for the call
     /// (rare: boxed, so the common entry stays small). Dropped by the exit that gives them back (the common exit, with none, runs no
     /// drop code for it).
     pub(super) held: ManuallyDrop<Option<Box<Held>>>,
 }
 
-/// Places an entry took in hotspot concurrency counters, the endpoint its exit reports to the
-/// outlier rules, and what the chain's shadow part holds for it, with the checks that own them.
+/// Places an entry took in hotspot concurrency counters, the tickets the kinds' checks left
+/// with it (handed to their exit hooks), and what the chain's shadow part holds for it, with
+/// the checks that own them.
 #[derive(Debug)]
 pub(super) struct Held {
     pub(super) chain: Arc<Chain>,
     pub(super) places: Vec<(usize, Place)>,
-    pub(super) outlier: OutlierTicket,
+    pub(super) tickets: Tickets,
     /// What the chain's shadow part reserved for the call (see [`ShadowPass::held`]).
     pub(super) shadow: Option<Box<Admission>>,
 }
@@ -158,7 +159,7 @@ impl Entry {
             flags |= SYSTEM_COUNTED;
         }
         // Rate passes hold nothing once admitted; only concurrency places are given back.
-        let held = if admission.hot.holds_places() || admission.outlier.is_some() {
+        let held = if admission.hot.holds_places() || admission.tickets.any() {
             hot_held(admission, chain)
         } else {
             None
@@ -196,7 +197,7 @@ impl Entry {
                 *self.held = Some(Box::new(Held {
                     chain: chain(),
                     places: Vec::new(),
-                    outlier: OutlierTicket::default(),
+                    tickets: Tickets::default(),
                     shadow: Some(held),
                 }));
             }
@@ -255,7 +256,7 @@ impl Entry {
     }
 }
 
-/// The hotspot places and the outlier ticket of `admission`, held with an owned handle on
+/// The hotspot places and the kinds' tickets of `admission`, held with an owned handle on
 /// `chain`.
 #[cold]
 pub(super) fn hot_held(
@@ -263,14 +264,14 @@ pub(super) fn hot_held(
     chain: impl FnOnce() -> Option<Arc<Chain>>,
 ) -> Option<Box<Held>> {
     let places: Vec<(usize, Place)> = admission.inside().collect();
-    if places.is_empty() && !admission.outlier.is_some() {
+    if places.is_empty() && !admission.tickets.any() {
         return None;
     }
     let chain = chain()?;
     Some(Box::new(Held {
         chain,
         places,
-        outlier: admission.outlier,
+        tickets: admission.tickets,
         shadow: None,
     }))
 }

@@ -99,15 +99,10 @@ pub(super) struct Holding<'c, 'h> {
 impl Holding<'_, '_> {
     /// The admission record the stage runner would have made.
     fn admission(&self) -> Admission {
-        let mut admission = Admission {
-            at: self.now,
-            inbound: if self.params.is_inbound() {
-                INBOUND_CALL
-            } else {
-                0
-            },
-            ..Admission::default()
-        };
+        let mut admission = Admission::at(self.now);
+        if self.params.is_inbound() {
+            admission.inbound = INBOUND_CALL;
+        }
         if let HotPass::Rate { turn, .. } = self.pass {
             admission.turn = turn;
         }

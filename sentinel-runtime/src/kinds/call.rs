@@ -1,10 +1,12 @@
-//! What the stages see of a call and record for it: [`Call`], and what they decided for an
-//! admitted call ([`Admission`]); what a kind's builder may read ([`BuildContext`]).
+//! What the stages see of a call and record for it: [`Call`], and what they decided and
+//! reserved for it ([`Reserved`]); what a kind's exit hook learns of the call's end ([`Exit`]);
+//! what a kind's builder may read ([`BuildContext`]). The kinds' tickets, which the table
+//! derives, ride beside [`Reserved`] in the `Admission` (`kinds/admission.rs`): this file is
+//! below the kinds, so it names none of the table's types.
 
 use crate::kinds::circuit_breaker::breaker::ProbeTicket;
 use crate::kinds::flow::related::Resolve;
 use crate::kinds::hotspot::gate::{HotPass, HotPasses};
-use crate::kinds::outlier::OutlierTicket;
 use crate::kinds::system::check::SystemPass;
 use crate::param::Params;
 use crate::slot::param_table;
@@ -28,9 +30,11 @@ pub(crate) struct BuildContext<'a> {
     pub(crate) shadow: bool,
 }
 
-/// What the chain decided for an admitted call.
+/// What the stages decided and reserved for a call, written through [`Call::out`]: the shared
+/// records that several kinds or the entry read. A kind's own per-call state is its ticket
+/// ([`Kind::Ticket`](super::kind::Kind::Ticket)), kept beside this in the `Admission`.
 #[derive(Debug, Default)]
-pub(crate) struct Admission {
+pub(crate) struct Reserved {
     /// The time the call counts at (the entry's clock reading, or later if a QPS window had
     /// already moved past it).
     pub(crate) at: u64,
@@ -52,44 +56,17 @@ pub(crate) struct Admission {
     /// What the system check reserved (`counted`: the call took a place in the system rules'
     /// count of inbound calls inside).
     pub(crate) system: SystemPass,
-    /// The endpoint the call was admitted to by the outlier check, if tracked.
-    pub(crate) outlier: OutlierTicket,
 }
 
-/// What a chain's shadow part decided for a call its enforced part admitted (see
-/// `stages::check_shadow`). Kept apart from the [`Admission`], so that entries of chains
-/// without a shadow part (the lone-gate shortcuts above all) carry nothing more.
-#[derive(Debug, Default)]
-pub(crate) struct ShadowPass {
-    /// What the shadow part reserved for the call that its exit gives back or reports to (a
-    /// place inside, a breaker's probe, hotspot places); `None` when it holds nothing.
-    pub(crate) held: Option<Box<Admission>>,
-    /// The shadow part would have blocked the call: its breakers and adaptive limit do not
-    /// learn the call's outcome (for them, it never ran).
-    pub(crate) blocked: bool,
-}
-
-impl ShadowPass {
-    /// Whether the exit has anything to do for the shadow part.
-    #[inline(always)]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.held.is_none() && !self.blocked
-    }
-}
-
-/// [`Admission::inbound`]: the call is inbound traffic.
+/// [`Reserved::inbound`]: the call is inbound traffic.
 pub(crate) const INBOUND_CALL: u64 = 1;
 
-impl Admission {
-    /// Whether the call holds something its exit must give back or report (a place inside, a
-    /// probe, hotspot places, a place in the shadow system rules' count): a shadow admission
-    /// that holds nothing is dropped at once.
+impl Reserved {
+    /// Whether the call holds something here that its exit must give back or report (a place
+    /// inside, a probe, hotspot places, a place in the shadow system rules' count).
+    #[inline(always)]
     pub(crate) fn holds(&self) -> bool {
-        self.counted != 0
-            || self.system.counted
-            || self.probe.is_some()
-            || self.hot.holds_places()
-            || self.outlier.is_some()
+        self.counted != 0 || self.system.counted || self.probe.is_some() || self.hot.holds_places()
     }
 
     /// The places the call took in hotspot concurrency counters, which its exit gives back.
@@ -103,8 +80,9 @@ impl Admission {
 }
 
 /// One call going through the stages: what it asks for, and what the stages decided and
-/// reserved so far, written in place into the caller's [`Admission`] (a moved struct is copied
-/// with wide loads that stall on the narrower stores that built it: measured on this path).
+/// reserved so far, written in place into the caller's [`Reserved`] (a moved struct is copied
+/// with wide loads that stall on the narrower stores that built it: measured on this path). A
+/// kind's ticket is not in it: its check returns it, its release and exit hook receive it.
 pub(crate) struct Call<'a> {
     pub(crate) target: Target<'a>,
     pub(crate) counter: &'a ConcurrencyCounter,
@@ -112,5 +90,19 @@ pub(crate) struct Call<'a> {
     pub(crate) count: u32,
     /// The flow checks' first `gates` QPS gates admitted the call (at `out.at`).
     pub(crate) gates: usize,
-    pub(crate) out: &'a mut Admission,
+    pub(crate) out: &'a mut Reserved,
+}
+
+/// What the exit of an admitted call knows, for the kinds' exit hooks
+/// ([`Kind::on_exit`](super::kind::Kind::on_exit)).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Exit {
+    /// The entered resource's name.
+    pub(crate) resource: &'static str,
+    /// The exit's clock reading.
+    pub(crate) now: u64,
+    /// The call failed (an error set, or a panic of its own).
+    pub(crate) error: bool,
+    /// The call was abandoned (its future dropped half-way): no verdict on it.
+    pub(crate) abandoned: bool,
 }

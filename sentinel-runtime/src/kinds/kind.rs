@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::call::{BuildContext, Call};
+use super::call::{BuildContext, Call, Exit};
 use crate::error::{BlockError, RuleError};
 use crate::param::Params;
 #[cfg(feature = "rule-files")]
@@ -13,7 +13,16 @@ use crate::rule_data::file::reader::Reader;
 /// A kind of rule: its rules, its part of a resource's chain of checks, its stage, its name.
 ///
 /// Every method is required: a new kind cannot leave one out and fall back on a default that
-/// would skip its check.
+/// would skip its check. That holds for the exit hook too: a kind whose check leaves nothing
+/// with the call says so with `type Ticket = ();` and an empty [`on_exit`](Self::on_exit)
+/// (never called: a unit ticket is never set), rather than inheriting a default that a kind
+/// with a ticket could forget to override.
+///
+/// A kind with per-call state (the endpoint a call was admitted to, say) writes it in
+/// [`check`](Self::check) as its [`Ticket`](Self::Ticket); the table carries each
+/// kind's ticket in the call's admission and its entry (`kinds/tickets.rs`), gives it back to
+/// [`release`](Self::release) if the call is not admitted after all, and to
+/// [`on_exit`](Self::on_exit) at the call's exit, for the enforced and the shadow part.
 pub(crate) trait Kind: 'static {
     /// The rule (plain validated data; public in [`rules`](crate::rules)).
     type Rule: Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
@@ -21,6 +30,10 @@ pub(crate) trait Kind: 'static {
     /// chain has two such parts per kind (enforced and shadow), and a build of either may
     /// take over state from both of the old ones ([`Successors`]).
     type Checks: Default + fmt::Debug + Send + Sync + Successors;
+    /// What its check leaves with an admitted call until the call's exit (`()` for a kind that
+    /// leaves nothing). Its default value means "nothing held": an entry whose tickets are all
+    /// default takes the exit that reports to no kind.
+    type Ticket: Copy + Default + PartialEq + fmt::Debug;
 
     /// Its name: in errors (`flow[2]`), in load counts and metrics, and its key in rule files.
     const NAME: &'static str;
@@ -62,12 +75,24 @@ pub(crate) trait Kind: 'static {
     /// What its checks are for the lone-check shortcut (see [`Alone`]).
     fn alone(checks: &Self::Checks) -> Alone;
 
-    /// Its stage's check: decides the call, recording what it reserved in the call.
-    fn check(checks: &Self::Checks, call: &mut Call<'_>) -> Result<(), BlockError>;
+    /// Its stage's check: decides the call, recording what it reserved in the call, and in
+    /// `ticket` (the default one on entry) what it leaves with the call until its exit. A
+    /// check that leaves nothing does not write it (the common path stays without a store).
+    fn check(
+        checks: &Self::Checks,
+        call: &mut Call<'_>,
+        ticket: &mut Self::Ticket,
+    ) -> Result<(), BlockError>;
 
-    /// Gives back what its check reserved for the call (also after the check blocked half-way;
-    /// a no-op when it reserved nothing).
-    fn release(checks: &Self::Checks, call: &mut Call<'_>);
+    /// Gives back what its check reserved for the call, `ticket` being what the check left
+    /// (the default one if it left nothing or did not run; the call holds it no more): also after the check blocked half-way;
+    /// a no-op when it reserved nothing.
+    fn release(checks: &Self::Checks, call: &mut Call<'_>, ticket: Self::Ticket);
+
+    /// The exit of a call its check admitted with `ticket` (only called when the ticket is not
+    /// the default), with the checks of the part that admitted it: the enforced part, or the
+    /// shadow part (whose checks learn the outcome as the enforced ones do).
+    fn on_exit(checks: &Self::Checks, ticket: Self::Ticket, exit: &Exit);
 
     /// Whether this kind's process-wide shadow rules (put in force by
     /// [`put_in_force`](Self::put_in_force)) check a call with `params`: then its shadow stage

@@ -2,31 +2,34 @@
 //! slots merged in by their order numbers); the first block stops the run, and everything the
 //! stages and slots before it reserved is given back by walking the same list back.
 //!
-//! A stage is a kind of check: its [`Kind::check`] checks the call and records what it
-//! reserved in the [`Call`], and its [`Kind::release`] gives that back. The list is the table
-//! of kinds, sorted by each kind's [`Kind::ORDER`].
+//! A stage is a kind of check: its [`Kind::check`] checks the call, records what it reserved
+//! in the [`Call`] and its ticket in the admission's [`Tickets`], and its
+//! [`Kind::release`] gives that back. The list is the table of kinds, sorted by each kind's
+//! [`Kind::ORDER`].
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::clock;
 use crate::error::BlockError;
-use crate::kinds::call::{Admission, Call, ShadowPass, Target};
+use crate::kinds::admission::{Admission, ShadowPass};
+use crate::kinds::call::{Call, Target};
 use crate::kinds::chain::{Chain, Shadow};
 use crate::kinds::kind::Kind;
 use crate::kinds::table::kinds_table;
+use crate::kinds::tickets::Tickets;
 use crate::param::Params;
 use crate::slot::concurrency::ConcurrencyCounter;
 use crate::slot::custom::{self, Registered, SlotContext, SlotList};
 use crate::stat::BlockTotals;
 
-/// A built-in stage: where custom slots fall around it, its kind's check, and what gives back
-/// what its check reserved (also after the check itself blocked half-way; a no-op when it
-/// reserved nothing).
+/// A built-in stage: where custom slots fall around it, its kind's check (which sets its
+/// kind's ticket), and what gives back what its check reserved (also after the check itself
+/// blocked half-way; a no-op when it reserved nothing), taking its kind's ticket back.
 #[derive(Clone, Copy)]
 pub(crate) struct Stage {
     pub(crate) order: i32,
-    pub(crate) check: fn(&Chain, &mut Call<'_>) -> Result<(), BlockError>,
-    pub(crate) release: fn(&Chain, &mut Call<'_>),
+    pub(crate) check: fn(&Chain, &mut Call<'_>, &mut Tickets) -> Result<(), BlockError>,
+    pub(crate) release: fn(&Chain, &mut Call<'_>, &mut Tickets),
 }
 
 /// Defines [`STAGES`] from the table of kinds.
@@ -36,8 +39,13 @@ macro_rules! define_stages {
         pub(crate) const STAGES: [Stage; [$(stringify!($name)),*].len()] = by_order([$(
             Stage {
                 order: <$kind as Kind>::ORDER,
-                check: |chain, call| <$kind as Kind>::check(&chain.$name, call),
-                release: |chain, call| <$kind as Kind>::release(&chain.$name, call),
+                check: |chain, call, tickets| {
+                    <$kind as Kind>::check(&chain.$name, call, &mut tickets.$name)
+                },
+                release: |chain, call, tickets| {
+                    let ticket = ::core::mem::take(&mut tickets.$name);
+                    <$kind as Kind>::release(&chain.$name, call, ticket)
+                },
             },
         )*]);
     };
@@ -89,23 +97,24 @@ pub(crate) fn check(
     params: &Params,
     out: &mut Admission,
 ) -> Result<Option<SlotList>, BlockError> {
-    out.at = now;
+    let Admission { reserved, tickets } = out;
+    reserved.at = now;
     let mut call = Call {
         target,
         counter,
         params,
         count,
         gates: 0,
-        out,
+        out: reserved,
     };
     if custom::has_custom() {
-        return check_with_custom(chain, &mut call);
+        return check_with_custom(chain, &mut call, tickets);
     }
     // No user code runs in the built-in stages, so no guard is needed against a panic: a block
     // gives back what was reserved explicitly.
     for (i, stage) in STAGES.iter().enumerate() {
-        if let Err(block) = (stage.check)(chain, &mut call) {
-            release_stages(chain, &mut call, i + 1);
+        if let Err(block) = (stage.check)(chain, &mut call, tickets) {
+            release_stages(chain, &mut call, tickets, i + 1);
             return Err(block);
         }
     }
@@ -150,21 +159,19 @@ fn run_shadow(
     params: &Params,
     at: u64,
 ) -> ShadowPass {
-    let mut admission = Admission {
-        at,
-        ..Admission::default()
-    };
+    let mut admission = Admission::at(at);
+    let Admission { reserved, tickets } = &mut admission;
     let mut call = Call {
         target,
         counter: &shadow.counter,
         params,
         count,
         gates: 0,
-        out: &mut admission,
+        out: reserved,
     };
     for (i, stage) in STAGES.iter().enumerate() {
-        if let Err(block) = (stage.check)(&shadow.chain, &mut call) {
-            release_stages(&shadow.chain, &mut call, i + 1);
+        if let Err(block) = (stage.check)(&shadow.chain, &mut call, tickets) {
+            release_stages(&shadow.chain, &mut call, tickets, i + 1);
             let index = BlockTotals::index_of(block.kind());
             let name = BlockTotals::RULES.get(index).copied().unwrap_or("custom");
             let kind = (index, name);
@@ -199,22 +206,23 @@ fn cancel_shadow(target: Target<'_>, chain: &Chain, count: u32, pass: ShadowPass
         return;
     };
     let shadow = Shadow::of(chain);
+    let Admission { reserved, tickets } = &mut *held;
     let mut call = Call {
         target,
         counter: &shadow.counter,
         params: &Params::NONE,
         count,
         gates: shadow.chain.flow.gates.len(),
-        out: &mut held,
+        out: reserved,
     };
-    release_stages(&shadow.chain, &mut call, STAGES.len());
+    release_stages(&shadow.chain, &mut call, tickets, STAGES.len());
 }
 
 /// Gives back what the first `ran` stages reserved, the latest first.
 #[cold]
-fn release_stages(chain: &Chain, call: &mut Call<'_>, ran: usize) {
+fn release_stages(chain: &Chain, call: &mut Call<'_>, tickets: &mut Tickets, ran: usize) {
     for stage in STAGES[..ran].iter().rev() {
-        (stage.release)(chain, call);
+        (stage.release)(chain, call, tickets);
     }
 }
 
@@ -234,17 +242,19 @@ pub(crate) fn cancel(
     let slots: &[Registered] = custom.as_ref().map_or(&[], SlotList::slots);
     cancel_shadow(target, chain, count, shadow);
     let at = admission.at;
+    let Admission { reserved, tickets } = &mut admission;
     let mut call = Call {
         target,
         counter,
         params: &Params::NONE,
         count,
         gates: chain.flow.gates.len(),
-        out: &mut admission,
+        out: reserved,
     };
     drop(Unwind {
         chain,
         call: &mut call,
+        tickets,
         stages: STAGES.len(),
         slots,
         admitted: slots.len(),
@@ -258,6 +268,8 @@ pub(crate) fn cancel(
 struct Unwind<'c, 'a> {
     chain: &'c Chain,
     call: &'c mut Call<'a>,
+    /// The kinds' tickets of the call.
+    tickets: &'c mut Tickets,
     /// The first `stages` built-in stages ran (the last of them perhaps half-way).
     stages: usize,
     slots: &'c [Registered],
@@ -309,7 +321,7 @@ impl Unwind<'_, '_> {
                 let _ = catch_unwind(AssertUnwindSafe(|| slot.cancel(&ctx)));
             } else {
                 i -= 1;
-                (STAGES[i].release)(self.chain, self.call);
+                (STAGES[i].release)(self.chain, self.call, self.tickets);
             }
         }
     }
@@ -326,12 +338,17 @@ impl Drop for Unwind<'_, '_> {
 /// The stages with the custom slots merged in by order. A block or a panic anywhere gives back
 /// everything reserved before it.
 #[cold]
-fn check_with_custom(chain: &Chain, call: &mut Call<'_>) -> Result<Option<SlotList>, BlockError> {
+fn check_with_custom(
+    chain: &Chain,
+    call: &mut Call<'_>,
+    tickets: &mut Tickets,
+) -> Result<Option<SlotList>, BlockError> {
     let slots = custom::registered();
     let at = call.out.at;
     let mut run = Unwind {
         chain,
         call,
+        tickets,
         stages: 0,
         slots: slots.slots(),
         admitted: 0,
@@ -341,7 +358,7 @@ fn check_with_custom(chain: &Chain, call: &mut Call<'_>) -> Result<Option<SlotLi
     for stage in &STAGES {
         run.run_slots_before(Some(stage.order))?;
         run.stages += 1;
-        (stage.check)(chain, run.call)?;
+        (stage.check)(chain, run.call, run.tickets)?;
         run.times[run.stages] = run.call.out.at;
     }
     run.run_slots_before(None)?;

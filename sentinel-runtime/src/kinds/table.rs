@@ -1,8 +1,9 @@
 //! The table of kinds: one line per kind of rule. Every list that goes over the kinds is
 //! derived from it: the fields of [`RuleSet`](crate::rules::RuleSet), of a resource's chain of
 //! checks and of the rules a chain is built from, the stages and their order, the loaded rules
-//! by kind, the attribute's defaults, the kinds' names and file keys, the lone-check shortcut
-//! and the kinds the page lists. A kind is its folder under `kinds/` (a [`Kind`](super::kind::Kind)
+//! by kind, the attribute's defaults, the kinds' names and file keys, the lone-check shortcut,
+//! the kinds' per-call tickets with the exit hook that reports them (`tickets.rs`) and the kinds
+//! the page lists. A kind is its folder under `kinds/` (a [`Kind`](super::kind::Kind)
 //! and what it needs) and one line here.
 
 /// Calls `$then! { .. }` with the table: per kind, the doc of its [`RuleSet`](crate::rules::RuleSet)

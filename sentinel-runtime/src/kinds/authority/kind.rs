@@ -1,7 +1,7 @@
 //! The authority kind in the table of kinds.
 
 use crate::error::{BlockError, RuleError};
-use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::call::{BuildContext, Call, Exit};
 use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate;
 use crate::param::Params;
@@ -25,6 +25,7 @@ pub(crate) struct AuthorityKind;
 impl Kind for AuthorityKind {
     type Rule = AuthorityRule;
     type Checks = Vec<AuthorityRule>;
+    type Ticket = ();
 
     const NAME: &'static str = "authority";
     const KEYS: &'static [&'static str] = &["authority"];
@@ -65,13 +66,19 @@ impl Kind for AuthorityKind {
     }
 
     #[inline(always)]
-    fn check(checks: &Vec<AuthorityRule>, call: &mut Call<'_>) -> Result<(), BlockError> {
+    fn check(
+        checks: &Vec<AuthorityRule>,
+        call: &mut Call<'_>,
+        _: &mut (),
+    ) -> Result<(), BlockError> {
         stage::check(checks, call)
     }
 
-    fn release(checks: &Vec<AuthorityRule>, call: &mut Call<'_>) {
+    fn release(checks: &Vec<AuthorityRule>, call: &mut Call<'_>, _: ()) {
         stage::release(checks, call)
     }
+
+    fn on_exit(_: &Vec<AuthorityRule>, _: (), _: &Exit) {}
 
     fn shadow_checks(_: &Params) -> bool {
         false

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::{BlockError, RuleError};
-use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::call::{BuildContext, Call, Exit};
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
 use crate::param::Params;
@@ -21,6 +21,7 @@ pub(crate) struct CircuitBreakerKind;
 impl Kind for CircuitBreakerKind {
     type Rule = CircuitBreakerRule;
     type Checks = Vec<Arc<CircuitBreaker>>;
+    type Ticket = ();
 
     const NAME: &'static str = "circuit_breaker";
     const KEYS: &'static [&'static str] = &["circuit_breaker", "degrade"];
@@ -60,13 +61,19 @@ impl Kind for CircuitBreakerKind {
     }
 
     #[inline(always)]
-    fn check(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>) -> Result<(), BlockError> {
+    fn check(
+        checks: &Vec<Arc<CircuitBreaker>>,
+        call: &mut Call<'_>,
+        _: &mut (),
+    ) -> Result<(), BlockError> {
         stage::check(checks, call)
     }
 
-    fn release(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>) {
+    fn release(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>, _: ()) {
         stage::release(checks, call)
     }
+
+    fn on_exit(_: &Vec<Arc<CircuitBreaker>>, _: (), _: &Exit) {}
 
     fn shadow_checks(_: &Params) -> bool {
         false

@@ -1,7 +1,7 @@
 //! The flow kind in the table of kinds.
 
 use crate::error::{BlockError, RuleError};
-use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::call::{BuildContext, Call, Exit};
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
 use crate::param::Params;
@@ -18,6 +18,7 @@ pub(crate) struct FlowKind;
 impl Kind for FlowKind {
     type Rule = FlowRule;
     type Checks = FlowChecks;
+    type Ticket = ();
 
     const NAME: &'static str = "flow";
     const KEYS: &'static [&'static str] = &["flow"];
@@ -60,13 +61,15 @@ impl Kind for FlowKind {
     }
 
     #[inline(always)]
-    fn check(checks: &FlowChecks, call: &mut Call<'_>) -> Result<(), BlockError> {
+    fn check(checks: &FlowChecks, call: &mut Call<'_>, _: &mut ()) -> Result<(), BlockError> {
         stage::check(checks, call)
     }
 
-    fn release(checks: &FlowChecks, call: &mut Call<'_>) {
+    fn release(checks: &FlowChecks, call: &mut Call<'_>, _: ()) {
         stage::release(checks, call)
     }
+
+    fn on_exit(_: &FlowChecks, _: (), _: &Exit) {}
 
     fn shadow_checks(_: &Params) -> bool {
         false

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use crate::error::{BlockError, RuleError};
-use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::call::{BuildContext, Call, Exit};
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate::{self, Cap};
 use crate::param::Params;
@@ -22,6 +22,7 @@ pub(crate) struct HotspotKind;
 impl Kind for HotspotKind {
     type Rule = HotspotRule;
     type Checks = Vec<HotspotGate>;
+    type Ticket = ();
 
     const NAME: &'static str = "hotspot";
     const KEYS: &'static [&'static str] = &["hotspot", "paramFlow"];
@@ -67,13 +68,15 @@ impl Kind for HotspotKind {
     }
 
     #[inline(always)]
-    fn check(checks: &Vec<HotspotGate>, call: &mut Call<'_>) -> Result<(), BlockError> {
+    fn check(checks: &Vec<HotspotGate>, call: &mut Call<'_>, _: &mut ()) -> Result<(), BlockError> {
         stage::check(checks, call)
     }
 
-    fn release(checks: &Vec<HotspotGate>, call: &mut Call<'_>) {
+    fn release(checks: &Vec<HotspotGate>, call: &mut Call<'_>, _: ()) {
         stage::release(checks, call)
     }
+
+    fn on_exit(_: &Vec<HotspotGate>, _: (), _: &Exit) {}
 
     fn shadow_checks(_: &Params) -> bool {
         false

@@ -1,7 +1,7 @@
 //! The outlier kind in the table of kinds.
 
 use crate::error::{BlockError, RuleError};
-use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::call::{BuildContext, Call, Exit};
 use crate::kinds::kind::{Alone, Kind, Successors, Validation};
 use crate::kinds::validate::{self, Cap};
 use crate::param::Params;
@@ -12,6 +12,7 @@ use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
 use super::detector::Detector;
 use super::rule::{OutlierRule, MAX_OUTLIER_RULES_PER_RESOURCE};
 use super::stage;
+use super::table::OutlierTicket;
 
 /// The endpoint table a build may take over: the part's own, else the other part's, unless the
 /// other new part already shares it (an enforced and a shadow rule never share a table).
@@ -32,6 +33,9 @@ pub(crate) struct OutlierKind;
 impl Kind for OutlierKind {
     type Rule = OutlierRule;
     type Checks = Option<Box<Detector>>;
+    /// The endpoint the call was admitted to (and whether it is its probe), if tracked: its
+    /// exit reports the call's outcome there.
+    type Ticket = OutlierTicket;
 
     const NAME: &'static str = "outlier";
     const KEYS: &'static [&'static str] = &["outlier"];
@@ -71,12 +75,20 @@ impl Kind for OutlierKind {
     }
 
     #[inline(always)]
-    fn check(checks: &Option<Box<Detector>>, call: &mut Call<'_>) -> Result<(), BlockError> {
-        stage::check(checks, call)
+    fn check(
+        checks: &Option<Box<Detector>>,
+        call: &mut Call<'_>,
+        ticket: &mut OutlierTicket,
+    ) -> Result<(), BlockError> {
+        stage::check(checks, call, ticket)
     }
 
-    fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>) {
-        stage::release(checks, call)
+    fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>, ticket: OutlierTicket) {
+        stage::release(checks, call, ticket)
+    }
+
+    fn on_exit(checks: &Option<Box<Detector>>, ticket: OutlierTicket, exit: &Exit) {
+        stage::on_exit(checks, ticket, exit)
     }
 
     fn shadow_checks(_: &Params) -> bool {

@@ -1,5 +1,10 @@
 //! Outlier ejection: errors counted per endpoint (an instance of a dependency) of a resource; a
 //! failing endpoint is ejected for a while, then probed by one call.
+//!
+//! Its per-call state is its `Kind::Ticket` (`table::OutlierTicket`: the endpoint's slot, and
+//! whether the call is its probe): the check returns it, and the exit hook (`Kind::on_exit`,
+//! `stage::on_exit`) reports the call's outcome to the endpoint, for the enforced and the
+//! shadow part alike. Nothing outside this folder names it.
 
 pub(crate) mod detector;
 #[cfg(feature = "rule-files")]
@@ -10,4 +15,3 @@ pub(crate) mod stage;
 pub(crate) mod table;
 
 pub(crate) use detector::ejection_counts;
-pub(crate) use table::OutlierTicket;

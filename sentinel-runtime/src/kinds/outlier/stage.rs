@@ -2,10 +2,11 @@
 //! ejection is over is its probe. A call without an endpoint passes.
 
 use crate::error::BlockError;
-use crate::kinds::call::Call;
+use crate::kinds::call::{Call, Exit};
 
 use super::detector::Detector;
 use super::rule::OutlierRule;
+use super::table::OutlierTicket;
 
 /// The outlier part of a chain: none without rules; else the rules, keeping `old`'s endpoints.
 pub(crate) fn build(rules: &[OutlierRule], old: &Option<Box<Detector>>) -> Option<Box<Detector>> {
@@ -15,24 +16,33 @@ pub(crate) fn build(rules: &[OutlierRule], old: &Option<Box<Detector>>) -> Optio
     Some(Box::new(Detector::new(rules, old.as_deref())))
 }
 
-/// The stage's check: a resource without outlier rules pays one test.
+/// The stage's check: a resource without outlier rules pays one test. Admitted to a tracked
+/// endpoint, the call carries its ticket to its exit.
 #[inline(always)]
-pub(crate) fn check(checks: &Option<Box<Detector>>, call: &mut Call<'_>) -> Result<(), BlockError> {
+pub(crate) fn check(
+    checks: &Option<Box<Detector>>,
+    call: &mut Call<'_>,
+    ticket: &mut OutlierTicket,
+) -> Result<(), BlockError> {
     match checks {
         None => Ok(()),
-        Some(detector) => check_endpoint(detector, call),
+        Some(detector) => check_endpoint(detector, call, ticket),
     }
 }
 
 #[cold]
 #[inline(never)]
-fn check_endpoint(detector: &Detector, call: &mut Call<'_>) -> Result<(), BlockError> {
+fn check_endpoint(
+    detector: &Detector,
+    call: &mut Call<'_>,
+    ticket: &mut OutlierTicket,
+) -> Result<(), BlockError> {
     let Some(endpoint) = call.params.endpoint() else {
         return Ok(());
     };
     match detector.admit(endpoint, call.out.at) {
-        Ok(ticket) => {
-            call.out.outlier = ticket;
+        Ok(admitted) => {
+            *ticket = admitted;
             Ok(())
         }
         Err(until) => Err(BlockError::outlier(
@@ -44,9 +54,16 @@ fn check_endpoint(detector: &Detector, call: &mut Call<'_>) -> Result<(), BlockE
 }
 
 /// Gives back the probe, if the call was its endpoint's.
-pub(crate) fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>) {
-    let ticket = std::mem::take(&mut call.out.outlier);
+pub(crate) fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>, ticket: OutlierTicket) {
     if let (Some(detector), true) = (checks, ticket.is_some()) {
         detector.release(ticket, call.out.at);
+    }
+}
+
+/// The exit of a call admitted with `ticket`: its endpoint learns the outcome.
+#[cold]
+pub(crate) fn on_exit(checks: &Option<Box<Detector>>, ticket: OutlierTicket, exit: &Exit) {
+    if let (Some(detector), true) = (checks, ticket.is_some()) {
+        detector.on_exit(exit.resource, ticket, exit.now, exit.error, exit.abandoned);
     }
 }

@@ -1,7 +1,7 @@
 //! The system kind in the table of kinds.
 
 use crate::error::{BlockError, RuleError};
-use crate::kinds::call::{BuildContext, Call};
+use crate::kinds::call::{BuildContext, Call, Exit};
 use crate::kinds::kind::{Alone, Kind, Validation};
 use crate::kinds::validate;
 use crate::param::Params;
@@ -18,6 +18,7 @@ pub(crate) struct SystemKind;
 impl Kind for SystemKind {
     type Rule = SystemRule;
     type Checks = SystemChecks;
+    type Ticket = ();
 
     const NAME: &'static str = "system";
     const KEYS: &'static [&'static str] = &["system"];
@@ -57,13 +58,15 @@ impl Kind for SystemKind {
     }
 
     #[inline(always)]
-    fn check(checks: &SystemChecks, call: &mut Call<'_>) -> Result<(), BlockError> {
+    fn check(checks: &SystemChecks, call: &mut Call<'_>, _: &mut ()) -> Result<(), BlockError> {
         stage::check(checks, call)
     }
 
-    fn release(checks: &SystemChecks, call: &mut Call<'_>) {
+    fn release(checks: &SystemChecks, call: &mut Call<'_>, _: ()) {
         stage::release(checks, call)
     }
+
+    fn on_exit(_: &SystemChecks, _: (), _: &Exit) {}
 
     fn shadow_checks(params: &Params) -> bool {
         params.is_inbound() && super::check::shadow_is_active()
