@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use harness::{
-    busiest_second, busiest_second_of_value, instance_args, reported, require, write_junk,
+    busiest_second, busiest_second_of_value, each, instance_args, reported, require, write_junk,
     Instances, Proxy, RedisCluster, RedisServer, Report,
 };
 use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterThreshold};
@@ -102,7 +102,7 @@ fn colliding_namespaces_and_resources_keep_two_limits() {
         secs,
         |_| {},
     );
-    let admitted: Vec<u64> = reports.iter().map(|r| r.get("admitted")).collect();
+    let admitted = each(&reports, "admitted");
     eprintln!("shop/eu:checkout and shop:eu/checkout, R = {r} each: admitted {admitted:?}");
     for (i, n) in admitted.iter().enumerate() {
         let (lower, upper) = (0.8 * r * secs, r * (secs + 0.5) + r + r * TTL);
@@ -241,10 +241,7 @@ fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
     eprintln!(
         "FLUSHALL every second, R = {r}: at most {most} admitted in a second (from {at} ms), \
          {losses} losses found, admitted {:?}",
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>()
+        each(&reports, "admitted")
     );
     assert!(
         most as f64 <= 1.25 * r,
@@ -309,14 +306,8 @@ fn an_lru_store_that_evicts_the_keys_admits_at_most_1_25_r() {
         "allkeys-lru at 2 MB with another writer, R = {r}: at most {most} admitted in a second \
          (from {at} ms), {evicted} keys evicted, {losses} losses found, admitted {:?}, fewest \
          instances seen {:?}",
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>(),
-        reports
-            .iter()
-            .map(|r| r.get("min_instances"))
-            .collect::<Vec<_>>()
+        each(&reports, "admitted"),
+        each(&reports, "min_instances")
     );
     for (i, report) in reports.iter().enumerate() {
         assert_eq!(
@@ -432,7 +423,7 @@ fn clients_killed_every_300ms_are_reconnected_without_falling_back() {
         }
     });
     let (most, at) = busiest_second(&reports, 1_000, 4_000);
-    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    let fallbacks = each(&reports, "fallbacks");
     eprintln!(
         "CLIENT KILL every 300 ms, R = {r}: at most {most} admitted in a second (from {at} ms), \
          fallbacks {fallbacks:?}"
@@ -482,14 +473,11 @@ fn a_slow_redis_is_ridden_out_at_most_1_15_r_without_flapping() {
         reports
     });
     let (most, at) = busiest_second(&reports, 1_000, 4_000);
-    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    let fallbacks = each(&reports, "fallbacks");
     eprintln!(
         "DEBUG SLEEP 0.05 every 250 ms, R = {r}: at most {most} admitted in a second (from {at} \
          ms), fallbacks {fallbacks:?}, failures ridden out {:?}",
-        reports
-            .iter()
-            .map(|r| r.get("ridden_out"))
-            .collect::<Vec<_>>()
+        each(&reports, "ridden_out")
     );
     assert!(
         most as f64 <= 1.15 * r,
@@ -500,6 +488,16 @@ fn a_slow_redis_is_ridden_out_at_most_1_15_r_without_flapping() {
         fallbacks.iter().all(|&n| n <= 1),
         "flapping: fallbacks {fallbacks:?}"
     );
+}
+
+/// The partition tests' fault: the proxy stalls every byte from 1 s to 2.5 s (`ms`: the tick).
+fn stall_from_1_to_2_5_s(proxy: &Proxy, ms: u64) {
+    if ms == 1_000 {
+        proxy.stalled.store(true, Ordering::Relaxed);
+    }
+    if ms == 2_500 {
+        proxy.stalled.store(false, Ordering::Relaxed);
+    }
 }
 
 #[test]
@@ -518,31 +516,15 @@ fn two_of_three_instances_cut_off_admit_at_most_1_25_r_together() {
         "partition",
         r,
         secs,
-        |ms| {
-            if ms == 1_000 {
-                proxy.stalled.store(true, Ordering::Relaxed);
-            }
-            if ms == 2_500 {
-                proxy.stalled.store(false, Ordering::Relaxed);
-            }
-        },
+        |ms| stall_from_1_to_2_5_s(&proxy, ms),
     );
     let (most, at) = busiest_second(&reports, 1_000, 4_500);
     eprintln!(
         "2 of 3 instances cut off 1.5 s, R = {r}: at most {most} admitted in a second (from {at} \
          ms), admitted {:?}, fallbacks {:?}, charged back {:?}",
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>(),
-        reports
-            .iter()
-            .map(|r| r.get("fallbacks"))
-            .collect::<Vec<_>>(),
-        reports
-            .iter()
-            .map(|r| r.get("charged_back"))
-            .collect::<Vec<_>>(),
+        each(&reports, "admitted"),
+        each(&reports, "fallbacks"),
+        each(&reports, "charged_back"),
     );
     for (i, r) in reports.iter().enumerate() {
         eprintln!(
@@ -591,14 +573,7 @@ fn two_of_three_instances_cut_off_admit_at_most_1_1_r_per_hotspot_value_together
         3.0 * 1.5 * r,
         secs,
         &["--rule", "hot"],
-        |ms| {
-            if ms == 1_000 {
-                proxy.stalled.store(true, Ordering::Relaxed);
-            }
-            if ms == 2_500 {
-                proxy.stalled.store(false, Ordering::Relaxed);
-            }
-        },
+        |ms| stall_from_1_to_2_5_s(&proxy, ms),
     );
     let busiest: Vec<(u64, u64)> = (0..3)
         .map(|value| busiest_second_of_value(&reports, value, 1_000, 4_500))
@@ -606,14 +581,8 @@ fn two_of_three_instances_cut_off_admit_at_most_1_1_r_per_hotspot_value_together
     eprintln!(
         "2 of 3 instances cut off 1.5 s, hotspot R = {r} per value: at most {busiest:?} \
          (admitted, from ms) in a second per value, admitted {:?}, fallbacks {:?}",
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>(),
-        reports
-            .iter()
-            .map(|r| r.get("fallbacks"))
-            .collect::<Vec<_>>(),
+        each(&reports, "admitted"),
+        each(&reports, "fallbacks"),
     );
     // Per instance and tick: ms, admitted of each value, health, instances / held back.
     for (i, r) in reports.iter().enumerate() {
@@ -769,7 +738,7 @@ fn a_redis_cluster_failover_is_one_fallback_and_one_resume_at_most_1_25_r() {
     });
     let (_, killed_at) = killed.expect("a master held the rule's key");
     let (most, at) = busiest_second(&reports, 1_000, 4_500);
-    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    let fallbacks = each(&reports, "fallbacks");
     let states: Vec<Vec<&str>> = reports
         .iter()
         .map(|r| r.states.iter().map(|(_, s)| s.as_str()).collect())
@@ -777,10 +746,7 @@ fn a_redis_cluster_failover_is_one_fallback_and_one_resume_at_most_1_25_r() {
     eprintln!(
         "Redis Cluster master killed at {killed_at} ms, R = {r}: at most {most} admitted in a \
          second (from {at} ms), fallbacks {fallbacks:?}, states {states:?}, admitted {:?}",
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>()
+        each(&reports, "admitted")
     );
     // Per instance and tick: ms, admitted, health, and the instances (held back) it saw.
     for (i, r) in reports.iter().enumerate() {
@@ -839,18 +805,12 @@ fn a_16ms_round_trip_is_ridden_out_at_most_1_15_r_without_flapping() {
         }
     });
     let (most, at) = busiest_second(&reports, 1_000, 4_000);
-    let fallbacks: Vec<u64> = reports.iter().map(|r| r.get("fallbacks")).collect();
+    let fallbacks = each(&reports, "fallbacks");
     eprintln!(
         "16 ms round trip from 1 s to 3.5 s, R = {r}: at most {most} admitted in a second (from \
          {at} ms), fallbacks {fallbacks:?}, failures ridden out {:?}, admitted {:?}",
-        reports
-            .iter()
-            .map(|r| r.get("ridden_out"))
-            .collect::<Vec<_>>(),
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>()
+        each(&reports, "ridden_out"),
+        each(&reports, "admitted")
     );
     assert!(
         most as f64 <= 1.15 * r,

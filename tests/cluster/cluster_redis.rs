@@ -13,7 +13,9 @@ use crate::harness;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use harness::{instance_args, require, wall_us, Instances, RedisCluster, RedisServer, Report};
+use harness::{
+    each, instance_args, require, wall_us, Instances, RedisCluster, RedisServer, Report,
+};
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::cluster::{Cluster, ClusterError, ClusterState, ClusterThreshold};
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
@@ -93,10 +95,7 @@ fn four_processes_share_one_global_limit() {
     eprintln!(
         "global R={R}/s over {SECS} s, 2R offered 70/10/10/10: admitted {admitted} \
          ({:?}), redis calls {}",
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>(),
+        each(&reports, "admitted"),
         total(&reports, "redis_calls")
     );
     assert_global_bounds("4 processes, skewed load", admitted, span(&reports));
@@ -159,10 +158,7 @@ fn a_per_instance_rule_limits_to_its_threshold_times_the_instances_live() {
     let admitted = total(&reports, "admitted");
     eprintln!(
         "per-instance R/2 on 2 instances: admitted {admitted} ({:?})",
-        reports
-            .iter()
-            .map(|r| r.get("admitted"))
-            .collect::<Vec<_>>()
+        each(&reports, "admitted")
     );
     assert_global_bounds("per-instance rule, 2 instances", admitted, span(&reports));
     assert!(

@@ -287,6 +287,11 @@ impl Report {
     }
 }
 
+/// `field` of each instance's report, in instance order.
+pub fn each(reports: &[Report], field: &str) -> Vec<u64> {
+    reports.iter().map(|r| r.get(field)).collect()
+}
+
 impl Instances {
     /// Starts one process per argument list.
     pub fn spawn(args: &[Vec<String>]) -> Instances {
