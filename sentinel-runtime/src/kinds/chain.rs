@@ -16,7 +16,7 @@ use crate::stat::NodeStats;
 
 /// Defines [`Chain`] and [`ChainRules`] from the table of kinds.
 macro_rules! define_chain {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         /// The checks in force on a resource, as the entry path reads them: each kind's part,
         /// built by its [`Kind::build`] and checked by its stage.
         #[derive(Debug, Default)]

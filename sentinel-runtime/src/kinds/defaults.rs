@@ -7,7 +7,7 @@ use crate::kinds::table::kinds_table;
 
 /// Defines [`Defaults`] from the table of kinds.
 macro_rules! define_defaults {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         /// Rules written at a resource's definition, by kind.
         #[derive(Clone, Debug, Default, PartialEq)]
         pub(crate) struct Defaults {

@@ -21,6 +21,7 @@ pub(crate) mod flow;
 pub(crate) mod hotspot;
 pub(crate) mod kind;
 pub(crate) mod outlier;
+pub(crate) mod public;
 pub(crate) mod stages;
 pub(crate) mod succession;
 pub(crate) mod system;

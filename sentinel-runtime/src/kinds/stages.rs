@@ -34,7 +34,7 @@ pub(crate) struct Stage {
 
 /// Defines [`STAGES`] from the table of kinds.
 macro_rules! define_stages {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         /// The built-in stages, in the order they run (Sentinel's: by each kind's order).
         pub(crate) const STAGES: [Stage; [$(stringify!($name)),*].len()] = by_order([$(
             Stage {
@@ -55,7 +55,7 @@ kinds_table!(define_stages);
 
 /// Defines [`process_wide_shadow`] from the table of kinds.
 macro_rules! define_process_wide_shadow {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         /// Whether process-wide shadow rules (system rules) check a call with `params`, so
         /// that its shadow stages run even on a resource without shadow rules of its own.
         #[inline(always)]

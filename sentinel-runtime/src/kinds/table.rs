@@ -7,25 +7,51 @@
 //! and what it needs) and one line here.
 
 /// Calls `$then! { .. }` with the table: per kind, the doc of its [`RuleSet`](crate::rules::RuleSet)
-/// field, its name (the field's) and its [`Kind`](super::kind::Kind), in the order of the
-/// `RuleSet`'s fields. The stages run in the order of each kind's `ORDER`, not this one.
+/// field, its name (the field's, and its folder's), its [`Kind`](super::kind::Kind), and in
+/// braces its rule's type and the names of its public load and read functions (in
+/// [`rules`](crate::rules); the load function's doc is its folder's `load.md`), in the order
+/// of the `RuleSet`'s fields. The stages run in the order of each kind's `ORDER`, not this one.
 macro_rules! kinds_table {
     ($then:ident) => {
         $then! {
             /// Flow rules (Sentinel's `FlowRule`). In files: `flow`.
-            flow: crate::kinds::flow::kind::FlowKind,
+            flow: crate::kinds::flow::kind::FlowKind {
+                rule: crate::kinds::flow::rule::FlowRule,
+                load: load_flow_rules,
+                read: flow_rules,
+            },
             /// Circuit-breaker rules (Sentinel's `DegradeRule`). In files: `circuit_breaker`, or
             /// Sentinel's name `degrade`.
-            circuit_breaker: crate::kinds::circuit_breaker::kind::CircuitBreakerKind,
+            circuit_breaker: crate::kinds::circuit_breaker::kind::CircuitBreakerKind {
+                rule: crate::kinds::circuit_breaker::rule::CircuitBreakerRule,
+                load: load_circuit_breaker_rules,
+                read: circuit_breaker_rules,
+            },
             /// Hotspot (per-parameter-value) rules (Sentinel's `ParamFlowRule`). In files:
             /// `hotspot`, or Sentinel's name `paramFlow`.
-            hotspot: crate::kinds::hotspot::kind::HotspotKind,
+            hotspot: crate::kinds::hotspot::kind::HotspotKind {
+                rule: crate::kinds::hotspot::rule::HotspotRule,
+                load: load_hotspot_rules,
+                read: hotspot_rules,
+            },
             /// System rules (Sentinel's `SystemRule`). In files: `system`.
-            system: crate::kinds::system::kind::SystemKind,
+            system: crate::kinds::system::kind::SystemKind {
+                rule: crate::kinds::system::rule::SystemRule,
+                load: load_system_rules,
+                read: system_rules,
+            },
             /// Authority rules (Sentinel's `AuthorityRule`). In files: `authority`.
-            authority: crate::kinds::authority::kind::AuthorityKind,
+            authority: crate::kinds::authority::kind::AuthorityKind {
+                rule: crate::kinds::authority::rule::AuthorityRule,
+                load: load_authority_rules,
+                read: authority_rules,
+            },
             /// Outlier rules (endpoints ejected for their errors). In files: `outlier`.
-            outlier: crate::kinds::outlier::kind::OutlierKind,
+            outlier: crate::kinds::outlier::kind::OutlierKind {
+                rule: crate::kinds::outlier::rule::OutlierRule,
+                load: load_outlier_rules,
+                read: outlier_rules,
+            },
         }
     };
 }

@@ -9,7 +9,7 @@ use super::table::kinds_table;
 
 /// Defines [`Tickets`] from the table of kinds.
 macro_rules! define_tickets {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         /// Each kind's ticket for one call (`()`, no space, for the kinds that keep none).
         #[derive(Clone, Copy, Debug, Default)]
         pub(crate) struct Tickets {

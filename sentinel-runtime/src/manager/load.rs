@@ -52,7 +52,7 @@ fn by_resource<K: Kind>(rules: Vec<K::Rule>) -> ByResource<K::Rule> {
 
 /// Defines [`Loaded`] and what goes over every kind of it, from the table of kinds.
 macro_rules! define_loaded {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         /// The loaded rules by kind and resource. Its lock also orders node creation against
         /// loading, so a node created while rules load sees either the old or the new set, whole.
         #[derive(Default)]
@@ -235,7 +235,7 @@ pub(crate) trait Field<K: Kind> {
 
 /// Implements [`Field`] for every kind of the table.
 macro_rules! define_fields {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         $(
             impl Field<$kind> for Loaded {
                 fn field(&mut self) -> &mut ByResource<<$kind as Kind>::Rule> {

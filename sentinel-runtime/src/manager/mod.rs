@@ -5,17 +5,13 @@
 //! Its public functions are re-exported by [`rules`](crate::rules).
 
 mod budget;
-mod by_kind;
+pub(crate) mod by_kind;
 pub(crate) mod load;
 mod rule_set;
 pub(crate) mod set;
 mod unmatched;
 
 pub use budget::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
-pub use by_kind::{authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules};
-pub use by_kind::{circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules};
-pub use by_kind::{load_outlier_rules, outlier_rules};
-pub use by_kind::{load_system_rules, system_rules};
 #[cfg(feature = "rule-files")]
 pub(crate) use load::count_load;
 pub(crate) use load::{defined_node, load_counts};

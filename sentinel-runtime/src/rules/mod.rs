@@ -25,35 +25,12 @@ pub mod files;
 #[cfg(feature = "rule-files")]
 pub mod source;
 
-pub use crate::kinds::authority::rule::{AuthorityRule, AuthorityStrategy};
-pub use crate::kinds::circuit_breaker::rule::{
-    BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS, MAX_PROBES,
-    MAX_RECOVERY,
-};
-pub use crate::kinds::flow::adaptive_rule::MAX_ADAPTIVE_LIMIT;
-pub use crate::kinds::flow::origin_rule::{FlowOrigin, MAX_TRACKED_ORIGINS};
-pub use crate::kinds::flow::rule::{
-    AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
-    MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
-};
-pub use crate::kinds::hotspot::rule::{
-    HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY, MAX_HOTSPOT_CAPACITY,
-    MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
-};
-pub use crate::kinds::outlier::rule::{
-    OutlierRule, OutlierStrategy, MAX_EJECTION_FACTOR, MAX_ENDPOINTS, MAX_OUTLIER_MIN_REQUESTS,
-    MAX_OUTLIER_RECOVERY, MAX_OUTLIER_RULES_PER_RESOURCE, OUTLIER_RATIO_WINDOW,
-};
-pub use crate::kinds::system::rule::{SystemRule, MAX_SYSTEM_RT};
-pub use crate::manager::{
-    authority_rules, hotspot_rules, load_authority_rules, load_hotspot_rules,
-};
-pub use crate::manager::{
-    circuit_breaker_rules, flow_rules, load_circuit_breaker_rules, load_flow_rules,
-};
+/// Every kind's rule and its public types and limits (each kind's `public` face, through the
+/// table of kinds).
+pub use crate::kinds::public::*;
+/// `load_<kind>_rules` and `<kind>_rules` for every kind of rule (named in the table of kinds).
+pub use crate::manager::by_kind::*;
 pub use crate::manager::{current, load, RuleSet, RuleSetError, RuleSetErrorEntry};
-pub use crate::manager::{load_outlier_rules, outlier_rules};
-pub use crate::manager::{load_system_rules, system_rules};
 pub use crate::manager::{max_hotspot_memory, set_max_hotspot_memory, DEFAULT_MAX_HOTSPOT_MEMORY};
 pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE};
 /// How many parameters an entry carries ([`EntryBuilder::param`](crate::EntryBuilder::param));

@@ -14,3 +14,12 @@ pub(crate) mod stage;
 pub(crate) mod words;
 
 pub(crate) use breaker::ProbeTicket;
+
+/// What this kind adds to the public [`rules`](crate::rules) module (through the table of
+/// kinds: `kinds/public.rs`).
+pub(crate) mod public {
+    pub use super::rule::{
+        BreakerStrategy, CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE, MAX_MIN_REQUESTS,
+        MAX_PROBES, MAX_RECOVERY,
+    };
+}

@@ -23,3 +23,14 @@ pub(crate) mod warm_up;
 pub(crate) use adaptive::Outcome;
 pub(crate) use gate::Gate;
 pub(crate) use qps::QpsGate;
+
+/// What this kind adds to the public [`rules`](crate::rules) module (through the table of
+/// kinds: `kinds/public.rs`).
+pub(crate) mod public {
+    pub use super::adaptive_rule::MAX_ADAPTIVE_LIMIT;
+    pub use super::origin_rule::{FlowOrigin, MAX_TRACKED_ORIGINS};
+    pub use super::rule::{
+        AdaptiveConcurrency, FlowMetric, FlowRule, WarmUp, DEFAULT_SAMPLE_COUNT, DEFAULT_WINDOW,
+        MAX_COLD_FACTOR, MAX_SAMPLE_COUNT, MAX_THRESHOLD, MAX_WAIT_LIMIT, MAX_WARM_UP,
+    };
+}

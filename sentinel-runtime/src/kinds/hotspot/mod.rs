@@ -16,3 +16,12 @@ pub(crate) mod sentinel;
 pub(crate) mod stage;
 
 pub(crate) use gate::{BlockedValues, HotPass, HotspotGate};
+
+/// What this kind adds to the public [`rules`](crate::rules) module (through the table of
+/// kinds: `kinds/public.rs`).
+pub(crate) mod public {
+    pub use super::rule::{
+        HotspotException, HotspotMetric, HotspotRule, DEFAULT_HOTSPOT_CAPACITY,
+        MAX_HOTSPOT_CAPACITY, MAX_HOTSPOT_RULES_PER_RESOURCE, MAX_HOTSPOT_WINDOW, PARAM_BY_NAME,
+    };
+}

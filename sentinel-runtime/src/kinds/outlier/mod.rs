@@ -15,3 +15,12 @@ pub(crate) mod stage;
 pub(crate) mod table;
 
 pub(crate) use detector::ejection_counts;
+
+/// What this kind adds to the public [`rules`](crate::rules) module (through the table of
+/// kinds: `kinds/public.rs`).
+pub(crate) mod public {
+    pub use super::rule::{
+        OutlierRule, OutlierStrategy, MAX_EJECTION_FACTOR, MAX_ENDPOINTS, MAX_OUTLIER_MIN_REQUESTS,
+        MAX_OUTLIER_RECOVERY, MAX_OUTLIER_RULES_PER_RESOURCE, OUTLIER_RATIO_WINDOW,
+    };
+}

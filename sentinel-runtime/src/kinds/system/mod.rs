@@ -8,3 +8,9 @@ pub(crate) mod rule;
 #[cfg(feature = "rule-files")]
 pub(crate) mod sentinel;
 pub(crate) mod stage;
+
+/// What this kind adds to the public [`rules`](crate::rules) module (through the table of
+/// kinds: `kinds/public.rs`).
+pub(crate) mod public {
+    pub use super::rule::{SystemRule, MAX_SYSTEM_RT};
+}

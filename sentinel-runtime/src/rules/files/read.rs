@@ -296,7 +296,7 @@ fn read_kind<K: Kind>(
 
 /// Defines the kinds a file holds and the reading of every kind, from the table of kinds.
 macro_rules! define_reading {
-    ($( $(#[$doc:meta])* $name:ident: $kind:ty, )*) => {
+    ($( $(#[$doc:meta])* $name:ident: $kind:ty { $($more:tt)* }, )*) => {
         /// The rule kinds a file can hold, in the table's order.
         const KINDS: &[RuleKind] = &[$( RuleKind {
             name: <$kind as Kind>::NAME,
