@@ -2,9 +2,11 @@
 //! derived from it: the fields of [`RuleSet`](crate::rules::RuleSet), of a resource's chain of
 //! checks and of the rules a chain is built from, the stages and their order, the loaded rules
 //! by kind, the attribute's defaults, the kinds' names and file keys, the lone-check shortcut,
-//! the kinds' per-call tickets with the exit hook that reports them (`tickets.rs`) and the kinds
-//! the page lists. A kind is its folder under `kinds/` (a [`Kind`](super::kind::Kind)
-//! and what it needs) and one line here.
+//! the kinds' per-call tickets with the exit hook that reports them (`tickets.rs`), the kinds
+//! the page lists, the public `load_<kind>_rules` and `<kind>_rules` functions
+//! (`manager/by_kind.rs`) and the re-exports of each kind's public types in
+//! [`rules`](crate::rules) (`public.rs`). A kind is its folder under `kinds/` (a
+//! [`Kind`](super::kind::Kind) and what it needs) and one line here.
 
 /// Calls `$then! { .. }` with the table: per kind, the doc of its [`RuleSet`](crate::rules::RuleSet)
 /// field, its name (the field's, and its folder's), its [`Kind`](super::kind::Kind), and in
