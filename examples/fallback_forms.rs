@@ -1,7 +1,8 @@
 //! Every form a fallback takes, lint-clean under `clippy::pedantic`: sync and async functions,
 //! sync and async fallbacks, the block by value and by reference, methods, patterns, `impl
-//! Trait`, and `Result`s without a fallback. CI runs clippy with `-D clippy::pedantic` over this
-//! file, so a lint the attribute's expansion causes in users' code fails the build.
+//! Trait`, and `Result`s without a fallback. The file warns on `clippy::pedantic` and CI runs clippy
+//! with `-D warnings` over it, so a lint the attribute's expansion causes in users' code fails the
+//! build.
 //!
 //! A library (`crate-type = ["lib"]` in Cargo.toml), as the code that cares about pedantic lints
 //! usually is: lints about exported functions (`must_use_candidate`, `missing_errors_doc`) see
