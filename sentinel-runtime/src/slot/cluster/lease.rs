@@ -226,7 +226,11 @@ impl LeaseSlot {
             return None;
         }
         if self.tokens.owner() != key {
-            // The slot passes to `key`: the previous key's tokens are dropped.
+            // The slot passes to `key`: the previous key's tokens are dropped, and its lease
+            // ends first, so that `key` waits for its own first lease as a value new to the
+            // slot does (admitted against the local share: see `never_leased`), not as a
+            // leased value gone dry (blocked: "the instances together used the tokens").
+            self.expires.store(0, Release);
             self.tokens.pass_to(key);
             *self.book_mut() = Book::default();
             self.next_ask.store(0, Release);
@@ -434,9 +438,16 @@ mod tests {
         let slot = LeaseSlot::default();
         grant(&slot, 7, 10, T0);
         assert_eq!(slot.take(8, 1, T0), (Take::Dry, true));
+        assert!(slot.never_leased(8));
         assert_eq!(slot.begin_refill(T0), Some(8));
         assert_eq!(slot.tokens(), 0);
+        // Until its first lease arrives, the value that took the slot over waits for it as a
+        // new value does (admitted against the local share), not as a leased one gone dry.
+        assert!(slot.never_leased(8), "8 has had no lease of its own yet");
+        assert_eq!(slot.take(8, 1, T0).0, Take::Dry);
+        assert!(slot.never_leased(8));
         slot.finish(2, 2, T0, 0);
+        assert!(!slot.never_leased(8));
         assert_eq!(slot.take(7, 1, T0).0, Take::Dry, "7 lost the slot");
         assert_eq!(slot.take(8, 2, T0).0, Take::Spent);
     }
