@@ -2,9 +2,9 @@
 //! (`tests/ui/pass`), and every mistake fails with its message at the user's token
 //! (`tests/ui/fail`, with `.stderr` snapshots).
 //!
-//! They live in this crate rather than the repository's top-level tests/ because trybuild builds
-//! every dev-dependency of the crate that runs them once more, and this crate's are the few the
-//! cases need (the runtime with the attribute, tokio).
+//! A package of their own (`ui/Cargo.toml`): trybuild builds every dev-dependency of the package
+//! that runs them once more, and this one's are the few the cases need (the runtime with the
+//! attribute, tokio).
 
 #[test]
 fn ui() {
