@@ -290,11 +290,18 @@ fn one_dashboards_edit_reaches_every_instance_within_2_s_and_a_stale_one_changes
         );
         seen[line.instance] = true;
     }
-    assert_eq!(
-        rules::flow_rules().first().map(|r| r.threshold),
-        Some(1500.0),
-        "this instance too"
-    );
+    // This process too, within the same 2 s: its watcher learns of the edit as the others do,
+    // on a thread of its own (it can come a moment after the last instance's report).
+    let this_too = || rules::flow_rules().first().map(|r| r.threshold) == Some(1500.0);
+    while !this_too() {
+        let took_ms = harness::wall_us().saturating_sub(sent_us) / 1000;
+        assert!(
+            took_ms <= 2000,
+            "this instance: {:?} {took_ms} ms after the edit was sent",
+            rules::flow_rules().first().map(|r| r.threshold)
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
     let (after, _) = wait_for(Duration::from_secs(5), "one new rules version", |f| {
         same_rules(f) && f.instances[0].rules_version != before.instances[0].rules_version
     });
