@@ -6,7 +6,7 @@ use syn::{Expr, Ident};
 use super::known::BREAKER_KNOWN;
 use super::list::{Group, RawArg};
 use super::values::{duration_arg, float, whole};
-use super::WithSpan;
+use super::with_span::WithSpan;
 use crate::errors::Errors;
 use crate::limits;
 

@@ -6,7 +6,7 @@ use syn::spanned::Spanned as _;
 use syn::{Expr, ExprLit, Lit};
 
 use super::values::{float, number, Number};
-use super::WithSpan;
+use super::with_span::WithSpan;
 use crate::errors::Errors;
 use crate::limits;
 

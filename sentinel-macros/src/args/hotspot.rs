@@ -8,7 +8,7 @@ use super::known::HOTSPOT_KNOWN;
 use super::list::{Group, RawArg};
 use super::params::param_name;
 use super::values::{boolean, duration_arg, float, spanned, whole};
-use super::WithSpan;
+use super::with_span::WithSpan;
 use crate::errors::Errors;
 use crate::limits;
 

@@ -4,7 +4,7 @@
 use syn::spanned::Spanned as _;
 use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, UnOp};
 
-use super::WithSpan;
+use super::with_span::WithSpan;
 use crate::errors::Errors;
 
 pub(super) fn whole(
