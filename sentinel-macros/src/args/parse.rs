@@ -10,10 +10,10 @@ use super::breaker::{self, Breaker};
 use super::hotspot::{self, Hotspot};
 use super::known::KNOWN;
 use super::list::RawArg;
-use super::{flow, params};
 use super::suggest::unknown;
 use super::values::{boolean, duration_arg, is_string, path, spanned, string};
 use super::with_span::WithSpan;
+use super::{flow, params};
 use crate::errors::Errors;
 use crate::limits;
 

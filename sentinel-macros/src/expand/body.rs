@@ -7,8 +7,8 @@ use quote::{quote, quote_spanned};
 use syn::parse_quote;
 use syn::spanned::Spanned;
 
+use super::cx::Cx;
 use super::spans::{reported_at, respan};
-use super::Cx;
 use crate::valid::Passed;
 
 /// Gives the arguments written as patterns their hidden names in the signature; returns the

@@ -4,8 +4,8 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 
+use super::cx::Cx;
 use super::spans::respan;
-use super::Cx;
 
 /// The statements that hash the hotspot parameters (none without them), and the expression
 /// that enters the node.

@@ -4,9 +4,9 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
+use super::cx::Cx;
 use super::fn_pointer;
 use super::spans::{direct_call, located, reported_at, respan};
-use super::Cx;
 
 /// The value of the `Err` arm of the match on the admission.
 pub(super) fn on_block(cx: &Cx<'_>) -> TokenStream {

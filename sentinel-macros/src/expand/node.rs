@@ -4,7 +4,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 
-use super::Cx;
+use super::cx::Cx;
 use crate::args::{Breaker, BreakerKind, Hotspot, HotspotLimit};
 
 /// `static NODE: StaticNode = StaticNode::new(name, &[defaults]) [.with_params(&[names])]
