@@ -230,6 +230,9 @@ impl LeaseSlot {
             // ends first, so that `key` waits for its own first lease as a value new to the
             // slot does (admitted against the local share: see `never_leased`), not as a
             // leased value gone dry (blocked: "the instances together used the tokens").
+            // Before the owner's release store: `never_leased` loads the owner first
+            // (acquire), so a caller that sees `key` as the owner sees this 0 (or the expiry
+            // `finish` stores later).
             self.expires.store(0, Release);
             self.tokens.pass_to(key);
             *self.book_mut() = Book::default();
@@ -519,12 +522,17 @@ mod tests {
         expires: u64,
         /// The low-water mark: a take that crosses it asks for a refill.
         low: u64,
+        /// The owner's lease was answered (it holds, or held, a lease of its own): until then
+        /// its calls wait for their first lease unleased, as a new key's do.
+        answered: bool,
     }
 
     proptest! {
         /// A slot with its keys sharing it (a hotspot table's collisions), grants, time and
         /// forced expiry, against a plain model: the same decision on every take, so tokens
-        /// are spent only by the key they were granted to, within their lease, at most once.
+        /// are spent only by the key they were granted to, within their lease, at most once;
+        /// and a key waits for its first lease (`never_leased`) exactly until its own lease is
+        /// answered, also a key that took the slot over from another.
         #[test]
         fn a_slot_spends_exactly_like_a_plain_model(ops in proptest::collection::vec(op(), 1..80)) {
             let slot = LeaseSlot::default();
@@ -558,8 +566,14 @@ mod tests {
                                 if model.owner != key || now >= model.expires {
                                     model.tokens = 0;
                                 }
+                                if model.owner != key {
+                                    model.answered = false;
+                                }
                                 model.owner = key;
+                                // The refill is on its way: a key new to the slot still waits.
+                                prop_assert_eq!(slot.never_leased(key), !model.answered);
                                 slot.finish(granted, granted, now, 0);
+                                model.answered = true;
                                 model.tokens += granted;
                                 model.low = (granted / 2).max(1);
                                 if granted > 0 {
@@ -574,7 +588,15 @@ mod tests {
                         slot.expire();
                         model.tokens = 0;
                         model.expires = 0;
+                        model.answered = false;
                     }
+                }
+                for key in 1..4 {
+                    prop_assert_eq!(
+                        slot.never_leased(key),
+                        model.owner != key || !model.answered,
+                        "key {} after {:?}", key, op
+                    );
                 }
                 if now < model.expires {
                     prop_assert_eq!(slot.tokens().max(0) as u64, model.tokens);
