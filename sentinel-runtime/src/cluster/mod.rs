@@ -136,8 +136,9 @@
 //! once, and only if the store refuses the new one does the instance fall back (within a few ms of
 //! a killed Redis); calls that time out (20 ms by default) are ridden out, spending the leases in
 //! hand, until at least 5 calls failed in a row over at least 150 ms (then it falls back). It comes
-//! back after 3 heartbeats in a row answered, 30 ms apart, and after charging what it admitted
-//! locally. Reconnects back off from 20 ms, doubling to 500 ms. A slow store (a 50 ms stall every
+//! back after 3 heartbeats in a row answered, 30 ms apart, each within three quarters of the
+//! command timeout (a store whose round trip sits just under the timeout does not make it come
+//! back and leave again), and after charging what it admitted locally. Reconnects back off from 20 ms, doubling to 500 ms. A slow store (a 50 ms stall every
 //! 250 ms) or a Redis Cluster failover is then no fallback or one, not a flip per timeout. Measured
 //! (R = 500, 3 instances each offered 1.5 R, the busiest second): a 16 ms round trip, under the
 //! 20 ms timeout, 0.6-0.8 R and no fallback, or one per instance when timeouts persist for
@@ -146,7 +147,8 @@
 //! masters, 3 replicas, 500 ms node timeout, failed over in about 2.5 s) one fallback and one
 //! resume per instance, 1.02 R in 4 runs (1.0-1.18 R in 20 runs, the busiest second as the
 //! fallback began, before the local share became a strict window); 2 of 3 instances cut off for
-//! 1.5 s, a hotspot rule: 1.0 R per value.
+//! 1.5 s, a hotspot rule: 1.0 R per value; a 19 ms round trip (a hair under the timeout), one
+//! fallback per instance and about 1.0 R.
 //!
 //! The hotspot value key (the hash key the instances share, kept in Redis without a TTL) is
 //! checked every second: a key in use for longer replaces a younger one (written by an instance
