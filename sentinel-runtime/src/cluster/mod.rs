@@ -64,7 +64,9 @@
 //!   shared bucket (those of the last window, pro rata when the fallback lasted longer; debt
 //!   of at most one more window); a hotspot value's are charged with its first lease after
 //!   the return (all of them, within the same debt cap; values that share a lease slot charge
-//!   each other, which can only under-admit). For one window after the return the leased calls
+//!   each other, which can only under-admit: a rule's values are leased in a table of at most
+//!   4 096 slots, two per set, so a slot is shared only when a third value of a set takes it
+//!   over). For one window after the return the leased calls
 //!   of a flow rule, and of each hotspot value, also stay within the local share: the other
 //!   instances' local passes of the window in progress are not charged yet, so the first
 //!   instance back would otherwise find the shared bucket full.

@@ -305,6 +305,29 @@ impl LeaseSlot {
         self.book_mut().alive_until = until;
     }
 
+    /// The key whose tokens the slot holds (0: none).
+    #[inline]
+    pub(crate) fn owner(&self) -> u64 {
+        self.tokens.owner()
+    }
+
+    /// Whether the last caller that found the slot wanting asked for `key`.
+    #[inline]
+    pub(crate) fn wants(&self, key: u64) -> bool {
+        self.wanted.load(Relaxed) == key
+    }
+
+    /// Whether no key ever held or asked for the slot.
+    pub(crate) fn is_free(&self) -> bool {
+        self.tokens.owner() == 0 && self.wanted.load(Relaxed) == 0
+    }
+
+    /// When the slot's lease ends (runtime clock nanos; 0: no lease, or its first is on its
+    /// way).
+    pub(crate) fn expires(&self) -> u64 {
+        self.expires.load(Acquire)
+    }
+
     /// Whether the slot asks for a key other than the one it holds (a new hotspot value).
     pub(crate) fn asks_for_new_key(&self) -> bool {
         self.asked.load(Acquire) && self.wanted.load(Relaxed) != self.tokens.owner()
