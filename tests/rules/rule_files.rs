@@ -1480,10 +1480,18 @@ fn the_watcher_follows_atomic_renames_and_stops_when_dropped() {
 
     // Dropping stops the watcher (its thread is joined): later changes are not loaded. Every
     // test that watches a file holds `serial()`, so no watcher thread is left in the process once
-    // `drop` returns; with none, nothing can load the change below.
+    // `drop` returns; with none, nothing can load the change below. The kernel lets a joined
+    // thread's entry linger in /proc/self/task for a moment (the join returns when the thread
+    // clears its id, before its task is released), so its absence is awaited, within a bound.
     drop(watcher);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut left = watcher_threads();
+    while left != Some(0) && Instant::now() < deadline {
+        thread::sleep(ms(1));
+        left = watcher_threads();
+    }
     assert_eq!(
-        watcher_threads(),
+        left,
         Some(0),
         "a watcher thread outlived the dropped watcher"
     );
