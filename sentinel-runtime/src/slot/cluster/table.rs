@@ -57,14 +57,7 @@ impl LeaseTable {
     /// choice.
     #[inline]
     pub(crate) fn slot(&self, key: u64) -> &LeaseSlot {
-        let sets = self.slots.len() / WAYS;
-        if sets == 0 {
-            return &self.slots[0];
-        }
-        // The high bits: value hashes are well mixed.
-        let set = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (sets - 1);
-        let (Some(a), Some(b)) = (self.slots.get(set * WAYS), self.slots.get(set * WAYS + 1))
-        else {
+        let Some((a, b)) = self.ways(key) else {
             return &self.slots[0];
         };
         if a.owner() == key {
@@ -74,6 +67,18 @@ impl LeaseTable {
             return b;
         }
         way_for_new(a, b, key)
+    }
+
+    /// The two ways of `key`'s set; `None` for a table of one slot.
+    #[inline]
+    fn ways(&self, key: u64) -> Option<(&LeaseSlot, &LeaseSlot)> {
+        let sets = self.slots.len() / WAYS;
+        if sets == 0 {
+            return None;
+        }
+        // The high bits: value hashes are well mixed.
+        let set = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (sets - 1);
+        Some((self.slots.get(set * WAYS)?, self.slots.get(set * WAYS + 1)?))
     }
 
     /// Spends `count` tokens of `key` at `now`; returns whether they were spent, and whether
@@ -192,7 +197,8 @@ mod tests {
             let table = LeaseTable::new(2 << sets);
             // Both values in one set: the second is the first's set mate by construction.
             let (a, mut b) = keys;
-            while !std::ptr::eq(set_of(&table, a), set_of(&table, b)) || b == a {
+            let first_way = |key| table.ways(key).map(|(way, _)| way as *const LeaseSlot);
+            while first_way(a) != first_way(b) || b == a {
                 b = b.wrapping_add(1).max(1);
             }
             let mut held: [Option<*const LeaseSlot>; 2] = [None, None];
@@ -222,12 +228,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// The first way of `key`'s set.
-    fn set_of(table: &LeaseTable, key: u64) -> &LeaseSlot {
-        let sets = table.slots().len() / WAYS;
-        let set = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (sets - 1);
-        &table.slots()[set * WAYS]
     }
 }
