@@ -2,8 +2,9 @@
 //! leaves when the body returns, on every way in: statistics only, a lone QPS gate, a lone
 //! hotspot gate, parameters with no rule, inbound, the stage runner, and a throttling wait.
 //! For each, a panicking body counts as one error and leaves nothing inside; a call made while
-//! another panic unwinds (in a `Drop`) and returning normally is no error. Time from the
-//! MockClock (installing it also serialises these tests).
+//! another panic unwinds (in a `Drop`) and returning normally is no error. An entry made by
+//! name and held across a panic is one error too. Time from the MockClock (installing it also
+//! serialises these tests).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -252,4 +253,42 @@ fn an_exit_in_a_later_bucket_than_its_entry_is_counted_with_its_response_time() 
     // now holds that exit, with its response time, and no pass.
     assert_eq!((s.complete_qps, s.pass_qps), (1.0, 0.0), "{s:?}");
     assert_eq!(s.avg_rt_ms, 1_100.0, "{s:?}");
+}
+
+#[test]
+fn an_api_entry_held_across_a_panic_counts_one_error_and_leaves_nothing_inside() {
+    use sentinel_runtime::{entry, EntryBuilder};
+    let _clock = MockClock::install();
+    // By name, with and without a parameter (no rule: statistics only), and a batch.
+    let enter: [(&str, fn(&str) -> sentinel_runtime::Entry); 3] = [
+        ("unwind-api-plain", |r| entry(r).unwrap()),
+        ("unwind-api-param", |r| {
+            EntryBuilder::new(r).param(&7u64).enter().unwrap()
+        }),
+        ("unwind-api-batch", |r| {
+            EntryBuilder::new(r).acquire(3).enter().unwrap()
+        }),
+    ];
+    for (resource, enter) in enter {
+        let before = totals(resource);
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            let _held = enter(resource);
+            panic!("the work failed");
+        }));
+        assert!(caught.is_err());
+        drop(enter(resource));
+        let after = totals(resource);
+        let passes = after[0] - before[0];
+        assert_eq!(
+            after[1] - before[1],
+            passes,
+            "{resource}: every exit counted"
+        );
+        assert_eq!(
+            after[2] - before[2],
+            passes / 2,
+            "{resource}: the entry held across the panic is an error, the next one is not"
+        );
+        assert_eq!(stats(resource).concurrency, 0, "{resource}: nothing inside");
+    }
 }

@@ -40,35 +40,65 @@ impl Drop for Entry {
 
 impl Entry {
     /// Every exit but the common one of [`Drop`]: an entry whose exit asks whether the thread
-    /// is unwinding, or that is inbound, holds something or reports to something.
+    /// is unwinding, or that is inbound, holds something or reports to something. Only picks
+    /// the exit, each a tail call, so that none pays for the registers another needs.
     #[inline(never)]
     fn exit_other(&mut self, now: u64, flags: u64, reports: u8) {
-        let rt_us = now.saturating_sub(self.start) / 1_000;
-        // A panic in the guarded code, not one that was already unwinding when it was entered:
-        // a guarded body that did not return, or the thread unwinding if the exit is to ask.
-        let panicking = flags & (RUNNING | WATCH_PANIC) != 0
-            && (flags & RUNNING != 0 || std::thread::panicking());
-        let error = flags & ERROR != 0 || panicking;
         if reports == 0 && flags & (HELD | COUNTED | SYSTEM_COUNTED) == 0 {
             if flags & INBOUND != 0 {
-                return self.exit_inbound(now, rt_us, flags, error);
+                return self.exit_inbound(now, flags);
             }
-            // Statistics only, as the common exit (an entry not made by a guarded function).
-            let count = (flags >> COUNT_SHIFT) as u32;
-            return self.node.stats().on_exit(now, count, rt_us, error);
+            return self.exit_watching(now, flags);
         }
-        self.exit_reporting(now, rt_us, flags, panicking, error, reports);
+        self.exit_reporting(now, flags, reports);
     }
-}
 
-impl Entry {
+    /// Whether the call failed: marked an error, or a panic in the guarded code, not one that
+    /// was already unwinding when it was entered (a guarded body that did not return, or the
+    /// thread unwinding if the exit is to ask).
+    #[inline(always)]
+    fn failed(flags: u64) -> (bool, bool) {
+        let panicking = flags & (RUNNING | WATCH_PANIC) != 0
+            && (flags & RUNNING != 0 || std::thread::panicking());
+        (flags & ERROR != 0 || panicking, panicking)
+    }
+
+    /// The exit of an entry that holds nothing, reports to nothing and is not inbound, but
+    /// asks whether the thread is unwinding (one made by name, `WATCH_PANIC`): statistics
+    /// only, as the common exit. (An unwinding thread's exit is a call of its own, so that
+    /// the common one saves no registers for it.)
+    #[inline(never)]
+    fn exit_watching(&mut self, now: u64, flags: u64) {
+        if flags & WATCH_PANIC != 0 && std::thread::panicking() {
+            return self.exit_unwinding(now, flags);
+        }
+        self.record_exit(now, flags, flags & (ERROR | RUNNING) != 0);
+    }
+
+    /// [`exit_watching`](Self::exit_watching)'s exit of a call that panicked: an error.
+    #[cold]
+    #[inline(never)]
+    fn exit_unwinding(&mut self, now: u64, flags: u64) {
+        self.record_exit(now, flags, true);
+    }
+
+    /// The resource's statistics of the exit.
+    #[inline(always)]
+    fn record_exit(&mut self, now: u64, flags: u64, error: bool) {
+        let rt_us = now.saturating_sub(self.start) / 1_000;
+        let count = (flags >> COUNT_SHIFT) as u32;
+        self.node.stats().on_exit(now, count, rt_us, error);
+    }
+
     /// The exit of an inbound entry that holds nothing and reports to nothing (every entry a
     /// tower layer makes while no system rule counts the calls inside): [`exit_reporting`]'s
     /// steps for it, without testing for the others.
     ///
     /// [`exit_reporting`]: Self::exit_reporting
-    #[inline(always)]
-    fn exit_inbound(&mut self, now: u64, rt_us: u64, flags: u64, error: bool) {
+    #[inline(never)]
+    fn exit_inbound(&mut self, now: u64, flags: u64) {
+        let rt_us = now.saturating_sub(self.start) / 1_000;
+        let (error, _) = Self::failed(flags);
         let count = (flags >> COUNT_SHIFT) as u32;
         self.node.stats().on_exit(now, count, rt_us, error);
         system::inside().exit(0);
@@ -80,15 +110,9 @@ impl Entry {
     /// [`Drop`] does for the common entry, and those.
     #[cold]
     #[inline(never)]
-    fn exit_reporting(
-        &mut self,
-        now: u64,
-        rt_us: u64,
-        flags: u64,
-        panicking: bool,
-        error: bool,
-        reports: u8,
-    ) {
+    fn exit_reporting(&mut self, now: u64, flags: u64, reports: u8) {
+        let rt_us = now.saturating_sub(self.start) / 1_000;
+        let (error, panicking) = Self::failed(flags);
         let abandoned = flags & PENDING != 0 && !panicking;
         // What was reserved and the statistics first: no user code runs before them.
         let counter = self.node.counter();
