@@ -74,10 +74,17 @@ pub(crate) fn loaded(named: impl IntoIterator<Item = String>) {
         return;
     }
     let grace = u64::try_from(state.grace.as_nanos()).unwrap_or(u64::MAX);
-    state.due = Some(clock::now_nanos().saturating_add(grace));
+    let due = clock::now_nanos().saturating_add(grace);
+    // The reporter need only be woken for a report due earlier than the one it waits for: it
+    // reads the due time again when that one comes (and at least every 100 ms). Each load
+    // woke it before, a context switch and a contended lock per load.
+    let sooner = state.due.is_none_or(|waited| due < waited);
+    state.due = Some(due);
     #[cfg(feature = "tracing")]
     start_reporter(&mut state);
-    WAKE.notify_all();
+    if sooner {
+        WAKE.notify_all();
+    }
 }
 
 /// The resources named by the rules in force that no call has entered since those rules were
