@@ -260,7 +260,9 @@ fn an_api_entry_held_across_a_panic_counts_one_error_and_leaves_nothing_inside()
     use sentinel_runtime::{entry, EntryBuilder};
     let _clock = MockClock::install();
     // By name, with and without a parameter (no rule: statistics only), and a batch.
-    let enter: [(&str, fn(&str) -> sentinel_runtime::Entry); 3] = [
+    /// Enters the resource named, by name.
+    type Enter = fn(&str) -> sentinel_runtime::Entry;
+    let enter: [(&str, Enter); 3] = [
         ("unwind-api-plain", |r| entry(r).unwrap()),
         ("unwind-api-param", |r| {
             EntryBuilder::new(r).param(&7u64).enter().unwrap()
