@@ -308,6 +308,27 @@ fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
             hot.iter().map(|r| r.get(value)).collect::<Vec<_>>()
         );
     }
+    // What each instance saw, for a run that misses a bound: calls made (admitted + blocked)
+    // against those offered, fallbacks, blocks by the shared limit, its slowest call.
+    for (what, reports) in [("flow", &flow), ("hotspot", &hot)] {
+        eprintln!(
+            "Redis Cluster, {what} rule, per instance (admitted, blocked, fallbacks, \
+             cluster_blocks, max_call_us): {:?}",
+            reports
+                .iter()
+                .map(|r| {
+                    let f = |k| r.get(k);
+                    (
+                        f("admitted"),
+                        f("blocked"),
+                        f("fallbacks"),
+                        f("cluster_blocks"),
+                        f("max_call_us"),
+                    )
+                })
+                .collect::<Vec<_>>()
+        );
+    }
     for value in ["alice", "bob", "carol"] {
         assert_global_bounds(value, total(&hot, value), span(&hot));
     }
