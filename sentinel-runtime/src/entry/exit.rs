@@ -31,10 +31,7 @@ impl Drop for Entry {
         // A guarded function's sync call (it does not ask whether the thread is unwinding:
         // its body that did not return is the panic) with nothing reserved to give back (no
         // count of calls inside: `REPORTS_COUNTED`): the statistics are all.
-        let rt_us = now.saturating_sub(self.start) / 1_000;
-        let error = flags & (ERROR | RUNNING) != 0;
-        let count = (flags >> COUNT_SHIFT) as u32;
-        self.node.stats().on_exit(now, count, rt_us, error);
+        self.record_exit(now, flags, flags & (ERROR | RUNNING) != 0);
     }
 }
 
@@ -82,7 +79,7 @@ impl Entry {
         self.record_exit(now, flags, true);
     }
 
-    /// The resource's statistics of the exit.
+    /// The resource's statistics of the exit (the common exit's, and the by-name one's).
     #[inline(always)]
     fn record_exit(&mut self, now: u64, flags: u64, error: bool) {
         let rt_us = now.saturating_sub(self.start) / 1_000;

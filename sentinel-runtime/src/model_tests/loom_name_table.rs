@@ -38,15 +38,7 @@ fn find(table: &NameTable<Value, LoomWord>, name: &str) -> Option<&'static str> 
 
 /// Runs the model over every interleaving; returns how many executions loom explored.
 fn check(f: impl Fn() + Sync + Send + 'static) -> usize {
-    // This call's own count: the tests run at once, and a count they shared was reset by one
-    // while another ran.
-    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = std::sync::Arc::clone(&runs);
-    loom::model::Builder::new().check(move || {
-        counted.fetch_add(1, Ordering::Relaxed);
-        f()
-    });
-    runs.load(Ordering::Relaxed)
+    super::loom_runs::explored(loom::model::Builder::new(), f)
 }
 
 /// The writer inserts `b` then `c` into `table` (which holds `a`) while the main thread reads.

@@ -121,17 +121,9 @@ impl Values {
 /// Runs the model over every interleaving within `bound` preemptions; returns how many
 /// executions loom explored.
 fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) -> usize {
-    // This call's own count: the tests run at once, and a count they shared was reset by one
-    // while another ran.
-    let runs = StdArc::new(StdCount::new(0));
-    let counted = StdArc::clone(&runs);
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(bound);
-    builder.check(move || {
-        counted.fetch_add(1, SeqCst);
-        f()
-    });
-    runs.load(SeqCst)
+    super::loom_runs::explored(builder, f)
 }
 
 /// A reader on slot 0 (`slot`: another slot, or none for the slow path) reads twice, the second

@@ -8,6 +8,7 @@ mod loom_param_table;
 mod loom_publish;
 mod loom_qps;
 mod loom_ring;
+mod loom_runs;
 mod qps_model;
 mod ring_model;
 mod shadow_seconds;
