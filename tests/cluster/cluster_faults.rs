@@ -17,7 +17,7 @@ use harness::{
     busiest_second, busiest_second_of_value, each, instance_args, reported, require, write_junk,
     Instances, Proxy, RedisCluster, RedisServer, Report,
 };
-use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterThreshold};
+use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterState, ClusterThreshold};
 use sentinel_runtime::rules::{self, HotspotRule};
 use sentinel_runtime::EntryBuilder;
 
@@ -631,6 +631,9 @@ fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runti
         HotspotRule::qps("flood", 0, 10.0).cluster(ClusterThreshold::Global)
     ])
     .expect("the rule loads");
+    // Counted once connected: connecting makes its own calls (the scripts, the epochs).
+    assert!(within(Duration::from_secs(5), || cluster.status().state
+        == ClusterState::Connected));
     let before = sentinel_runtime::metrics::cluster();
     // Distinct values, each new, entered with `enter_async` on a current-thread runtime: for
     // at most 1 000 000 calls or 5 s.
@@ -671,12 +674,14 @@ fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runti
         "{redis_calls} Redis calls for {calls} calls"
     );
     assert!(slow * 100 <= calls, "{slow} of {calls} calls over 1 ms");
-    // New values are leased several to a script call: while 1 000 new values a second are
-    // leased (the cap), at most 300 Redis calls a second, the heartbeats included (one call a
-    // value made about 650).
+    // New values are leased together: while up to 1 000 new values a second are leased (the
+    // cap), one pass over them every 10 ms at most, one script call a pass on one Redis (and
+    // one more per 32 values), with 33 heartbeats a second: at most about 166 Redis calls a
+    // second. Leasing one call a value made about 650; a call at each wake-up of the background
+    // work, with the values spread over 64 hash tags, 147-225 (and 321 on a slower machine).
     let per_sec = redis_calls as f64 / took.as_secs_f64();
     assert!(
-        per_sec <= 300.0,
+        per_sec <= 180.0,
         "{per_sec:.0} Redis calls a second: new values are not leased in batches"
     );
 }

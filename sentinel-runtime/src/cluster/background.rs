@@ -17,7 +17,7 @@ use super::connect::{
 };
 use super::error::ClusterError;
 use super::fleet_task;
-use super::refill::{charge_back, refill_asked};
+use super::refill::{charge_back, refill_asked, NEW_VALUES_GATHER};
 use super::scripts::Scripts;
 use super::task::{Done, Seen};
 use crate::slot::cluster::health;
@@ -391,6 +391,7 @@ async fn serve(config: &Arc<Config>, mut conn: Conn, scripts: &Arc<Scripts>) -> 
     let mut next_value_key = Instant::now() + VALUE_KEY_EVERY;
     let mut next_policy = Instant::now() + POLICY_EVERY;
     let mut checking = false;
+    let mut next_new_values = Instant::now();
     let mut streak = Streak::default();
     let failure = loop {
         let now = Instant::now();
@@ -428,7 +429,9 @@ async fn serve(config: &Arc<Config>, mut conn: Conn, scripts: &Arc<Scripts>) -> 
                 Done::Check(checked)
             });
         }
-        refill_asked(config, &conn, scripts, &mut tasks);
+        if refill_asked(config, &conn, scripts, &mut tasks, now >= next_new_values) {
+            next_new_values = now + NEW_VALUES_GATHER;
+        }
         let done = tokio::select! {
             _ = shared::WAKE.notified() => None,
             _ = tokio::time::sleep_until(next_beat.min(now + TICK)) => None,

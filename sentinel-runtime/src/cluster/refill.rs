@@ -22,25 +22,42 @@ use crate::slot::cluster::shared::{self, RuleLeases};
 const LEASE_HORIZON_NANOS: u64 = 50_000_000;
 /// New hotspot values leased per second, at most: the others are limited locally meanwhile.
 pub(crate) const NEW_VALUES_PER_SEC: u64 = 1_000;
-/// New hotspot values of one hash tag leased in one script call, at most.
+/// New hotspot values leased in one script call, at most.
 const BATCH: usize = 32;
 
-/// Starts a refill for every slot that asked and may ask now.
+/// How long new hotspot values wait to be leased together: a pass over them starts at most
+/// this long after the one before (a value new after a quiet spell is leased at once). Their
+/// calls are admitted against the local share meanwhile and charged with their first lease.
+/// At most 100 passes a second, each of one script call on one Redis (and one per hash tag on
+/// a Redis Cluster, up to [`BATCH`] values a call); one call a value made about 650 calls a
+/// second in a flood of new values, and leasing at each wake-up 147 to 225.
+pub(crate) const NEW_VALUES_GATHER: Duration = Duration::from_millis(10);
+
+/// Starts a refill for every slot that asked and may ask now; the first leases of new hotspot
+/// values only if `new_values_open` (see [`NEW_VALUES_GATHER`]). Returns whether any new value
+/// was leased (a pass started).
 pub(crate) fn refill_asked(
     config: &Arc<Config>,
     conn: &Conn,
     scripts: &Arc<Scripts>,
     tasks: &mut JoinSet<Done>,
-) {
+    new_values_open: bool,
+) -> bool {
     let now = clock::precise_nanos();
+    let mut passed = false;
     for table in shared::tables() {
         if !table.lease.take_dirty() {
             continue;
         }
-        // New hotspot values, by hash tag: leased together, up to BATCH a call.
+        // New hotspot values, by script call: all together on one Redis, by hash tag on a
+        // Redis Cluster (a script's keys must share a slot there); up to BATCH a call.
         let mut new_values: Vec<Vec<(usize, u64)>> = Vec::new();
         for (i, slot) in table.lease.slots().iter().enumerate() {
             let new_value = table.param_index.is_some() && slot.asks_for_new_key();
+            if new_value && !new_values_open {
+                table.lease.mark_dirty();
+                continue;
+            }
             if new_value && !new_values_allowed(now) {
                 if slot.defer() {
                     health::VALUES_OVER_CAP.fetch_add(1, Relaxed);
@@ -55,11 +72,16 @@ pub(crate) fn refill_asked(
                 continue;
             };
             if new_value {
-                let bucket = config.keys.lease(&table, key).1;
-                if new_values.len() <= bucket {
-                    new_values.resize_with(bucket + 1, Vec::new);
+                let call = if config.cluster_mode {
+                    config.keys.lease(&table, key).1
+                } else {
+                    0
+                };
+                if new_values.len() <= call {
+                    new_values.resize_with(call + 1, Vec::new);
                 }
-                new_values[bucket].push((i, key));
+                new_values[call].push((i, key));
+                passed = true;
                 continue;
             }
             let (config, scripts, mut conn) =
@@ -69,7 +91,7 @@ pub(crate) fn refill_asked(
                 Done::Refill(refill(&config, &scripts, &mut conn, &table, i, key).await)
             });
         }
-        for (bucket, values) in new_values.into_iter().enumerate() {
+        for values in new_values {
             for chunk in values.chunks(BATCH) {
                 let (config, scripts, mut conn) =
                     (Arc::clone(config), Arc::clone(scripts), conn.clone());
@@ -79,13 +101,14 @@ pub(crate) fn refill_asked(
                     let done = if let [(i, key)] = chunk[..] {
                         refill(&config, &scripts, &mut conn, &table, i, key).await
                     } else {
-                        refill_batch(&config, &scripts, &mut conn, &table, bucket, &chunk).await
+                        refill_batch(&config, &scripts, &mut conn, &table, &chunk).await
                     };
                     Done::Refill(done)
                 });
             }
         }
     }
+    passed
 }
 
 /// Whether another new hotspot value may be leased now (at most [`NEW_VALUES_PER_SEC`] a
@@ -215,14 +238,13 @@ fn settle(table: &RuleLeases, slot: &LeaseSlot, size: u64, answer: Answer, until
     }
 }
 
-/// The first leases of new hotspot values `values` (slot index, value hash) of `table`, all of
-/// hash tag `bucket`, in one script call.
+/// The first leases of new hotspot values `values` (slot index, value hash) of `table` in one
+/// script call (on a Redis Cluster, all of one hash tag).
 async fn refill_batch(
     config: &Config,
     scripts: &Scripts,
     conn: &mut Conn,
     table: &RuleLeases,
-    bucket: usize,
     values: &[(usize, u64)],
 ) -> Result<(), Failure> {
     let slots = table.lease.slots();
@@ -237,21 +259,22 @@ async fn refill_batch(
     let mut asks = Vec::with_capacity(values.len());
     let mut invocation = scripts.lease_batch.prepare_invoke();
     invocation
-        .key(config.keys.epoch(bucket))
         .arg(format!("{interval:.6}"))
         .arg(format!("{tolerance:.6}"))
-        .arg(config.epochs[bucket].load(Relaxed))
         .arg(format!("{}", table.limit()));
     for &(i, key) in values {
         let slot = &slots[i];
         let size = slot.next_size(now, LEASE_HORIZON_NANOS, cap);
         let owed = slot.take_owed();
+        let (redis_key, bucket) = config.keys.lease(table, key);
         invocation
-            .key(config.keys.lease(table, key).0)
+            .key(redis_key)
+            .key(config.keys.epoch(bucket))
             .arg(size)
+            .arg(config.epochs[bucket].load(Relaxed))
             .arg(slot.alive_until())
             .arg(owed);
-        asks.push((slot, size, owed));
+        asks.push((slot, size, owed, bucket));
     }
     let answers: Result<Vec<String>, Failure> =
         call(conn, invocation, config.command_timeout).await;
@@ -260,7 +283,7 @@ async fn refill_batch(
         // A failure, or an answer of another length (never from this script): the values ask
         // again, and what they owed is owed again.
         failed => {
-            for &(slot, _, owed) in &asks {
+            for &(slot, _, owed, _) in &asks {
                 if owed > 0 {
                     slot.owe(u32::try_from(owed).unwrap_or(u32::MAX));
                 }
@@ -270,7 +293,7 @@ async fn refill_batch(
         }
     };
     let number = |s: &String| s.parse::<u64>().unwrap_or(0);
-    for ((slot, size, _), a) in asks.into_iter().zip(answers.chunks(6)) {
+    for ((slot, size, _, bucket), a) in asks.into_iter().zip(answers.chunks(6)) {
         record(config, bucket, number(&a[2]), &a[3], number(&a[5]));
         let answer = Answer {
             granted: number(&a[0]),

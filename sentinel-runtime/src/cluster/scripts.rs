@@ -177,11 +177,12 @@ end
 return k .. ' ' .. s
 ";
 
-/// [`LEASE`] for several keys of one hash tag in one call (new hotspot values leased together):
-/// `KEYS[1]` is the tag's epoch key and `KEYS[2..]` the lease keys; `ARGV[1]`, `ARGV[2]` the
-/// emission interval and tolerance, `ARGV[3]` the epoch last seen, `ARGV[4]` the threshold,
-/// then for each lease key its tokens wanted, until when it must exist and its charge (three
-/// arguments each). Returns the answers of [`LEASE`] one after the other, six values each.
+/// [`LEASE`] for several keys in one call (new hotspot values leased together): `KEYS` holds
+/// each lease key followed by its bucket's epoch key (on a Redis Cluster, all of one hash tag);
+/// `ARGV[1]`, `ARGV[2]` the emission interval and tolerance, `ARGV[3]` the threshold, then for
+/// each lease key its tokens wanted, the epoch last seen in its bucket, until when it must exist
+/// and its charge (four arguments each). Returns the answers of [`LEASE`] one after the other,
+/// six values each: the same as one [`LEASE`] call a key, in turn.
 pub(crate) fn lease_batch() -> String {
     let one = LEASE
         .replace("KEYS[1]", "k1")
@@ -190,10 +191,10 @@ pub(crate) fn lease_batch() -> String {
     format!(
         "local function one(k1, k2, a)\n{one}\nend\n\
          local out = {{}}\n\
-         for i = 2, #KEYS do\n\
-         \x20 local b = 5 + (i - 2) * 3\n\
-         \x20 local r = one(KEYS[i], KEYS[1], {{ARGV[1], ARGV[2], ARGV[b], ARGV[3], ARGV[b + 1], \
-         ARGV[b + 2], ARGV[4]}})\n\
+         for i = 1, #KEYS, 2 do\n\
+         \x20 local b = 4 + (i - 1) * 2\n\
+         \x20 local r = one(KEYS[i], KEYS[i + 1], {{ARGV[1], ARGV[2], ARGV[b], ARGV[b + 1], \
+         ARGV[b + 2], ARGV[b + 3], ARGV[3]}})\n\
          \x20 for j = 1, 6 do out[#out + 1] = r[j] end\n\
          end\n\
          return out\n"
