@@ -201,6 +201,8 @@ mod keys;
 mod redis;
 #[cfg(feature = "redis")]
 mod refill;
+#[cfg(all(test, feature = "redis"))]
+mod script_tests;
 #[cfg(feature = "redis")]
 mod scripts;
 #[cfg(feature = "redis")]
