@@ -675,9 +675,9 @@ fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runti
     );
     assert!(slow * 100 <= calls, "{slow} of {calls} calls over 1 ms");
     // New values are leased together: while up to 1 000 new values a second are leased (the
-    // cap), one pass over them every 10 ms at most, one script call a pass on one Redis (and
-    // one more per 32 values), with 33 heartbeats a second: at most about 166 Redis calls a
-    // second. Leasing one call a value made about 650; a call at each wake-up of the background
+    // cap), one pass over them every 10 ms at most, one script call a pass for the one rule
+    // (on one Redis its values share its hash tag; one more call per 32 values), with 33
+    // heartbeats a second: at most about 166 Redis calls a second. Leasing one call a value made about 650; a call at each wake-up of the background
     // work, with the values spread over 64 hash tags, 147-225 (and 321 on a slower machine).
     let per_sec = redis_calls as f64 / took.as_secs_f64();
     assert!(

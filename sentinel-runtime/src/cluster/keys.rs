@@ -9,10 +9,14 @@
 //!
 //! No escaped part holds a brace either, so the only hash tag of a key is the one put at its
 //! end: one of [`BUCKETS`] tags, chosen once so that their slots are spread evenly over the
-//! 16 384 slots (tag `i` hashes into slots `i × 256 .. (i + 1) × 256`). A hotspot value's bucket
-//! comes from its (shared) hash, a flow rule's from its resource and window: a rule's values
-//! land on every master in proportion to the slots it serves, whatever the resource holds.
-//! Each bucket has an epoch key in its own slot (see [`super::scripts`]).
+//! 16 384 slots (tag `i` hashes into slots `i × 256 .. (i + 1) × 256`). A flow rule's bucket
+//! comes from its resource and window. On a Redis Cluster a hotspot value's bucket comes from
+//! its (shared) hash: a rule's values land on every master in proportion to the slots it
+//! serves, whatever the resource holds. On one Redis there is nothing to spread over, and a
+//! hotspot rule's values share the rule's bucket (from its resource, parameter and window):
+//! new values are leased many to a script call, whose keys must share a slot for a proxy that
+//! shards by key as for a Redis Cluster. Each bucket has an epoch key in its own slot (see
+//! [`super::scripts`]).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -108,12 +112,17 @@ fn stable_hash(parts: &[&[u8]]) -> u64 {
 pub(crate) struct Keys {
     /// The namespace, escaped.
     ns: String,
+    /// Whether a hotspot rule's values spread over the buckets (a Redis Cluster), or share
+    /// the rule's (one Redis).
+    spread_values: bool,
 }
 
 impl Keys {
-    pub(crate) fn new(namespace: &str) -> Keys {
+    /// The keys of `namespace`; `spread_values` on a Redis Cluster.
+    pub(crate) fn new(namespace: &str, spread_values: bool) -> Keys {
         Keys {
             ns: escape(namespace).into_owned(),
+            spread_values,
         }
     }
 
@@ -157,7 +166,16 @@ impl Keys {
                 (key, bucket)
             }
             Some(index) => {
-                let bucket = bucket_of(value);
+                let bucket = if self.spread_values {
+                    bucket_of(value)
+                } else {
+                    bucket_of(stable_hash(&[
+                        self.ns.as_bytes(),
+                        resource.as_bytes(),
+                        format!("p{index}").as_bytes(),
+                        table.window_ms.to_string().as_bytes(),
+                    ]))
+                };
                 let key = format!(
                     "{}:hot:{resource}:p{index}:w{}:{value:016x}:{{{}}}",
                     self.ns,
@@ -207,7 +225,7 @@ mod tests {
         for (i, tag) in tags().iter().enumerate() {
             assert_eq!(usize::from(slot_of(tag) / width), i, "{tag}");
         }
-        let keys = Keys::new("n{s}");
+        let keys = Keys::new("n{s}", true);
         for b in 0..BUCKETS {
             let key = keys.epoch(b);
             assert_eq!(tag_of(&key), tags()[b], "{key}");
@@ -221,12 +239,12 @@ mod tests {
         let a = leases("eu:checkout", None, Global, 10.0, 0, 1_000, 1);
         let b = leases("checkout", None, Global, 10.0, 0, 1_000, 1);
         let (ka, kb) = (
-            Keys::new("shop").lease(&a, 0).0,
-            Keys::new("shop:eu").lease(&b, 0).0,
+            Keys::new("shop", true).lease(&a, 0).0,
+            Keys::new("shop:eu", true).lease(&b, 0).0,
         );
         assert_ne!(ka, kb);
         let route = leases("GET:/users/{id}", Some(0), Global, 10.0, 0, 1_000, 16);
-        let keys = Keys::new("n");
+        let keys = Keys::new("n", true);
         // Three masters with equal slot ranges: each gets about a third of the values.
         let mut per_master = [0usize; 3];
         for v in 0..3_000u64 {
@@ -235,5 +253,32 @@ mod tests {
             per_master[(slot * 3 / usize::from(SLOTS)).min(2)] += 1;
         }
         assert!(per_master.iter().all(|&n| n >= 800), "{per_master:?}");
+    }
+
+    #[test]
+    fn on_one_redis_a_hotspot_rules_values_share_its_tag_and_two_rules_may_not() {
+        use crate::rules::ClusterThreshold::Global;
+        use crate::slot::cluster::shared::leases;
+        let keys = Keys::new("n", false);
+        let rule =
+            |resource: &str, index| leases(resource, Some(index), Global, 10.0, 0, 1_000, 16);
+        let route = rule("GET:/users/{id}", 0);
+        let (first, bucket) = keys.lease(&route, crate::param::hash(&0u64));
+        for v in 1..100u64 {
+            let (key, b) = keys.lease(&route, crate::param::hash(&v));
+            assert_eq!((tag_of(&key), b), (tag_of(&first), bucket), "{key}");
+            assert_ne!(key, first);
+        }
+        // Rules of other resources (or parameters) spread over the tags.
+        let tags: std::collections::BTreeSet<String> = (0..64)
+            .flat_map(|i| {
+                let resource = format!("r{i}");
+                [0, 1].map(|index| {
+                    let (key, _) = keys.lease(&rule(&resource, index), 7);
+                    tag_of(&key).to_owned()
+                })
+            })
+            .collect();
+        assert!(tags.len() > 32, "{tags:?}");
     }
 }

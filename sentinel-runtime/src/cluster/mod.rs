@@ -88,14 +88,14 @@
 //!   ([`BlockKind::Flow`](crate::BlockKind::Flow) or [`BlockKind::HotParam`](crate::BlockKind::HotParam),
 //!   with a [`retry_after`](crate::BlockError::retry_after)); its
 //!   [`reason`](crate::BlockError::reason) starts with `cluster`.
-//! - **New hotspot values** are leased at most 1 000 a second per process, gathered for up to
-//!   10 ms and leased together: up to 32 values in one script call (on a Redis Cluster, per
-//!   hash tag); the others keep their local share until their turn (counted in
-//!   `values_over_cap`). Measured with a flood of 1 000 000 distinct values on one
+//! - **New hotspot values** are leased at most 1 000 a second per process, gathered for 10 to
+//!   15 ms and leased together: up to 32 values of a rule in one script call (on a Redis
+//!   Cluster, of a rule and hash tag); the others keep their local share until their turn
+//!   (counted in `values_over_cap`). Measured with a flood of 1 000 000 distinct values on one
 //!   current-thread runtime (2.2-2.9 s on a 2-core host, in
-//!   `a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runtime`): 170-221
-//!   Redis calls, 73-77 a second with the heartbeats (a call at each wake-up of the background
-//!   work made 147-225 a second, one call a value about 650), 1-2 calls in a million over 1 ms.
+//!   `a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runtime`): 170-225
+//!   Redis calls, 69-78 a second with the heartbeats (a call at each wake-up of the background
+//!   work made 147-225 a second, one call a value about 650), 1-5 calls in a million over 1 ms.
 //!
 //! # State the store forgets
 //!

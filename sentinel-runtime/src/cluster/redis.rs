@@ -212,7 +212,7 @@ impl ClusterBuilder {
             instance_id: connect::instance_id(),
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
-            keys: Keys::new(&self.namespace),
+            keys: Keys::new(&self.namespace, self.cluster_mode),
             epochs: Config::no_epochs(),
         });
         let stop = Arc::new(tokio::sync::Notify::new());

@@ -25,12 +25,14 @@ pub(crate) const NEW_VALUES_PER_SEC: u64 = 1_000;
 /// New hotspot values leased in one script call, at most.
 const BATCH: usize = 32;
 
-/// How long new hotspot values wait to be leased together: a pass over them starts at most
-/// this long after the one before (a value new after a quiet spell is leased at once). Their
-/// calls are admitted against the local share meanwhile and charged with their first lease.
-/// At most 100 passes a second, each of one script call on one Redis (and one per hash tag on
-/// a Redis Cluster, up to [`BATCH`] values a call); one call a value made about 650 calls a
-/// second in a flood of new values, and leasing at each wake-up 147 to 225.
+/// How far apart the passes that lease new hotspot values are, at least: new values wait for
+/// the next pass (10 to 15 ms with the background's 5 ms tick; a value new after a quiet spell
+/// is leased at once) and are leased together. Their calls are admitted against the local
+/// share meanwhile and charged with their first lease. At most 100 passes a second, each of
+/// one script call a rule on one Redis (whose values share the rule's hash tag), one a rule
+/// and hash tag on a Redis Cluster, and one more per [`BATCH`] values. In a flood of new
+/// values, one call a value made about 650 Redis calls a second, and leasing the values asked
+/// at each wake-up together (by hash tag, of 64) 147 to 225.
 pub(crate) const NEW_VALUES_GATHER: Duration = Duration::from_millis(10);
 
 /// Starts a refill for every slot that asked and may ask now; the first leases of new hotspot
@@ -49,8 +51,8 @@ pub(crate) fn refill_asked(
         if !table.lease.take_dirty() {
             continue;
         }
-        // New hotspot values, by script call: all together on one Redis, by hash tag on a
-        // Redis Cluster (a script's keys must share a slot there); up to BATCH a call.
+        // New hotspot values, by hash tag (a script's keys share a slot: on one Redis, a
+        // rule's values share the rule's tag); up to BATCH a call.
         let mut new_values: Vec<Vec<(usize, u64)>> = Vec::new();
         for (i, slot) in table.lease.slots().iter().enumerate() {
             let new_value = table.param_index.is_some() && slot.asks_for_new_key();
@@ -72,15 +74,11 @@ pub(crate) fn refill_asked(
                 continue;
             };
             if new_value {
-                let call = if config.cluster_mode {
-                    config.keys.lease(&table, key).1
-                } else {
-                    0
-                };
-                if new_values.len() <= call {
-                    new_values.resize_with(call + 1, Vec::new);
+                let bucket = config.keys.lease(&table, key).1;
+                if new_values.len() <= bucket {
+                    new_values.resize_with(bucket + 1, Vec::new);
                 }
-                new_values[call].push((i, key));
+                new_values[bucket].push((i, key));
                 passed = true;
                 continue;
             }
@@ -239,7 +237,7 @@ fn settle(table: &RuleLeases, slot: &LeaseSlot, size: u64, answer: Answer, until
 }
 
 /// The first leases of new hotspot values `values` (slot index, value hash) of `table` in one
-/// script call (on a Redis Cluster, all of one hash tag).
+/// script call, all of one hash tag.
 async fn refill_batch(
     config: &Config,
     scripts: &Scripts,

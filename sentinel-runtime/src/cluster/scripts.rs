@@ -178,10 +178,10 @@ return k .. ' ' .. s
 ";
 
 /// [`LEASE`] for several keys in one call (new hotspot values leased together): `KEYS` holds
-/// each lease key followed by its bucket's epoch key (on a Redis Cluster, all of one hash tag);
-/// `ARGV[1]`, `ARGV[2]` the emission interval and tolerance, `ARGV[3]` the threshold, then for
-/// each lease key its tokens wanted, the epoch last seen in its bucket, until when it must exist
-/// and its charge (four arguments each). Returns the answers of [`LEASE`] one after the other,
+/// each lease key followed by its bucket's epoch key, all of one hash tag (a script's keys
+/// share a slot); `ARGV[1]`, `ARGV[2]` the emission interval and tolerance, `ARGV[3]` the
+/// threshold, then for each lease key its tokens wanted, the epoch last seen in its bucket,
+/// until when it must exist and its charge (four arguments each). Returns the answers of [`LEASE`] one after the other,
 /// six values each: the same as one [`LEASE`] call a key, in turn.
 pub(crate) fn lease_batch() -> String {
     let one = LEASE
