@@ -21,7 +21,7 @@ use sentinel_runtime::cluster::{Cluster, ClusterDegraded, ClusterState, ClusterT
 use sentinel_runtime::rules::{self, HotspotRule};
 use sentinel_runtime::EntryBuilder;
 
-use crate::serial;
+use crate::{alone, spawned_only, this_process};
 
 /// The lease TTL, in seconds.
 const TTL: f64 = 0.2;
@@ -78,7 +78,7 @@ fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn colliding_namespaces_and_resources_keep_two_limits() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -115,7 +115,7 @@ fn colliding_namespaces_and_resources_keep_two_limits() {
 
 #[test]
 fn a_routes_hotspot_values_spread_over_three_masters() {
-    let _serial = serial();
+    let _running = this_process();
     let (Some(()), Some(())) = (require("redis-server"), require("redis-cli")) else {
         return;
     };
@@ -223,7 +223,7 @@ fn three_instances_with(
 
 #[test]
 fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -264,7 +264,7 @@ fn flushall_every_second_admits_at_most_1_25_r_and_says_so() {
 
 #[test]
 fn an_lru_store_that_evicts_the_keys_admits_at_most_1_25_r() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -325,7 +325,7 @@ fn an_lru_store_that_evicts_the_keys_admits_at_most_1_25_r() {
 
 #[test]
 fn a_value_key_written_anew_is_detected_reported_and_agreement_restored() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -376,7 +376,7 @@ fn a_value_key_written_anew_is_detected_reported_and_agreement_restored() {
 
 #[test]
 fn an_evicting_policy_is_reported_and_a_refused_config_get_is_not_an_error() {
-    let _serial = serial();
+    let _running = this_process();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -409,7 +409,7 @@ fn an_evicting_policy_is_reported_and_a_refused_config_get_is_not_an_error() {
 
 #[test]
 fn clients_killed_every_300ms_are_reconnected_without_falling_back() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -441,7 +441,7 @@ fn clients_killed_every_300ms_are_reconnected_without_falling_back() {
 
 #[test]
 fn a_slow_redis_is_ridden_out_at_most_1_15_r_without_flapping() {
-    let _serial = serial();
+    let _running = alone();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -502,7 +502,7 @@ fn stall_from_1_to_2_5_s(proxy: &Proxy, ms: u64) {
 
 #[test]
 fn two_of_three_instances_cut_off_admit_at_most_1_25_r_together() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -556,7 +556,7 @@ fn two_of_three_instances_cut_off_admit_at_most_1_25_r_together() {
 /// calls stay within it, as a flow rule's do (measured 1.0 R).
 #[test]
 fn two_of_three_instances_cut_off_admit_at_most_1_1_r_per_hotspot_value_together() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -618,7 +618,7 @@ fn two_of_three_instances_cut_off_admit_at_most_1_1_r_per_hotspot_value_together
 
 #[test]
 fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runtime() {
-    let _serial = serial();
+    let _running = alone();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -698,7 +698,7 @@ fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runti
 /// the grace period.
 #[test]
 fn a_redis_cluster_failover_is_one_fallback_and_one_resume_at_most_1_25_r() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -806,7 +806,7 @@ fn a_19ms_round_trip_makes_each_instance_leave_at_most_once() {
 /// Three instances, R = 500, every byte `delay_us` late each way through a proxy from 1 s to
 /// 3.5 s: at most 1.15 R in any second, and at most one fallback per instance.
 fn round_trip_from_1_to_3_5_s(delay_us: u64, name: &str) {
-    let _serial = serial();
+    let _running = alone();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -858,7 +858,7 @@ fn node_port(line: &str) -> u16 {
 /// failing `start`.
 #[test]
 fn instances_started_during_redis_cluster_failovers_connect() {
-    let _serial = serial();
+    let _running = this_process();
     let Some(()) = require("redis-server") else {
         return;
     };

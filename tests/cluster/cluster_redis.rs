@@ -21,7 +21,7 @@ use sentinel_runtime::cluster::{Cluster, ClusterError, ClusterState, ClusterThre
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
 use sentinel_runtime::{entry, BlockKind, EntryBuilder};
 
-use crate::serial;
+use crate::{alone, spawned_only, this_process};
 
 const R: f64 = 500.0;
 const SECS: f64 = 3.0;
@@ -85,7 +85,7 @@ const SKEWED: [f64; 4] = [0.7 * 2.0 * R, 0.1 * 2.0 * R, 0.1 * 2.0 * R, 0.1 * 2.0
 
 #[test]
 fn four_processes_share_one_global_limit() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -107,7 +107,7 @@ fn four_processes_share_one_global_limit() {
 
 #[test]
 fn without_the_cluster_four_processes_admit_four_times_the_limit() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -127,7 +127,7 @@ fn without_the_cluster_four_processes_admit_four_times_the_limit() {
 
 #[test]
 fn a_per_instance_rule_limits_to_its_threshold_times_the_instances_live() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -169,7 +169,7 @@ fn a_per_instance_rule_limits_to_its_threshold_times_the_instances_live() {
 
 #[test]
 fn a_hotspot_cluster_rule_limits_each_of_three_values_globally() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -187,7 +187,7 @@ fn a_hotspot_cluster_rule_limits_each_of_three_values_globally() {
 
 #[test]
 fn redis_killed_mid_run_falls_back_within_100ms_and_reconnects_within_2s() {
-    let _serial = serial();
+    let _running = alone();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -289,7 +289,7 @@ fn redis_killed_mid_run_falls_back_within_100ms_and_reconnects_within_2s() {
 
 #[test]
 fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
-    let _serial = serial();
+    let _running = this_process();
     let (Some(()), Some(())) = (require("redis-server"), require("redis-cli")) else {
         return;
     };
@@ -401,7 +401,7 @@ fn a_redis_cluster_of_three_masters_shares_the_limit_without_crossslot() {
 
 #[test]
 fn an_instance_whose_clock_is_30s_ahead_admits_the_same() {
-    let _serial = serial();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -443,7 +443,7 @@ fn local_limit_holds(resource: &str) {
 
 #[test]
 fn bad_input_gives_clear_errors_and_local_limits_keep_working() {
-    let _serial = serial();
+    let _running = this_process();
     let quick = Duration::from_millis(300);
     let err = Cluster::redis("http://127.0.0.1:6379").start().unwrap_err();
     assert!(matches!(err, ClusterError::Url { .. }), "{err}");
@@ -543,7 +543,7 @@ fn within(limit: Duration, f: impl Fn() -> bool) -> Option<Duration> {
 /// first call: every call admitted.
 #[test]
 fn a_hotspot_value_that_takes_over_a_lease_slot_is_never_blocked_before_its_lease() {
-    let _serial = serial();
+    let _running = this_process();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -592,7 +592,7 @@ fn a_hotspot_value_that_takes_over_a_lease_slot_is_never_blocked_before_its_leas
 
 #[test]
 fn one_cluster_per_process_and_drop_makes_rules_local_again() {
-    let _serial = serial();
+    let _running = this_process();
     let Some(()) = require("redis-server") else {
         return;
     };

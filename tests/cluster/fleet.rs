@@ -16,7 +16,7 @@ use sentinel_runtime::dashboard::Dashboard;
 use sentinel_runtime::rules::source::RedisSource;
 use sentinel_runtime::rules::{self, FlowRule};
 
-use crate::serial;
+use crate::this_process;
 
 const TOKEN: &str = "fleet-dashboard-token";
 const NAMESPACE: &str = "fleet-view";
@@ -57,7 +57,7 @@ fn wait_for(limit: Duration, what: &str, done: impl Fn(&Fleet) -> bool) -> (Flee
 
 #[test]
 fn the_fleet_lists_every_instance_with_the_fleets_traffic_and_forgets_a_killed_one() {
-    let _serial = serial();
+    let _running = this_process();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -207,7 +207,7 @@ fn document(threshold: u32) -> String {
 
 #[test]
 fn one_dashboards_edit_reaches_every_instance_within_2_s_and_a_stale_one_changes_nothing() {
-    let _serial = serial();
+    let _running = this_process();
     let Some(()) = require("redis-server") else {
         return;
     };

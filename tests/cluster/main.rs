@@ -4,13 +4,45 @@
 #[path = "../support/redis_harness.rs"]
 mod harness;
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// One test at a time, across the modules: they measure rates on a shared CPU, and one cluster
-/// runs per process.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+// The tests run side by side (the harness's threads, one per core), most of them waiting on
+// real time: each starts its own redis-server and instance processes, so only what this process
+// holds once, or a timing that leaves no room, keeps one test from the others. Each test takes
+// one of the three guards below first.
+
+/// Held shared by every test, and alone by those that [`alone`] runs.
+static RUNNING: RwLock<()> = RwLock::new(());
+/// Held by the test that uses this process's own cluster, rule source or process-wide metrics.
+static THIS_PROCESS: Mutex<()> = Mutex::new(());
+
+/// What a test holds while it runs.
+#[allow(dead_code)] // Held for their `Drop` only.
+enum Running {
+    Alone(RwLockWriteGuard<'static, ()>),
+    Beside(RwLockReadGuard<'static, ()>),
+    ThisProcess(MutexGuard<'static, ()>, RwLockReadGuard<'static, ()>),
+}
+
+/// For a test whose bounds are timings with little room (a round trip a hair under the command
+/// timeout, a fallback within 100 ms, calls that must not wait a millisecond): no other test
+/// runs beside it.
+fn alone() -> Running {
+    Running::Alone(RUNNING.write().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// For a test that only spawns processes (redis-server, instances, proxies of its own): others
+/// may run beside it.
+fn spawned_only() -> Running {
+    Running::Beside(RUNNING.read().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// For a test that starts this process's one cluster or rule source, or reads its process-wide
+/// metrics: one such test at a time, beside tests that only spawn processes. (Always this
+/// lock, then `RUNNING`: no cycle with [`alone`].)
+fn this_process() -> Running {
+    let mine = THIS_PROCESS.lock().unwrap_or_else(PoisonError::into_inner);
+    Running::ThisProcess(mine, RUNNING.read().unwrap_or_else(PoisonError::into_inner))
 }
 
 mod cluster_faults;

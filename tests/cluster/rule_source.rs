@@ -19,7 +19,7 @@ use harness::{require, RedisCluster, RedisServer};
 use sentinel_runtime::rules::source::{RedisSource, SourceError};
 use sentinel_runtime::rules::{self, FlowRule, RuleSet, RuleWatcher, WatchStatus};
 
-use crate::serial;
+use crate::this_process;
 
 /// How long a change may take to reach a watcher: the bound for the fleet.
 const APPLIED_WITHIN: Duration = Duration::from_secs(2);
@@ -98,7 +98,7 @@ fn a_document_at_start_and_each_put_are_applied_and_a_stale_put_changes_nothing(
     require("redis-server")
         .and_then(|()| require("redis-cli"))
         .map_or((), |()| {
-            let _serial = serial();
+            let _running = this_process();
             let server = RedisServer::start(&[]);
             let source = RedisSource::new(&server.url(), "shop:rules")
                 .expect("a source")
@@ -155,7 +155,7 @@ fn bad_documents_are_refused_with_their_field_and_line_and_the_last_good_rules_s
     require("redis-server")
         .and_then(|()| require("redis-cli"))
         .map_or((), |()| {
-            let _serial = serial();
+            let _running = this_process();
             let server = RedisServer::start(&[]);
             let source = RedisSource::new(&server.url(), "bad-docs")
                 .expect("a source")
@@ -263,7 +263,7 @@ fn rules_stay_while_redis_is_away_and_a_change_made_meanwhile_is_picked_up() {
     require("redis-server")
         .and_then(|()| require("redis-cli"))
         .map_or((), |()| {
-            let _serial = serial();
+            let _running = this_process();
             let mut server = RedisServer::start(&[]);
             let source = RedisSource::new(&server.url(), "away")
                 .expect("a source")
@@ -318,7 +318,7 @@ fn a_redis_cluster_keeps_the_document_its_version_and_channel_in_one_slot() {
     require("redis-server")
         .and_then(|()| require("redis-cli"))
         .map_or((), |()| {
-            let _serial = serial();
+            let _running = this_process();
             let cluster = RedisCluster::start();
             let source = RedisSource::cluster(cluster.urls(), "fleet:rules")
                 .expect("a source")

@@ -15,7 +15,7 @@ use sentinel_runtime::dashboard::Dashboard;
 use sentinel_runtime::rules::source::RedisSource;
 use sentinel_runtime::rules::{self, FlowRule, RuleSet};
 
-use crate::serial;
+use crate::this_process;
 
 const TOKEN: &str = "rule-source-dashboard-token";
 
@@ -71,7 +71,7 @@ fn wait_for_flow(resource: &str, threshold: u32) {
 #[test]
 fn dashboard_edits_go_through_the_source_and_a_stale_edit_is_a_conflict() {
     require("redis-server").map_or((), |()| {
-        let _serial = serial();
+        let _running = this_process();
         let server = RedisServer::start(&[]);
         let source = RedisSource::new(&server.url(), "dash:rules")
             .expect("a source")

@@ -5,13 +5,14 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Whether `program` runs; without it, `None` after a line saying how to install it, or a panic
@@ -37,10 +38,26 @@ pub fn require(program: &str) -> Option<()> {
     None
 }
 
-/// A free loopback port (bound, then released: the server binds it next).
+/// A free loopback port (bound, then released: the server binds it next), never one this
+/// process handed out before, nor one 10 000 away from such a port (a Redis Cluster node also
+/// listens on its port + 10 000): tests run side by side.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local address").port()
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local address").port();
+        let mut given = GIVEN.lock().unwrap_or_else(PoisonError::into_inner);
+        let near = [
+            Some(port),
+            port.checked_add(10_000),
+            port.checked_sub(10_000),
+        ];
+        // A cluster node's bus port must be a port too.
+        if port <= 55_535 && !near.iter().flatten().any(|p| given.contains(p)) {
+            given.insert(port);
+            return port;
+        }
+    }
 }
 
 pub fn wall_us() -> u128 {
@@ -54,10 +71,12 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
+        static MADE: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "sentinel-{tag}-{}-{}",
+            "sentinel-{tag}-{}-{}-{}",
             std::process::id(),
-            wall_us()
+            wall_us(),
+            MADE.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).expect("create a temporary directory");
         TempDir(dir)
@@ -85,7 +104,18 @@ impl RedisServer {
         Self::start_with(None, extra)
     }
 
+    /// Like [`RedisServer::start`], with a config file's text first. A port that another
+    /// process took between [`free_port`] and the server's bind is given up for another one.
     pub fn start_with(config: Option<&str>, extra: &[&str]) -> RedisServer {
+        for _ in 0..9 {
+            if let Some(server) = Self::try_start(config, extra) {
+                return server;
+            }
+        }
+        panic!("redis-server did not start on any of 9 free ports");
+    }
+
+    fn try_start(config: Option<&str>, extra: &[&str]) -> Option<RedisServer> {
         let dir = TempDir::new("redis");
         let port = free_port();
         let mut args = Vec::new();
@@ -105,6 +135,8 @@ impl RedisServer {
             "no",
             "--dir",
             &dir.0.display().to_string(),
+            "--unixsocket",
+            &dir.0.join("redis.sock").display().to_string(),
         ] {
             args.push(a.to_owned());
         }
@@ -115,19 +147,37 @@ impl RedisServer {
             args,
             dir,
         };
-        server.spawn();
-        server
+        server.spawn().then_some(server)
     }
 
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(&self.args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        self.child = Some(child);
-        wait_listening(self.port);
+    /// Starts the server and waits until it listens: false if it exited first (its port was
+    /// taken, as another process may take a port between [`free_port`] and the server's bind).
+    fn spawn(&mut self) -> bool {
+        // A server binds its TCP port before it makes its Unix socket, and exits when the port
+        // is taken: the socket file says the port that answers is this server's.
+        let socket = self.dir.0.join("redis.sock");
+        let _ = std::fs::remove_file(&socket);
+        let child = self.child.insert(
+            Command::new("redis-server")
+                .args(&self.args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start redis-server"),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !(socket.exists() && TcpStream::connect(("127.0.0.1", self.port)).is_ok()) {
+            if child.try_wait().is_ok_and(|exited| exited.is_some()) {
+                return false;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not listen on {} within 10 s",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
     }
 
     pub fn url(&self) -> String {
@@ -145,7 +195,11 @@ impl RedisServer {
     /// Starts it again on the same port (empty: no persistence).
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        assert!(
+            self.spawn(),
+            "redis-server did not start again on {}: another process took the port",
+            self.port
+        );
     }
 
     /// `redis-cli -p port args...`'s output.
@@ -167,18 +221,6 @@ pub fn cli(port: u16, args: &[&str]) -> String {
         .output()
         .expect("run redis-cli");
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Waits (at most 10 s) until something accepts connections on `port`.
-pub fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "redis-server did not listen on {port} within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// A Redis Cluster of three masters on loopback, made with `redis-cli --cluster create`.
