@@ -441,7 +441,7 @@ fn clients_killed_every_300ms_are_reconnected_without_falling_back() {
 
 #[test]
 fn a_slow_redis_is_ridden_out_at_most_1_15_r_without_flapping() {
-    let _running = alone();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -618,7 +618,7 @@ fn two_of_three_instances_cut_off_admit_at_most_1_1_r_per_hotspot_value_together
 
 #[test]
 fn a_flood_of_new_hotspot_values_never_waits_on_the_network_nor_blocks_its_runtime() {
-    let _running = alone();
+    let _running = this_process();
     let Some(()) = require("redis-server") else {
         return;
     };
@@ -791,6 +791,9 @@ fn a_redis_cluster_failover_is_one_fallback_and_one_resume_at_most_1_25_r() {
 /// timeout): at most 1.15 R in any second, and no instance leaves Redis more than once.
 #[test]
 fn a_16ms_round_trip_is_ridden_out_at_most_1_15_r_without_flapping() {
+    // Under the timeout by 4 ms: beside another test, instances fell back once in one run of
+    // five (none alone).
+    let _running = alone();
     round_trip_from_1_to_3_5_s(8_000, "rtt");
 }
 
@@ -800,13 +803,14 @@ fn a_16ms_round_trip_is_ridden_out_at_most_1_15_r_without_flapping() {
 /// just in time and leaving again (it did, in most runs, before a return asked for the room).
 #[test]
 fn a_19ms_round_trip_makes_each_instance_leave_at_most_once() {
+    // A hair under the timeout.
+    let _running = alone();
     round_trip_from_1_to_3_5_s(9_500, "rtt19");
 }
 
 /// Three instances, R = 500, every byte `delay_us` late each way through a proxy from 1 s to
 /// 3.5 s: at most 1.15 R in any second, and at most one fallback per instance.
 fn round_trip_from_1_to_3_5_s(delay_us: u64, name: &str) {
-    let _running = alone();
     let Some(()) = require("redis-server") else {
         return;
     };

@@ -21,7 +21,7 @@ use sentinel_runtime::cluster::{Cluster, ClusterError, ClusterState, ClusterThre
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
 use sentinel_runtime::{entry, BlockKind, EntryBuilder};
 
-use crate::{alone, spawned_only, this_process};
+use crate::{spawned_only, this_process};
 
 const R: f64 = 500.0;
 const SECS: f64 = 3.0;
@@ -187,7 +187,7 @@ fn a_hotspot_cluster_rule_limits_each_of_three_values_globally() {
 
 #[test]
 fn redis_killed_mid_run_falls_back_within_100ms_and_reconnects_within_2s() {
-    let _running = alone();
+    let _running = spawned_only();
     let Some(()) = require("redis-server") else {
         return;
     };

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockW
 
 // The tests run side by side (the harness's threads, one per core), most of them waiting on
 // real time: each starts its own redis-server and instance processes, so only what this process
-// holds once, or a timing that leaves no room, keeps one test from the others. Each test takes
+// holds once, or a timing with little room, keeps one test from the others. Each test takes
 // one of the three guards below first.
 
 /// Held shared by every test, and alone by those that [`alone`] runs.
@@ -24,9 +24,8 @@ enum Running {
     ThisProcess(MutexGuard<'static, ()>, RwLockReadGuard<'static, ()>),
 }
 
-/// For a test whose bounds are timings with little room (a round trip a hair under the command
-/// timeout, a fallback within 100 ms, calls that must not wait a millisecond): no other test
-/// runs beside it.
+/// For a test whose bound is a timing with little room (round trips a few milliseconds under the
+/// command timeout): no other test runs beside it.
 fn alone() -> Running {
     Running::Alone(RUNNING.write().unwrap_or_else(PoisonError::into_inner))
 }
