@@ -44,6 +44,23 @@ fn this_process() -> Running {
     Running::ThisProcess(mine, RUNNING.read().unwrap_or_else(PoisonError::into_inner))
 }
 
+/// The harness's ports, for servers started side by side: never one twice, never two 10 000
+/// apart (a cluster node's port and its bus port), and room for the bus port above each.
+#[test]
+fn free_ports_are_never_given_twice_nor_10_000_apart() {
+    let ports: Vec<u16> = (0..300).map(|_| harness::free_port()).collect();
+    let unique: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+    assert_eq!(unique.len(), ports.len(), "a port given twice");
+    for &port in &ports {
+        assert!(port <= 55_535, "{port} leaves no room for its bus port");
+        assert!(
+            !unique.contains(&(port + 10_000)),
+            "{port} and {} both given",
+            port + 10_000
+        );
+    }
+}
+
 mod cluster_faults;
 mod cluster_redis;
 mod fleet;

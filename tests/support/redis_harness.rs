@@ -43,7 +43,7 @@ pub fn require(program: &str) -> Option<()> {
 /// listens on its port + 10 000): tests run side by side.
 pub fn free_port() -> u16 {
     static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    loop {
+    for _ in 0..10_000 {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local address").port();
         let mut given = GIVEN.lock().unwrap_or_else(PoisonError::into_inner);
@@ -58,6 +58,7 @@ pub fn free_port() -> u16 {
             return port;
         }
     }
+    panic!("no free loopback port at or below 55 535 in 10 000 tries (ip_local_port_range?)");
 }
 
 pub fn wall_us() -> u128 {
