@@ -7,8 +7,11 @@ use std::time::Duration;
 use sentinel_runtime::cluster::ClusterThreshold;
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule, RuleSet};
 
+use crate::serial;
+
 #[test]
 fn two_cluster_rules_of_one_resource_and_window_are_refused_naming_cluster() {
+    let _serial = serial();
     let error = rules::load_flow_rules(vec![
         FlowRule::qps("cl-sets-a", 100.0).cluster(ClusterThreshold::Global),
         FlowRule::qps("cl-sets-a", 50.0).cluster(ClusterThreshold::PerInstance),
@@ -34,6 +37,7 @@ fn two_cluster_rules_of_one_resource_and_window_are_refused_naming_cluster() {
 
 #[test]
 fn cluster_rules_of_different_windows_or_beside_local_rules_load() {
+    let _serial = serial();
     rules::load_flow_rules(vec![
         FlowRule::qps("cl-sets-c", 100.0).cluster(ClusterThreshold::Global),
         FlowRule::qps("cl-sets-c", 3000.0)
@@ -49,6 +53,7 @@ fn cluster_rules_of_different_windows_or_beside_local_rules_load() {
 
 #[test]
 fn two_cluster_hotspot_rules_of_one_parameter_and_window_are_refused_naming_cluster() {
+    let _serial = serial();
     let error = rules::load_hotspot_rules(vec![
         HotspotRule::qps("cl-sets-h", 0, 10.0).cluster(ClusterThreshold::Global),
         HotspotRule::qps("cl-sets-h", 0, 5.0).cluster(ClusterThreshold::Global),

@@ -9,21 +9,14 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::serial;
 use sentinel_runtime::rules::{
     self, AuthorityRule, CircuitBreakerRule, FlowRule, HotspotRule, RuleSet, RuleSetError,
     RuleWatcher, SystemRule, WatchStatus,
 };
-
-static RULES: Mutex<()> = Mutex::new(());
-
-/// One test at a time loads rules.
-fn serial() -> MutexGuard<'static, ()> {
-    RULES.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// How long a reload may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(10);
