@@ -14,6 +14,7 @@ use sentinel_runtime::{metrics, BlockError, BlockKind};
 use tonic::transport::{Channel, Endpoint, Server};
 use tonic::{Code, Status};
 
+use crate::making_resources;
 use crate::tower_tonic::{Bytes, Greeter, METHOD};
 
 /// `Count`: answers a stream of one message, then (for a request of `fail`) INTERNAL in the
@@ -156,6 +157,7 @@ async fn grpc_errors_open_a_breaker_and_a_refused_call_carries_its_block() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_error_in_the_trailers_counts_and_the_entry_lasts_until_them() {
+    let _making = making_resources().await;
     let (mut client, resource) = serve().await;
     for (request, errors) in [(&b"ok"[..], 0), (&b"fail"[..], 1)] {
         client.ready().await.unwrap();

@@ -22,6 +22,8 @@ use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, HotspotRule};
 use sentinel_runtime::tower::{ConnectInfo, SentinelLayer};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
+use crate::making_resources;
+
 type Body = Full<axum::body::Bytes>;
 
 fn reply(status: u16) -> Result<Response<Body>, Infallible> {
@@ -286,6 +288,7 @@ fn names_with(part: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn junk_grpc_paths_and_invented_methods_leave_one_resource_each() {
+    let _making = making_resources().await;
     let svc = SentinelLayer::new().layer(service_fn(|_: Request<Body>| async { reply(404) }));
     for i in 0..50 {
         // Not a gRPC method path: a protobuf name has no '-' and does not start with a digit.
@@ -325,6 +328,7 @@ async fn junk_grpc_paths_and_invented_methods_leave_one_resource_each() {
 
 #[tokio::test]
 async fn invented_methods_on_a_matched_route_share_one_resource() {
+    let _making = making_resources().await;
     let app = axum::Router::new()
         .route("/edges-any", axum::routing::any(|| async { "ok" }))
         .layer(SentinelLayer::new());
@@ -346,6 +350,7 @@ async fn invented_methods_on_a_matched_route_share_one_resource() {
 
 #[tokio::test]
 async fn grpc_methods_behind_an_axum_router_are_named_by_their_method_path() {
+    let _making = making_resources().await;
     let grpc = service_fn(|_: Request<axum::body::Body>| async {
         Ok::<_, Infallible>(
             Response::builder()
