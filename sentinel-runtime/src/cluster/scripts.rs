@@ -181,8 +181,9 @@ return k .. ' ' .. s
 /// each lease key followed by its bucket's epoch key, all of one hash tag (a script's keys
 /// share a slot); `ARGV[1]`, `ARGV[2]` the emission interval and tolerance, `ARGV[3]` the
 /// threshold, then for each lease key its tokens wanted, the epoch last seen in its bucket,
-/// until when it must exist and its charge (four arguments each). Returns the answers of [`LEASE`] one after the other,
-/// six values each: the same as one [`LEASE`] call a key, in turn.
+/// until when it must exist and its charge (four arguments each). Returns the answers of
+/// [`LEASE`] one after the other, six values each: the same as one [`LEASE`] call a key, in
+/// turn.
 pub(crate) fn lease_batch() -> String {
     let one = LEASE
         .replace("KEYS[1]", "k1")
