@@ -97,7 +97,7 @@ fn block_on<F: std::future::Future>(fut: F) -> F::Output {
     }
 }
 
-fn main() {
+pub fn main() {
     let state = AppState { greeting: "hello" };
     assert_eq!(block_on(get_user(Path(7), State(state.clone()))), "hello 7");
     assert_eq!(block_on(create(State(state), Json(vec![1, 2]))), 3);

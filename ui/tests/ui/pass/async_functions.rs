@@ -43,7 +43,7 @@ fn assert_send<F: std::future::Future + Send>(f: F) -> F {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub async fn main() {
     assert_eq!(assert_send(fetch(1)).await, "item 1");
     assert_eq!(plain(2).await, 2);
     assert_eq!(load("abc").await.unwrap(), 3);

@@ -51,7 +51,7 @@ async fn lookup_async(id: u32) -> Result<u32, AppError> {
     Ok(id)
 }
 
-fn main() {
+pub fn main() {
     ratio().unwrap();
     assert_eq!(several(3), 3);
     assert!(lookup(0).is_err());

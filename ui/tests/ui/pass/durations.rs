@@ -22,7 +22,7 @@ fn leading_fraction() -> Result<(), BlockError> {
     Ok(())
 }
 
-fn main() {
+pub fn main() {
     compound_and_fraction().unwrap();
     days_and_separators().unwrap();
     micros_and_spaces().unwrap();

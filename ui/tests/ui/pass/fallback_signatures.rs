@@ -144,7 +144,7 @@ fn reply(n: u8) -> Reply {
     Reply::Done(n)
 }
 
-fn main() {
+pub fn main() {
     let mut store = Store { items: vec![1, 2] };
     assert_eq!(store.slice("k"), &[1, 2]);
     store.items_mut("k").push(3);

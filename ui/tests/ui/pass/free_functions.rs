@@ -57,7 +57,7 @@ unsafe fn unsafe_busy(_: *const u8, _: BlockError) -> u8 {
     0
 }
 
-fn main() {
+pub fn main() {
     stats_only().unwrap();
     assert_eq!(with_fallback(1, 1), 3);
     float_qps_and_concurrency().unwrap();

@@ -47,7 +47,7 @@ fn sum<const N: usize>(xs: [u32; N]) -> Result<u32, Box<dyn std::error::Error + 
     Ok(xs.iter().sum::<u32>() + parsed)
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(largest(&[1, 5, 3]), Some(&5));
     assert_eq!(pick("ab", "c").unwrap(), "ab");
     assert_eq!(describe('x', 3), "xxx");

@@ -33,7 +33,7 @@ fn eight(a: u8, b: u8, c: u8, d: u8, e: u8, f: u8, g: u8, h: u8) -> Result<u8, B
     Ok(a + b + c + d + e + f + g + h)
 }
 
-fn main() {
+pub fn main() {
     let _ = per_user(1);
     let _ = params("u", "eu".to_owned(), (1, 'x'), 0.5);
     let _ = Service.get(b"k");

@@ -35,7 +35,7 @@ fn opaque_result() -> impl Debug {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub async fn main() {
     assert_eq!(handler(1).status(), 200);
     assert_eq!(handler_async(2).await.status(), 200);
     assert_eq!(format!("{:?}", opaque_result()), "Ok(1)");

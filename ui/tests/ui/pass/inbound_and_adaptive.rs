@@ -23,7 +23,7 @@ async fn handler(id: u32) -> Result<u32, BlockError> {
     Ok(id)
 }
 
-fn main() {
+pub fn main() {
     let _ = (served(), not_served(), database());
     let _ = handler(3);
 }

@@ -77,7 +77,7 @@ fn node(resource: &str) -> &'static ResourceNode {
         .node()
 }
 
-fn main() {
+pub fn main() {
     let flow = [
         ("ui-max-shaping", 1),
         ("ui-max-thresholds", 2),

@@ -79,7 +79,7 @@ impl<T: Clone> Wrapper<T> {
     }
 }
 
-fn main() {
+pub fn main() {
     let mut s = Service::new("a");
     assert_eq!(s.name(), "a");
     s.rename("b".to_owned()).unwrap().push('c');

@@ -6,6 +6,6 @@ fn ping() -> Result<(), flow_control::BlockError> {
     Ok(())
 }
 
-fn main() {
+pub fn main() {
     ping().unwrap();
 }

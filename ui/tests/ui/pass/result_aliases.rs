@@ -92,7 +92,7 @@ mod impostor {
     }
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(alias(), Ok(1));
     assert_eq!(alias_of_alias(), Err(AppError::NotFound));
     assert_eq!(alias_with_is_error(7), Ok(7));

@@ -36,7 +36,7 @@ fn busy(_: u64, _: BlockError) -> u64 {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub async fn main() {
     let _clock = sentinel_runtime::clock::MockClock::install();
     for _ in 0..5 {
         watched().unwrap();

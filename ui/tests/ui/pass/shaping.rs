@@ -41,7 +41,7 @@ fn busy(_: BlockError) -> u8 {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub async fn main() {
     warm().unwrap();
     warm_default_factor().unwrap();
     assert_eq!(paced(), 1);

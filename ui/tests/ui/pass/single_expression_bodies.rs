@@ -81,7 +81,7 @@ impl Counter {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub async fn main() {
     assert_eq!(plain(1), 1);
     assert_eq!(plain_async(2).await, 2);
     assert_eq!(result(3), Ok(3));
