@@ -2,7 +2,7 @@
 //! token (`tests/ui/fail`, with `.stderr` snapshots). The supported forms that compile and run
 //! (`tests/ui/pass`) are `tests/pass.rs`.
 //!
-//! A package of their own (`ui/Cargo.toml`): trybuild builds every dev-dependency of the package
+//! A package of their own (`ui/Cargo.toml`): trybuild checks every dev-dependency of the package
 //! that runs them once more, and this one's are the few the cases need (the runtime with the
 //! attribute, tokio).
 //!
