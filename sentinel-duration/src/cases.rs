@@ -1,7 +1,8 @@
 //! The table both readers of the grammar are tested against: the rule files' duration fields
-//! (`sentinel-runtime`) and the attribute's duration arguments (`sentinel-macros`) each run
-//! every row, and check that they accept exactly the durations the grammar accepts, meaning
-//! the same (each within its own range: the attribute counts whole milliseconds above zero).
+//! (`sentinel-runtime`) and the attribute's duration arguments (`sentinel-runtime-macros`)
+//! each run every row, and check that they accept exactly the durations the grammar accepts,
+//! meaning the same (each within its own range: the attribute counts whole milliseconds above
+//! zero).
 //!
 //! Not an API: test data.
 

@@ -82,12 +82,14 @@
 //! statistics, never its node); [`ResourceNode`] (statistics plus the checks in force); the
 //! [`registry`] of nodes by name; the rule loader; [`Entry`] and the entry functions; [`metrics`].
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod breaker;
 pub mod clock;
 pub mod cluster;
 pub mod context;
 #[cfg(feature = "dashboard")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
 pub mod dashboard;
 mod entry;
 mod error;
@@ -104,6 +106,7 @@ pub mod outlier;
 mod param;
 pub mod registry;
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod reqwest;
 mod rule_data;
 pub mod rules;
@@ -114,6 +117,7 @@ mod sync;
 pub(crate) mod system_load;
 mod timer;
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 
 #[cfg(test)]
@@ -466,9 +470,10 @@ pub use node::ResourceNode;
 /// another borrowed argument and returns a type hiding a lifetime, like `Iter<u8>` for
 /// `Iter<'_, u8>`); elsewhere the fallback is called directly and rustc reports the call.
 #[cfg(feature = "macros")]
-pub use sentinel_macros::sentinel;
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+pub use sentinel_runtime_macros::sentinel;
 
 /// The README's Rust snippets, compiled and run as doc-tests.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

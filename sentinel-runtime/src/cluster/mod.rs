@@ -208,8 +208,11 @@ mod scripts;
 #[cfg(feature = "redis")]
 mod task;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::error::ClusterError;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::fleet::{fleet, Fleet, FleetInstance, FleetResource, LIVE_MS, MAX_RESOURCES};
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::redis::{Cluster, ClusterBuilder};

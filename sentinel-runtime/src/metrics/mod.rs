@@ -8,6 +8,7 @@ pub use crate::system_load::CpuSourceKind;
 mod cluster;
 mod process;
 #[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod prometheus;
 mod resources;
 mod rules;
@@ -18,7 +19,9 @@ pub use resources::{
     all, hotspot_live_evictions, inbound, last_minute, overflow, snapshot, SecondStats,
 };
 #[cfg(feature = "rule-files")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub use rules::rule_files;
 #[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub use rules::set_block_event_level;
 pub use rules::{circuit_breaker_transitions, outlier_ejections, rule_loads};

@@ -16,6 +16,7 @@ use crate::breaker::CircuitState;
 /// # metrics::set_block_event_level(Some(tracing::Level::INFO));
 /// ```
 #[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub fn set_block_event_level(level: Option<tracing::Level>) {
     crate::events::set_block_level(level);
 }
@@ -69,6 +70,7 @@ pub fn rule_loads() -> Vec<(&'static str, bool, u64)> {
 /// [`MAX_REPORTED_FILES`](crate::rules::MAX_REPORTED_FILES) files are listed (feature
 /// `rule-files`).
 #[cfg(feature = "rule-files")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub fn rule_files() -> Vec<(std::path::PathBuf, bool)> {
     crate::rules::file_results()
 }

@@ -21,8 +21,10 @@
 //! replaces are freed (once no call is reading them).
 
 #[cfg(feature = "rule-files")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub mod files;
 #[cfg(feature = "rule-files")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub mod source;
 
 /// Every kind's rule and its public types and limits (each kind's `public` face, through the
@@ -38,10 +40,13 @@ pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE
 pub use crate::param::MAX_PARAMS;
 pub use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
 #[cfg(feature = "rule-files")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub use files::load_file;
 #[cfg(feature = "rule-files")]
 pub(crate) use files::report::file_results;
 #[cfg(feature = "rule-files")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub use files::report::MAX_REPORTED_FILES;
 #[cfg(feature = "rule-files")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub use source::{watch_file, watch_source, RuleWatcher, WatchStatus};

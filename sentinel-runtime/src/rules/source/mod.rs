@@ -25,6 +25,7 @@ pub use document::{Document, DocumentFormat, MAX_DOCUMENT_BYTES};
 pub use error::SourceError;
 pub use file::{watch_file, FileSource};
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_source::{RedisSource, DEFAULT_POLL};
 pub use rule_source::{Changes, Read, RuleSource};
 pub use watcher::{watch_source, RuleWatcher, WatchStatus};
