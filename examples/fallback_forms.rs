@@ -210,9 +210,9 @@ impl Service {
     }
 }
 
-// ---- an axum handler (the README shows this section: a test keeps the two the same) ----
+// ---- an axum handler (docs/attribute.md shows this section: a test keeps the two the same) ----
 
-/// The README's handler.
+/// The guide's handler (docs/attribute.md).
 pub mod handler {
     // README: an axum handler
     use axum::extract::{Path, State};

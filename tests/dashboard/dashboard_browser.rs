@@ -9,7 +9,7 @@
 //! Without `chromium` and `chromedriver` on PATH the test is skipped with a line saying how to
 //! install them (`apt-get install chromium chromium-driver`); with `SENTINEL_REQUIRE_SERVERS=1`
 //! (CI) a missing browser is a failure. `SENTINEL_UPDATE_SCREENSHOT=1` writes the screenshot to
-//! `docs/dashboard.png` (the README's); it is always written under the target directory.
+//! `docs/dashboard.png` (the guide's); it is always written under the target directory.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -178,10 +178,10 @@ fn an_axum_router_serves_a_guarded_handler_with_extractor_patterns() {
     );
 }
 
-/// The README's handler is the one `examples/fallback_forms.rs` compiles (and CI lints with
-/// `clippy::pedantic`), word for word.
+/// The guide's handler (`docs/attribute.md`) is the one `examples/fallback_forms.rs` compiles
+/// (and CI lints with `clippy::pedantic`), word for word.
 #[test]
-fn the_readme_handler_is_the_compiled_one() {
+fn the_guides_handler_is_the_compiled_one() {
     let example = include_str!("../../examples/fallback_forms.rs");
     let start = example
         .find("// README: an axum handler\n")
@@ -192,12 +192,13 @@ fn the_readme_handler_is_the_compiled_one() {
         .lines()
         .map(|line| line.strip_prefix("    ").unwrap_or(line))
         .collect();
-    let readme = include_str!("../../README.md");
-    let block = readme
+    let guide = include_str!("../../docs/attribute.md");
+    let block = guide
         .split("```rust,ignore\n")
+        .skip(1)
         .map(|rest| &rest[..rest.find("```").expect("a closed block")])
         .find(|block| block.contains("#[sentinel(resource = \"get_user\""))
-        .expect("the README shows the handler");
+        .expect("docs/attribute.md shows the handler");
     let shown: Vec<&str> = block.lines().collect();
     assert_eq!(shown, compiled);
 }

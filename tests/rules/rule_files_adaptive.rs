@@ -1,5 +1,5 @@
-//! Adaptive-concurrency rules in rule files, and the README's rule file. (System and authority
-//! rules in files are tested in `tests/rules/rule_files.rs`.)
+//! Adaptive-concurrency rules in rule files, and the guide's rule file (docs/rules.md). (System
+//! and authority rules in files are tested in `tests/rules/rule_files.rs`.)
 
 use std::time::Duration;
 
@@ -99,14 +99,14 @@ flow:
 }
 
 #[test]
-fn the_readme_rule_file_reads() {
-    let readme = include_str!("../../README.md");
-    let start = readme
+fn the_guides_rule_file_reads() {
+    let guide = include_str!("../../docs/rules.md");
+    let start = guide
         .find("```yaml\n")
-        .expect("a YAML block in the README")
+        .expect("a YAML block in docs/rules.md")
         + 8;
-    let end = start + readme[start..].find("```").expect("the block's end");
-    let set = RuleSet::from_yaml(&readme[start..end]).unwrap();
+    let end = start + guide[start..].find("```").expect("the block's end");
+    let set = RuleSet::from_yaml(&guide[start..end]).unwrap();
     assert!(!set.flow.is_empty() && !set.system.is_empty() && !set.authority.is_empty());
     assert!(!set.circuit_breaker.is_empty() && !set.hotspot.is_empty());
 }
