@@ -32,8 +32,8 @@ pub struct BlockTotals {
     /// By the user's check slots ([`BlockKind::Custom`]).
     pub custom: u64,
     /// By cluster rules, the limit shared by the instances (a flow or hotspot rule marked
-    /// `cluster`: [`BlockError::is_cluster`](crate::BlockError::is_cluster)); counted here, not
-    /// under the rule's own kind.
+    /// `cluster`: [`BlockError::is_cluster`](crate::error::BlockError::is_cluster)); counted
+    /// here, not under the rule's own kind.
     pub cluster: u64,
 }
 
@@ -101,7 +101,7 @@ impl BlockTotals {
 
     /// The index in [`RULES`](Self::RULES) a block counts under: `cluster` for a cluster rule's
     /// block, else its kind's.
-    pub(crate) fn index_of_block(block: &crate::BlockError) -> usize {
+    pub(crate) fn index_of_block(block: &crate::error::BlockError) -> usize {
         if block.is_cluster() {
             RULE_KINDS - 1
         } else {
