@@ -364,7 +364,11 @@ fn the_dashboard_edits_the_etcd_key_by_its_mod_revision_and_a_stale_edit_is_a_co
             Some(&format!("\"v{second}\"")),
             &rules_json("etcd-stale", 1),
         );
-        assert_eq!((status, etag), (409, Some(format!("\"v{third}\""))), "{body}");
+        assert_eq!(
+            (status, etag),
+            (409, Some(format!("\"v{third}\""))),
+            "{body}"
+        );
         // A bad edit on the current version: refused with its field.
         let (status, _, body) = request(
             addr,

@@ -1,10 +1,10 @@
 //! Cluster limits on a real redis-server and a real Redis Cluster.
 
 // Support code shared by several modules (declared once: a file may be one module only).
-#[path = "../support/redis_harness.rs"]
-mod harness;
 #[path = "../support/etcd_harness.rs"]
 mod etcd_harness;
+#[path = "../support/redis_harness.rs"]
+mod harness;
 
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 

@@ -31,10 +31,8 @@ impl Mount {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "sentinel-configmap-{}-{nanos}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("sentinel-configmap-{}-{nanos}", std::process::id()));
         fs::create_dir_all(&dir).expect("the mount's directory");
         Mount(dir)
     }
@@ -65,11 +63,7 @@ fn doc(threshold: i32) -> String {
     format!("# shop rules\nflow:\n  - resource: configmap-checkout\n    threshold: {threshold}\n")
 }
 
-fn wait_for(
-    watcher: &RuleWatcher,
-    what: &str,
-    done: impl Fn(&WatchStatus) -> bool,
-) -> WatchStatus {
+fn wait_for(watcher: &RuleWatcher, what: &str, done: impl Fn(&WatchStatus) -> bool) -> WatchStatus {
     let start = Instant::now();
     loop {
         let status = watcher.status();

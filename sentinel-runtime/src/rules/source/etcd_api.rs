@@ -262,7 +262,10 @@ mod tests {
         assert_eq!(encode(b"f"), "Zg==");
         assert_eq!(encode(b"fo"), "Zm8=");
         assert_eq!(encode(b"foo"), "Zm9v");
-        assert_eq!(encode(b"/sentinel/shop/rules"), "L3NlbnRpbmVsL3Nob3AvcnVsZXM=");
+        assert_eq!(
+            encode(b"/sentinel/shop/rules"),
+            "L3NlbnRpbmVsL3Nob3AvcnVsZXM="
+        );
         let all: Vec<u8> = (0..=255).collect();
         for len in 0..all.len() {
             assert_eq!(decode(&encode(&all[..len])).as_deref(), Ok(&all[..len]));
@@ -316,7 +319,8 @@ mod tests {
         assert_eq!(body["success"][0]["request_put"]["value"], "dg==");
         assert_eq!(put_request(b"k", b"v", None)["compare"], json!([]));
 
-        let done = br#"{"header":{"revision":"12"},"succeeded":true,"responses":[{"response_put":{}}]}"#;
+        let done =
+            br#"{"header":{"revision":"12"},"succeeded":true,"responses":[{"response_put":{}}]}"#;
         assert_eq!(put_answer(done), Ok(Written::Done(12)));
         let stale = br#"{"header":{"revision":"12"},"responses":[{"response_range":{"kvs":[{"key":"aw==","mod_revision":"11"}]}}]}"#;
         assert_eq!(put_answer(stale), Ok(Written::Stale(11)));

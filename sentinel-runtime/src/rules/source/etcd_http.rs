@@ -78,9 +78,8 @@ impl Endpoint {
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.unwrap_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, "the host has no address")
-        }))
+        Err(last
+            .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the host has no address")))
     }
 
     /// Sends `POST path` with a JSON `body`.
