@@ -100,6 +100,8 @@ fn etcd_rules_reach_two_watchers_by_the_watch_a_stale_put_conflicts_and_bad_docu
         assert_eq!(source.get(), Ok(None));
 
         // An operator's `etcdctl put`: applied by both, its version the key's mod revision.
+        // (The read each watcher makes once its watch is in place may find this one; every
+        // later change reaches them through the watch alone.)
         etcd.put(KEY, doc("etcd-one", 10).as_bytes());
         let first = etcd.mod_revision(KEY);
         wait_all(&[&a, &b], "etcdctl's put", APPLIED_WITHIN, |s| {
@@ -185,6 +187,22 @@ fn etcd_rules_reach_two_watchers_by_the_watch_a_stale_put_conflicts_and_bad_docu
                 .is_some_and(|e| e.entries()[0].line == Some(2))
         });
         assert!(statuses.iter().all(|s| s.version == second), "{statuses:?}");
+        assert_eq!(rules::flow_rules(), flow("etcd-two", 20));
+
+        // Over 1 MiB (etcd takes up to 1.5 MiB): neither written by `put` nor loaded.
+        let large = format!("# {}\n{}", "x".repeat(1 << 20), doc("etcd-large", 1));
+        assert!(matches!(
+            source.put(&large, None),
+            Err(SourceError::Invalid(_))
+        ));
+        etcd.put(KEY, large.as_bytes());
+        let statuses = wait_all(&[&a, &b], "the large document", APPLIED_WITHIN, |s| {
+            s.last_error
+                .as_ref()
+                .is_some_and(|e| e.to_string().contains("over the limit"))
+        });
+        assert!(statuses.iter().all(|s| s.version == second), "{statuses:?}");
+        assert!(matches!(source.get(), Err(SourceError::Invalid(_))));
         assert_eq!(rules::flow_rules(), flow("etcd-two", 20));
 
         // A good document again: applied, the errors clear.

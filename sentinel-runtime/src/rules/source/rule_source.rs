@@ -15,22 +15,21 @@ use crate::manager::set::RuleSetError;
 /// [`watch_source`](super::watch_source) runs one: it calls [`watch`](RuleSource::watch) once,
 /// then [`read`](RuleSource::read) at start, after each change the source reports through
 /// [`Changes`], and every [`poll_interval`](RuleSource::poll_interval) (the safety net for a
-/// change it was not told of). The dashboard's rule editor
-/// ([`Dashboard::rules_source`](crate::dashboard), feature `dashboard`) calls `read(None)` and
-/// [`put`](RuleSource::put). Three sources come with the crate: [`FileSource`](super::FileSource)
-/// (what [`watch_file`](super::watch_file) watches), `RedisSource` (feature `redis`) and
-/// `EtcdSource` (feature `etcd`). A source for another store (Consul, Nacos, ZooKeeper, a
-/// database) needs only this trait.
+/// change it was not told of). The dashboard's rule editor (`Dashboard::rules_source`, feature
+/// `dashboard`) calls `read(None)` and [`put`](RuleSource::put). Three sources come with the
+/// crate: [`FileSource`](super::FileSource) (what [`watch_file`](super::watch_file) watches),
+/// `RedisSource` (feature `redis`) and `EtcdSource` (feature `etcd`). A source for another
+/// store (Consul, Nacos, ZooKeeper, a database) needs only this trait.
 ///
 /// # The contract
 ///
-/// What the watcher and the dashboard rely on; what they do themselves is not the source's
-/// work (parsing, validating and loading the document, keeping the last good rules, debouncing
-/// changes, reporting refusals in the status, metrics and events).
+/// What the watcher and the dashboard rely on. What they do themselves is not the source's
+/// work: parsing, validating and loading the document, keeping the last good rules, debouncing
+/// changes, and reporting refusals in the status, the metrics and events.
 ///
 /// * **Versions.** A document's version is a `u64` that changes whenever its content does, and
-///   never comes back for other content: the watcher loads a version once and does not read a
-///   refused version again. `0` means "no document": never give it to a document. A store's
+///   never comes back for other content: the watcher loads a version once, and does not try a
+///   version it refused again. `0` means "no document": never give it to a document. A store's
 ///   own counter is best (etcd's mod revision, a Consul `ModifyIndex`, a ZooKeeper node's
 ///   `mzxid`); a hash of the bytes also works (a file's version is one).
 /// * **`watch`** is called once, before the first `read`, so no change after that read is
@@ -41,18 +40,20 @@ use crate::manager::set::RuleSetError;
 ///   returns `false`. A source with no way to be told of changes does nothing here and relies
 ///   on its poll.
 /// * **`read(seen)`** returns the document now ([`Read::Document`]), [`Read::Missing`] when
-///   the store holds none, or [`Read::Unchanged`] if its version is still `seen` (only then:
-///   when in doubt, return the document). An `Err` means the store could not be read
-///   (unreachable, an answer it cannot make sense of): the rules in force stay and the error
-///   is reported: make it with [`RuleSetError::unreadable`], which names the source. Do not
-///   validate the rules: the
-///   watcher parses the bytes in [`Document::format`](super::Document::format) and refuses a
-///   bad document with each problem's field and line.
-/// * **Calls block, within bounds.** `read` and `put` run on the watcher's thread or on a
-///   blocking thread of the dashboard, never inside an async task; give every network call a
-///   timeout (a second or two) so a store that hangs is reported instead of stalling the
-///   watcher forever. Bound what is read, too ([`MAX_DOCUMENT_BYTES`](super::MAX_DOCUMENT_BYTES)
-///   is what the crate's sources accept).
+///   the store holds none, or [`Read::Unchanged`] if its version is still `seen` (only then;
+///   with `seen` `None`, always the document). An `Err` means the store could not be read
+///   (unreachable, an answer that makes no sense): the rules in force stay and the error is
+///   reported; make it with [`RuleSetError::unreadable`], which names the source. The rules
+///   need no checking here: the watcher parses the bytes in their
+///   [`format`](super::Document::format) and refuses a bad document with each problem's field
+///   and line.
+/// * **Calls block, within bounds.** The first `read` runs on the thread that called
+///   `watch_source` (perhaps inside an async runtime: never enter, start or drop a runtime in
+///   the source's calls), later ones on the watcher's own thread; the dashboard calls `read`
+///   and `put` on a blocking thread, one call at a time. Give every network call a timeout (a
+///   second or two), so a store that hangs is reported instead of stalling the watcher, and
+///   bound what is read ([`MAX_DOCUMENT_BYTES`](super::MAX_DOCUMENT_BYTES) is what the crate's
+///   sources accept).
 /// * **`poll_interval`** is how long the watcher waits for a change before reading anyway:
 ///   `None` only for a source whose [`Changes`] never miss one. **`polling`** says whether
 ///   changes cannot be reported now (the status shows it).
