@@ -46,8 +46,8 @@ const MAX_ANSWER: usize = 4 * MAX_DOCUMENT_BYTES;
 /// * It speaks etcd's JSON gateway (`/v3/kv/range`, `/v3/kv/txn`, `/v3/watch`, served on the
 ///   client port by default) over plain HTTP/1.1: `http://host:port` endpoints only, no TLS and
 ///   no etcd user (keep the client port on loopback or a private network). Calls block the
-///   calling thread (at most 2 s per endpoint); given several endpoints of one cluster, each
-///   call tries them in turn.
+///   calling thread (connecting, sending and each read of the answer at most 2 s); given
+///   several endpoints of one cluster, each call tries them in turn.
 ///
 /// Cloning is cheap; each clone opens its own connections (a watcher its own watch, each call
 /// one connection).
