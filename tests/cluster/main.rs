@@ -1,6 +1,8 @@
 //! Cluster limits on a real redis-server and a real Redis Cluster.
 
 // Support code shared by several modules (declared once: a file may be one module only).
+#[path = "../support/etcd_harness.rs"]
+mod etcd_harness;
 #[path = "../support/redis_harness.rs"]
 mod harness;
 
@@ -63,6 +65,7 @@ fn free_ports_are_never_given_twice_nor_10_000_apart() {
 
 mod cluster_faults;
 mod cluster_redis;
+mod etcd_source;
 mod fleet;
 mod rule_source;
 mod rule_source_dashboard;

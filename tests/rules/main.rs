@@ -10,6 +10,8 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 mod cluster_rule_sets;
+#[cfg(unix)]
+mod configmap;
 mod rule_file_durations;
 mod rule_files;
 mod rule_files_adaptive;

@@ -19,4 +19,5 @@ chapters!(
     FleetAndDashboard = "fleet-and-dashboard.md",
     Operations = "operations.md",
     SentinelParity = "sentinel-parity.md",
+    RuleSources = "rule-sources.md",
 );

@@ -2,13 +2,23 @@
 //! [`watch_source`] (or [`watch_file`] for a file).
 //!
 //! A [`RuleSource`] holds one document in the [rule-file format](crate::rules::files) with a
-//! version, says when it may have changed, and may be written with compare-and-set. Two come
+//! version, says when it may have changed, and may be written with compare-and-set. These come
 //! with the crate: [`FileSource`], a file on disk, and with the feature `redis`,
 //! `RedisSource`, one document in Redis or Redis Cluster that every instance of a service
-//! watches, so an edit made anywhere reaches the whole fleet.
+//! watches, so an edit made anywhere reaches the whole fleet; with the feature `etcd`,
+//! `EtcdSource`, the same at one key in etcd. A source for another store needs only the
+//! [`RuleSource`] trait: its documentation says what a source must do.
 
 mod document;
 mod error;
+#[cfg(feature = "etcd")]
+mod etcd_api;
+#[cfg(feature = "etcd")]
+mod etcd_http;
+#[cfg(feature = "etcd")]
+mod etcd_source;
+#[cfg(feature = "etcd")]
+mod etcd_watch;
 mod file;
 #[cfg(feature = "redis")]
 mod redis_scripts;
@@ -23,6 +33,9 @@ mod watcher;
 pub(crate) use document::parse_text;
 pub use document::{Document, DocumentFormat, MAX_DOCUMENT_BYTES};
 pub use error::SourceError;
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+pub use etcd_source::EtcdSource;
 pub use file::{watch_file, FileSource};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
