@@ -10,6 +10,7 @@
 mod document;
 mod error;
 mod file;
+pub(crate) mod notices;
 #[cfg(feature = "redis")]
 mod redis_scripts;
 #[cfg(feature = "redis")]

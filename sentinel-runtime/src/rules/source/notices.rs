@@ -1,0 +1,75 @@
+//! What rule watchers say that an operator must see even without reading a watcher's status:
+//! rules refused or not read (the store unreachable, no document there), and a document that
+//! removed every rule. The latest [`KEPT`] are kept, numbered, for the dashboard's event
+//! stream; [`warn`] also gives a `tracing` event (feature `tracing`, target `sentinel`).
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+/// How many notices are kept (the oldest go first).
+pub(crate) const KEPT: usize = 32;
+
+/// One thing a watcher said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Notice {
+    /// Its number: one more than the notice before it (the first is 1).
+    pub(crate) seq: u64,
+    /// The source it is about ([`RuleSource::origin`](super::RuleSource::origin)).
+    pub(crate) source: String,
+    /// What happened, in words.
+    pub(crate) words: String,
+}
+
+/// The latest notices and the number of the last one.
+static NOTICES: Mutex<(u64, VecDeque<Notice>)> = Mutex::new((0, VecDeque::new()));
+
+/// Keeps a notice about `source` (its `tracing` event, if any, was given by the caller).
+pub(crate) fn keep(source: &Path, words: impl Into<String>) {
+    let mut notices = NOTICES.lock().unwrap_or_else(PoisonError::into_inner);
+    notices.0 += 1;
+    let notice = Notice {
+        seq: notices.0,
+        source: source.display().to_string(),
+        words: words.into(),
+    };
+    if notices.1.len() == KEPT {
+        notices.1.pop_front();
+    }
+    notices.1.push_back(notice);
+}
+
+/// Keeps a notice about `source`, and gives it as a `tracing` warning (feature `tracing`).
+pub(crate) fn warn(source: &Path, words: impl Into<String>) {
+    let words = words.into();
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "sentinel", kind = "rule_set", file = %source.display(), "{words}");
+    keep(source, words);
+}
+
+/// The number of the latest notice (0: none yet), and the notices kept after `seq`, oldest
+/// first.
+pub(crate) fn since(seq: u64) -> (u64, Vec<Notice>) {
+    let notices = NOTICES.lock().unwrap_or_else(PoisonError::into_inner);
+    let newer = notices.1.iter().filter(|n| n.seq > seq).cloned().collect();
+    (notices.0, newer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_are_numbered_and_bounded() {
+        let (start, _) = since(u64::MAX);
+        for n in 0..KEPT + 5 {
+            keep(Path::new("notices-unit"), format!("n{n}"));
+        }
+        let (last, newer) = since(start);
+        assert!(last >= start + KEPT as u64 + 5);
+        assert!(newer.len() <= KEPT);
+        assert!(newer.windows(2).all(|w| w[0].seq < w[1].seq));
+        let (_, none) = since(last);
+        assert!(none.is_empty());
+    }
+}
