@@ -38,7 +38,7 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest; with `?search=text`, the busiest 200 of all the resources whose name contains the text, ignoring case; headers `x-sentinel-resources-total` and `x-sentinel-resources-matched`): `resource`, `pass_qps`, `qps_limit` (the smallest QPS limit in force, per second, or `null`), `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule`, `shadow_block_total` and `shadow_block_total_by_rule` (calls shadow rules would have blocked; none was) |
+//! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest; with `?search=text`, the busiest 200 of all the resources whose name contains the text, ignoring case; headers `x-sentinel-resources-total` and `x-sentinel-resources-matched`): `resource`, `pass_qps`, `qps_limit` (the smallest QPS limit in force, per second, or `null`), `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule`, `shadow_block_total` and `shadow_block_total_by_rule` (calls shadow rules would have blocked; none was); `blocked_per_s`, `blocked_by` (kind to blocks per second), `shadow_per_s`, all over the same interval of `rates_over_s` seconds (at least one, ending now), so the kinds add up to `blocked_per_s` (`null` until the resource has a reading a second old; `block_qps` is the last second's window instead); `limits`, every flow and hotspot limit (`kind`, `metric`: `qps` per second or `concurrency` inside, `limit`, `per_value` and the `param` of a hotspot rule, `shadow`) |
 //! | `GET /api/resources/{name}/history` | the last 300 seconds, one point a second: `second`, `pass`, `block`, `error`, `avg_rt_ms`, `shadow_block` (calls the resource's shadow rules would have refused; none was) |
 //! | `GET /api/system` | the process's CPU usage (`cpu_usage`, 0..=1 of `effective_cores`, read from `cpu_source`) and load per core, sampled once a second while the page asks (else what the system rules' sampler read), inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
 //! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag`; with a [`rules_source`](Dashboard::rules_source), the source's document and its version (`ETag: "v<version>"`; with no document yet, the rules in force and `"v0"`), `503` if the source cannot be read |
@@ -127,6 +127,7 @@ mod handle;
 mod history;
 mod load;
 mod page;
+mod rates;
 mod rules_api;
 mod save;
 mod server;
