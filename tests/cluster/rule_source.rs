@@ -426,6 +426,24 @@ impl Events {
     }
 }
 
+/// `GET path` of the dashboard, as JSON.
+fn dashboard_get(addr: SocketAddr, path: &str) -> serde_json::Value {
+    let mut stream = TcpStream::connect(addr).expect("connect to the dashboard");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout");
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).expect("send the request");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
 /// The `rule_source` events read so far, as JSON.
 fn rule_source_events(seen: &str) -> Vec<serde_json::Value> {
     seen.lines()
@@ -467,6 +485,17 @@ fn a_missing_key_is_said_at_once_and_a_document_without_rules_warns_it_removed_t
                     })
                 })
             });
+            // A page opened now is told too: the dashboard lists what watchers said lately.
+            let system = dashboard_get(dash.local_addr(), "/api/system");
+            let listed = system["rule_notices"]
+                .as_array()
+                .expect("rule_notices")
+                .clone();
+            assert!(
+                listed.iter().any(|n| n["words"] == err.as_str()
+                    && n["source"] == &*source.origin().to_string_lossy()),
+                "{listed:?}"
+            );
             // Still missing a poll later: said once, not again and again.
             thread::sleep(Duration::from_millis(1_300));
             assert_eq!(

@@ -506,6 +506,29 @@ fn the_page_shows_block_rates_that_add_up_every_limit_and_events_apart_from_bloc
         return;
     };
     let clock = MockClock::install();
+    // A rule file refused before the page opens: the page lists what watchers said lately.
+    let dir = std::env::temp_dir().join(format!("sentinel-dash-notice-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rules.json");
+    std::fs::write(&file, "{}").unwrap();
+    let watcher = rules::watch_file(&file).unwrap();
+    std::fs::write(
+        &file,
+        r#"{"flow": [{"resource": "notice-x", "threshold": -1}]}"#,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while watcher.status().last_error.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the refusal: {:?}",
+            watcher.status()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(watcher);
+    let _ = std::fs::remove_dir_all(&dir);
     rules::load(crate::dashboard::rate_rules(R)).unwrap();
     drop(
         sentinel_runtime::EntryBuilder::new(R)
@@ -525,6 +548,11 @@ fn the_page_shows_block_rates_that_add_up_every_limit_and_events_apart_from_bloc
     runtime.block_on(async {
         let c = session(&chromium, &driver).await;
         c.goto(&dash.url()).await.unwrap();
+        wait_for(&c, Duration::from_secs(10), "the refusal said before the page opened",
+            "return document.getElementById('notable-events').textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains("rules: invalid rule set in") && t.contains("field `threshold`")),
+        )
+        .await;
         c.find(Locator::Id("filter")).await.unwrap().send_keys(R).await.unwrap();
         wait_for(&c, Duration::from_secs(10), "the resource's row", &cell(R, "resource"), |v| v == R).await;
         // Every limit: the flow limit, the shadow limit marked, the hotspot limit per value.
@@ -548,7 +576,7 @@ fn the_page_shows_block_rates_that_add_up_every_limit_and_events_apart_from_bloc
         c.execute(
             "var d = window.sentinelDashboard; \
              d.onEvent(JSON.stringify({type: 'breaker', resource: 'apart-breaker', from: 'closed', to: 'open', words: 'OPENED: test'})); \
-             d.onEvent(JSON.stringify({type: 'rule_source', source: 'redis://x (key k)', words: 'no rules read from redis://x (key k): it holds no rule document'})); \
+             d.onEvent(JSON.stringify({type: 'rule_source', seq: 1000000000, source: 'redis://x (key k)', words: 'no rules read from redis://x (key k): it holds no rule document'})); \
              for (var s = 0; s < 300; s++) { var rs = []; \
                for (var i = 0; i < 40; i++) rs.push({resource: 'flood-' + i, blocked: 100 - i, by_rule: {flow: 100 - i}}); \
                d.onEvent(JSON.stringify({type: 'blocks', second: s, resources: rs})); } \

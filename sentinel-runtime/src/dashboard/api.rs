@@ -12,6 +12,7 @@ use super::rates::{Rate, READINGS};
 use crate::metrics::{self, ResourceStats};
 use crate::node::ResourceNode;
 use crate::registry;
+use crate::rules::source::notices;
 use crate::rules::{self, FlowMetric, FlowRule, HotspotMetric, HotspotRule};
 use crate::stat::BlockTotals;
 
@@ -324,9 +325,20 @@ pub(crate) fn system(bus: &Bus, own: Reading) -> Value {
             }))
             .collect::<Vec<_>>(),
         "last_transitions": bus.recent_transitions(),
+        "rule_notices": rule_notices(),
         "rule_kinds": BlockTotals::RULES,
         "hotspot": hotspot_blocked(),
     })
+}
+
+/// What rule watchers said lately (the latest 32, oldest first): `seq`, `source`, `words`, as
+/// the `rule_source` events say it, for a page opened after them.
+fn rule_notices() -> Vec<Value> {
+    notices::since(0)
+        .1
+        .into_iter()
+        .map(|n| json!({ "seq": n.seq, "source": n.source, "words": n.words }))
+        .collect()
 }
 
 /// Every hotspot rule in force (by resource, then rule order) with the values it blocked most

@@ -187,8 +187,8 @@ impl Deltas {
     }
 
     /// One `rule_load` event per kind whose loads (or refusals) grew since the last call, then
-    /// one `rule_source` event per notice of a rule watcher since the last call (`source`: the
-    /// source's name, `words`: what happened).
+    /// one `rule_source` event per notice of a rule watcher since the last call (`seq`: its
+    /// number, `source`: the source's name, `words`: what happened).
     pub(crate) fn rule_loads(&mut self, counts: Vec<(&'static str, bool, u64)>) -> Vec<Value> {
         let mut out = self.load_counts(counts);
         let (last, notices) = notices::since(self.notices);
@@ -196,7 +196,7 @@ impl Deltas {
         if self.primed {
             out.extend(
                 notices.into_iter().map(
-                    |n| json!({ "type": "rule_source", "source": n.source, "words": n.words }),
+                    |n| json!({ "type": "rule_source", "seq": n.seq, "source": n.source, "words": n.words }),
                 ),
             );
         }

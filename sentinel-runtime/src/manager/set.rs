@@ -111,7 +111,8 @@ pub struct RuleSetError {
 
 /// Why a source's rules were not read at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "rule-files"), allow(dead_code))]
+// Only a Redis source (features `rule-files` and `redis`) is ever unreachable.
+#[cfg_attr(not(all(feature = "rule-files", feature = "redis")), allow(dead_code))]
 pub(crate) enum Unread {
     /// The store that keeps the document did not answer.
     Unreachable,

@@ -76,6 +76,8 @@
         if (r.shadow === true) parts.push("(shadow: counted, never enforced)");
         return parts.join(" ");
       }).join("; ");
+      // What rule watchers said before the page opened (or between two events): once each.
+      (s.rule_notices || []).forEach(notice);
       var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
         return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + ": " + (t.words || fmt(t.figure, 2)));
       });
@@ -243,10 +245,19 @@
     var lines = list.querySelectorAll("li"), max = blocks ? MAX_BLOCK_LINES : MAX_OTHER_LINES;
     for (var i = max; i < lines.length; i++) list.removeChild(lines[i]);
   }
+  // A rule watcher's notice (an event, or listed by /api/system), shown once by its number.
+  var noticesShown = {};
+  function notice(n) {
+    if (noticesShown[n.seq]) return;
+    noticesShown[n.seq] = true;
+    addLine("rule_source", describe({ type: "rule_source", words: n.words }));
+  }
   function onEvent(data) {
     var e;
     try { e = JSON.parse(data); } catch (x) { return; }
-    if (e.type === "blocks") {
+    if (e.type === "rule_source" && e.seq !== undefined) {
+      notice(e);
+    } else if (e.type === "blocks") {
       var shown = e.resources.slice(0, BLOCKED_PER_SECOND), rest = e.resources.length - shown.length + (e.more || 0);
       if (rest > 0) addLine("blocks", "blocked: " + rest + " more resource" + (rest === 1 ? "" : "s"));
       shown.reverse().forEach(function (r) {

@@ -9,9 +9,13 @@ use std::sync::{Mutex, PoisonError};
 
 /// How many notices are kept (the oldest go first).
 pub(crate) const KEPT: usize = 32;
+/// The most bytes of words a notice keeps (a refusal lists up to 100 problems); longer words
+/// are cut, ending in `...`.
+pub(crate) const MAX_WORDS: usize = 2_000;
 
 /// One thing a watcher said.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
 pub(crate) struct Notice {
     /// Its number: one more than the notice before it (the first is 1).
     pub(crate) seq: u64,
@@ -26,17 +30,31 @@ static NOTICES: Mutex<(u64, VecDeque<Notice>)> = Mutex::new((0, VecDeque::new())
 
 /// Keeps a notice about `source` (its `tracing` event, if any, was given by the caller).
 pub(crate) fn keep(source: &Path, words: impl Into<String>) {
+    let words = cut(words.into());
     let mut notices = NOTICES.lock().unwrap_or_else(PoisonError::into_inner);
     notices.0 += 1;
     let notice = Notice {
         seq: notices.0,
         source: source.display().to_string(),
-        words: words.into(),
+        words,
     };
     if notices.1.len() == KEPT {
         notices.1.pop_front();
     }
     notices.1.push_back(notice);
+}
+
+/// `words`, cut to at most [`MAX_WORDS`] bytes.
+fn cut(mut words: String) -> String {
+    if words.len() > MAX_WORDS {
+        let mut end = MAX_WORDS - 3;
+        while !words.is_char_boundary(end) {
+            end -= 1;
+        }
+        words.truncate(end);
+        words.push_str("...");
+    }
+    words
 }
 
 /// Keeps a notice about `source`, and gives it as a `tracing` warning (feature `tracing`).
@@ -49,6 +67,7 @@ pub(crate) fn warn(source: &Path, words: impl Into<String>) {
 
 /// The number of the latest notice (0: none yet), and the notices kept after `seq`, oldest
 /// first.
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
 pub(crate) fn since(seq: u64) -> (u64, Vec<Notice>) {
     let notices = NOTICES.lock().unwrap_or_else(PoisonError::into_inner);
     let newer = notices.1.iter().filter(|n| n.seq > seq).cloned().collect();
@@ -71,5 +90,17 @@ mod tests {
         assert!(newer.windows(2).all(|w| w[0].seq < w[1].seq));
         let (_, none) = since(last);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn long_words_are_cut() {
+        let words = cut("é".repeat(MAX_WORDS));
+        assert!(
+            words.len() <= MAX_WORDS && words.ends_with("..."),
+            "{}",
+            words.len()
+        );
+        assert!(words.len() > MAX_WORDS - 5);
+        assert_eq!(cut("short".into()), "short");
     }
 }

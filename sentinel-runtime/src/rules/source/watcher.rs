@@ -404,6 +404,97 @@ impl<S: RuleSource> Worker<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::source::DocumentFormat;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A store that can be down, and holds a document or none; polled every 5 s, it never
+    /// tells of a change.
+    struct Store {
+        up: Arc<AtomicBool>,
+        doc: Arc<Mutex<Option<Document>>>,
+    }
+
+    impl RuleSource for Store {
+        fn origin(&self) -> PathBuf {
+            PathBuf::from("store://unit (key retry)")
+        }
+        fn watch(&mut self, _changes: Changes) -> Result<(), RuleSetError> {
+            Ok(())
+        }
+        fn read(&mut self, seen: Option<u64>) -> Result<Read, RuleSetError> {
+            if !self.up.load(Ordering::Relaxed) {
+                let e = RuleSetError::unread(Unread::Unreachable, "the store is unreachable");
+                return Err(e.in_file(&self.origin()));
+            }
+            let doc = self
+                .doc
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            Ok(match doc {
+                None => Read::Missing,
+                Some(doc) if seen == Some(doc.version) => Read::Unchanged,
+                Some(doc) => Read::Document(doc),
+            })
+        }
+        fn poll_interval(&self) -> Option<Duration> {
+            Some(Duration::from_secs(5))
+        }
+    }
+
+    /// Checks a set without loading it (other unit tests run beside this one).
+    fn checked(set: RuleSet) -> Result<(), RuleSetError> {
+        set.validate()
+    }
+
+    fn wait(watcher: &RuleWatcher, what: &str, done: impl Fn(&WatchStatus) -> bool) -> Duration {
+        let start = Instant::now();
+        loop {
+            let status = watcher.status();
+            if done(&status) {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(3),
+                "{what}: {status:?}"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_store_down_or_empty_at_start_is_said_and_read_again_every_second() {
+        let (up, doc) = (Arc::new(AtomicBool::new(false)), Arc::default());
+        let store = Store {
+            up: Arc::clone(&up),
+            doc: Arc::clone(&doc),
+        };
+        let watcher = RuleWatcher::start(store, checked).expect("it starts with the store down");
+        let status = watcher.status();
+        let err = status.last_error.expect("said at start").to_string();
+        assert_eq!(
+            err,
+            "no rules read from store://unit (key retry): the store is unreachable"
+        );
+        assert_eq!(status.loads, 0);
+
+        // Up, without a document: said within a second and a bit, not at the 5 s poll.
+        up.store(true, Ordering::Relaxed);
+        let took = wait(&watcher, "no document", |s| {
+            s.last_error
+                .as_ref()
+                .is_some_and(|e| e.to_string().contains("holds no rule document"))
+        });
+        assert!(took < Duration::from_secs(2), "{took:?}");
+
+        // A document: loaded at the next second's read.
+        let text = b"flow:\n  - resource: retry-unit\n    threshold: 3\n".to_vec();
+        *doc.lock().unwrap() = Some(Document::new(text, 7, DocumentFormat::Yaml));
+        let took = wait(&watcher, "the document", |s| {
+            s.version == 7 && s.loads == 1 && s.last_error.is_none()
+        });
+        assert!(took < Duration::from_secs(2), "{took:?}");
+    }
 
     #[test]
     fn watchers_can_be_kept_anywhere() {
