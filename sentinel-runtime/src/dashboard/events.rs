@@ -285,6 +285,7 @@ mod tests {
         let mut d = Deltas::default();
         let _ = d.rule_loads(Vec::new());
         d.prime();
+        let (before, _) = notices::since(u64::MAX);
         notices::keep(std::path::Path::new("events-unit-after"), "said after");
         let events = d.rule_loads(Vec::new());
         let mine: Vec<&Value> = events
@@ -295,11 +296,13 @@ mod tests {
                     .is_some_and(|s| s.starts_with("events-unit"))
             })
             .collect();
+        assert_eq!(mine.len(), 1, "{events:?}");
+        let seq = mine[0]["seq"].as_u64().expect("a number");
+        assert!(seq > before, "{seq} after {before}");
         assert_eq!(
-            mine,
-            vec![
-                &json!({"type": "rule_source", "source": "events-unit-after", "words": "said after"})
-            ]
+            *mine[0],
+            json!({"type": "rule_source", "seq": seq, "source": "events-unit-after",
+                   "words": "said after"})
         );
         assert!(d
             .rule_loads(Vec::new())
