@@ -25,13 +25,20 @@ pub(crate) struct Notice {
     pub(crate) words: String,
 }
 
-/// The latest notices and the number of the last one.
-static NOTICES: Mutex<(u64, VecDeque<Notice>)> = Mutex::new((0, VecDeque::new()));
+/// Notices: the number of the last one, and the latest [`KEPT`].
+type Kept = Mutex<(u64, VecDeque<Notice>)>;
+
+/// The process's notices.
+static NOTICES: Kept = Mutex::new((0, VecDeque::new()));
 
 /// Keeps a notice about `source` (its `tracing` event, if any, was given by the caller).
 pub(crate) fn keep(source: &Path, words: impl Into<String>) {
-    let words = cut(words.into());
-    let mut notices = NOTICES.lock().unwrap_or_else(PoisonError::into_inner);
+    keep_in(&NOTICES, source, words.into());
+}
+
+fn keep_in(kept: &Kept, source: &Path, words: String) {
+    let words = cut(words);
+    let mut notices = kept.lock().unwrap_or_else(PoisonError::into_inner);
     notices.0 += 1;
     let notice = Notice {
         seq: notices.0,
@@ -69,7 +76,12 @@ pub(crate) fn warn(source: &Path, words: impl Into<String>) {
 /// first.
 #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
 pub(crate) fn since(seq: u64) -> (u64, Vec<Notice>) {
-    let notices = NOTICES.lock().unwrap_or_else(PoisonError::into_inner);
+    since_in(&NOTICES, seq)
+}
+
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+fn since_in(kept: &Kept, seq: u64) -> (u64, Vec<Notice>) {
+    let notices = kept.lock().unwrap_or_else(PoisonError::into_inner);
     let newer = notices.1.iter().filter(|n| n.seq > seq).cloned().collect();
     (notices.0, newer)
 }
@@ -80,16 +92,18 @@ mod tests {
 
     #[test]
     fn notices_are_numbered_and_bounded() {
-        let (start, _) = since(u64::MAX);
+        let kept: Kept = Mutex::new((0, VecDeque::new()));
         for n in 0..KEPT + 5 {
-            keep(Path::new("notices-unit"), format!("n{n}"));
+            keep_in(&kept, Path::new("notices-unit"), format!("n{n}"));
         }
-        let (last, newer) = since(start);
-        assert!(last >= start + KEPT as u64 + 5);
-        assert!(newer.len() <= KEPT);
-        assert!(newer.windows(2).all(|w| w[0].seq < w[1].seq));
-        let (_, none) = since(last);
-        assert!(none.is_empty());
+        let (last, newer) = since_in(&kept, 0);
+        assert_eq!(last, KEPT as u64 + 5);
+        let seqs: Vec<u64> = newer.iter().map(|n| n.seq).collect();
+        assert_eq!(seqs, (6..=KEPT as u64 + 5).collect::<Vec<_>>());
+        assert_eq!(newer[0].words, "n5");
+        let (_, after) = since_in(&kept, last - 2);
+        assert_eq!(after.len(), 2);
+        assert!(since_in(&kept, last).1.is_empty());
     }
 
     #[test]
