@@ -491,9 +491,11 @@ fn a_missing_key_is_said_at_once_and_a_document_without_rules_warns_it_removed_t
                 .as_array()
                 .expect("rule_notices")
                 .clone();
+            let origin = source.origin().to_string_lossy().into_owned();
             assert!(
-                listed.iter().any(|n| n["words"] == err.as_str()
-                    && n["source"] == &*source.origin().to_string_lossy()),
+                listed
+                    .iter()
+                    .any(|n| n["words"] == err.as_str() && n["source"] == origin.as_str()),
                 "{listed:?}"
             );
             // Still missing a poll later: said once, not again and again.
