@@ -599,3 +599,39 @@ fn a_redis_down_at_start_is_said_and_its_document_loaded_once_it_is_up() {
             rules::load(RuleSet::new()).expect("clear the rules");
         })
 }
+
+#[test]
+fn a_key_of_another_type_is_said_as_a_refused_read_and_read_again_until_it_holds_a_document() {
+    require("redis-server")
+        .and_then(|()| require("redis-cli"))
+        .map_or((), |()| {
+            let _running = this_process();
+            let server = RedisServer::start(&[]);
+            rules::load(RuleSet::new()).expect("no rules");
+            let source = RedisSource::new(&server.url(), "typed:rules").expect("a source");
+            let (document, _, _) = source.keys();
+            server.cli(&["HSET", document, "flow", "not a document"]);
+            let watcher = rules::watch_source(source.clone()).expect("the watcher starts");
+            let err = watcher
+                .status()
+                .last_error
+                .expect("said at start")
+                .to_string();
+            assert!(err.contains("Redis refused the read"), "{err}");
+            assert!(err.contains("WRONGTYPE"), "{err}");
+            assert!(err.contains("(key typed:rules)"), "{err}");
+            assert!(!err.contains("invalid rule set"), "{err}");
+
+            // Fixed by hand, then written: read again within a second, not at the 5 s poll.
+            server.cli(&["DEL", document]);
+            let version = source
+                .put(&doc("src-typed", 2), Some(0))
+                .expect("a document");
+            wait_for(&watcher, "the document", APPLIED_WITHIN, |s| {
+                s.version == version && s.last_error.is_none()
+            });
+            assert_eq!(rules::flow_rules(), flow("src-typed", 2));
+            drop(watcher);
+            rules::load(RuleSet::new()).expect("clear the rules");
+        })
+}

@@ -322,9 +322,20 @@ impl RuleSource for RedisSource {
                 } else {
                     "no rules are loaded from it until it answers"
                 };
+                // An answer that is an error (Redis still loading its data, a cluster
+                // without a master, a key of another type) is as passing: read again.
+                let what = if e.is_io_error()
+                    || e.is_connection_refusal()
+                    || e.is_timeout()
+                    || e.is_connection_dropped()
+                {
+                    "Redis is unreachable"
+                } else {
+                    "Redis refused the read"
+                };
                 Err(self.in_source(RuleSetError::unread(
                     Unread::Unreachable,
-                    format!("Redis is unreachable ({e}); {then}"),
+                    format!("{what} ({e}); {then}"),
                 )))
             }
         }
