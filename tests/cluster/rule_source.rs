@@ -2,7 +2,10 @@
 //! real Redis Cluster), started here on free loopback ports and killed at the end: a document
 //! at start is applied, each `put` is applied by the watcher, a stale `put` is a conflict, bad
 //! documents are refused with their field and line while the last good rules stay, and a Redis
-//! that goes away and comes back leaves the rules in force, then is read again.
+//! that goes away and comes back leaves the rules in force, then is read again. Never silently
+//! without rules: a missing key and a Redis down at start are said at once (status and
+//! event), the watcher starts all the same and loads the document once there is one, and a
+//! document without rules written over one with rules warns that every rule was removed.
 //!
 //! Without `redis-server` on PATH the tests are skipped with a line saying how to install it;
 //! with `SENTINEL_REQUIRE_SERVERS=1` that is a failure. Every wait polls for its condition with
@@ -10,13 +13,15 @@
 
 use crate::harness;
 
-use std::io::Write;
+use std::io::{Read as _, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use harness::{require, RedisCluster, RedisServer};
-use sentinel_runtime::rules::source::{RedisSource, SourceError};
+use sentinel_runtime::dashboard::{Dashboard, DashboardHandle};
+use sentinel_runtime::rules::source::{RedisSource, RuleSource, SourceError};
 use sentinel_runtime::rules::{self, FlowRule, RuleSet, RuleWatcher, WatchStatus};
 
 use crate::this_process;
@@ -350,6 +355,282 @@ fn a_redis_cluster_keeps_the_document_its_version_and_channel_in_one_slot() {
                 source.put(&doc("src-cluster", 5), Some(first)),
                 Err(SourceError::Conflict { .. })
             ));
+            drop(watcher);
+            rules::load(RuleSet::new()).expect("clear the rules");
+        })
+}
+
+const TOKEN: &str = "rule-source-events-token-0123";
+
+/// A dashboard on a free loopback port, for its event stream.
+fn dashboard() -> DashboardHandle {
+    Dashboard::new()
+        .bind("127.0.0.1:0".parse().expect("an address"))
+        .token(TOKEN)
+        .start()
+        .expect("the dashboard")
+}
+
+/// The dashboard's event stream, read as it comes.
+struct Events {
+    stream: TcpStream,
+    seen: String,
+}
+
+impl Events {
+    fn open(addr: SocketAddr) -> Events {
+        let mut stream = TcpStream::connect(addr).expect("connect to the dashboard");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("a read timeout");
+        let req = format!(
+            "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Accept: text/event-stream\r\n\r\n"
+        );
+        stream
+            .write_all(req.as_bytes())
+            .expect("ask for the events");
+        let mut events = Events {
+            stream,
+            seen: String::new(),
+        };
+        events.until("the stream's head", Duration::from_secs(5), |s| {
+            s.contains("\r\n\r\n")
+        });
+        assert!(events.seen.starts_with("HTTP/1.1 200"), "{}", events.seen);
+        events
+    }
+
+    /// Reads until `done(everything read)`, for at most `within`; the time it took.
+    fn until(&mut self, what: &str, within: Duration, done: impl Fn(&str) -> bool) -> Duration {
+        let start = Instant::now();
+        let mut buf = [0u8; 4096];
+        while !done(&self.seen) {
+            assert!(
+                start.elapsed() < within,
+                "no {what} within {within:?}; the events so far:\n{}",
+                self.seen
+            );
+            match self.stream.read(&mut buf) {
+                Ok(0) => panic!("the event stream ended; so far:\n{}", self.seen),
+                Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("{e}; the events so far:\n{}", self.seen),
+            }
+        }
+        start.elapsed()
+    }
+}
+
+/// `GET path` of the dashboard, as JSON.
+fn dashboard_get(addr: SocketAddr, path: &str) -> serde_json::Value {
+    let mut stream = TcpStream::connect(addr).expect("connect to the dashboard");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout");
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).expect("send the request");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// The `rule_source` events read so far, as JSON.
+fn rule_source_events(seen: &str) -> Vec<serde_json::Value> {
+    seen.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .filter(|e| e["type"] == "rule_source")
+        .collect()
+}
+
+#[test]
+fn a_missing_key_is_said_at_once_and_a_document_without_rules_warns_it_removed_them_all() {
+    require("redis-server")
+        .and_then(|()| require("redis-cli"))
+        .map_or((), |()| {
+            let _running = this_process();
+            let server = RedisServer::start(&[]);
+            let dash = dashboard();
+            let mut events = Events::open(dash.local_addr());
+            rules::load(RuleSet::new()).expect("no rules");
+            // The default poll: the key is said missing at once, not at the next poll.
+            let source = RedisSource::new(&server.url(), "shop:mistyped").expect("a source");
+            let watcher = rules::watch_source(source.clone()).expect("the watcher starts");
+            let status = wait_for(&watcher, "the missing key said", APPLIED_WITHIN, |s| {
+                s.last_error.is_some()
+            });
+            let err = status.last_error.expect("an error").to_string();
+            assert!(
+                err.contains("(key shop:mistyped)"),
+                "the key is named: {err}"
+            );
+            assert!(err.contains("holds no rule document"), "{err}");
+            assert!(!err.contains("invalid rule set"), "{err}");
+            assert_eq!((status.loads, status.version), (0, 0));
+            // The event says the same, within the dashboard's next sample.
+            events.until("the missing key's event", APPLIED_WITHIN, |seen| {
+                rule_source_events(seen).iter().any(|e| {
+                    e["words"].as_str().is_some_and(|w| {
+                        w.contains("(key shop:mistyped)") && w.contains("holds no rule document")
+                    })
+                })
+            });
+            // A page opened now is told too: the dashboard lists what watchers said lately.
+            let system = dashboard_get(dash.local_addr(), "/api/system");
+            let listed = system["rule_notices"]
+                .as_array()
+                .expect("rule_notices")
+                .clone();
+            let origin = source.origin().to_string_lossy().into_owned();
+            assert!(
+                listed
+                    .iter()
+                    .any(|n| n["words"] == err.as_str() && n["source"] == origin.as_str()),
+                "{listed:?}"
+            );
+            // Still missing a poll later: said once, not again and again.
+            thread::sleep(Duration::from_millis(1_300));
+            assert_eq!(
+                watcher.status().last_error.map(|e| e.to_string()),
+                Some(err.clone())
+            );
+
+            // Written: loaded, the error gone.
+            let first = source
+                .put(&doc("src-mistyped", 4), Some(0))
+                .expect("a document");
+            wait_for(&watcher, "the document", APPLIED_WITHIN, |s| {
+                s.version == first && s.last_error.is_none()
+            });
+            assert_eq!(rules::flow_rules(), flow("src-mistyped", 4));
+            let said = rule_source_events(&events.seen).len();
+            assert_eq!(said, 1, "the missing key said once: {}", events.seen);
+
+            // A valid document without rules: applied, with a warning that every rule went.
+            let empty = source.put("{}", Some(first)).expect("an empty document");
+            wait_for(&watcher, "the empty document", APPLIED_WITHIN, |s| {
+                s.version == empty && s.last_error.is_none()
+            });
+            assert_eq!(rules::flow_rules(), Vec::new());
+            assert_eq!(watcher.status().loads, 2);
+            events.until(
+                "the warning that every rule was removed",
+                APPLIED_WITHIN,
+                |seen| {
+                    rule_source_events(seen).iter().any(|e| {
+                        e["words"].as_str().is_some_and(|w| {
+                            w.contains(&format!("version {empty}"))
+                                && w.contains("every rule was removed (1 were in force)")
+                        })
+                    })
+                },
+            );
+            assert!(rule_source_events(&events.seen)
+                .iter()
+                .all(|e| e["source"].as_str() == Some(&*source.origin().to_string_lossy())));
+
+            drop(watcher);
+            rules::load(RuleSet::new()).expect("clear the rules");
+        })
+}
+
+#[test]
+fn a_redis_down_at_start_is_said_and_its_document_loaded_once_it_is_up() {
+    require("redis-server")
+        .and_then(|()| require("redis-cli"))
+        .map_or((), |()| {
+            let _running = this_process();
+            let mut server = RedisServer::start(&[]);
+            rules::load(RuleSet::new()).expect("no rules");
+            // The default poll interval (5 s): the retries while Redis is away are not polls.
+            let source = RedisSource::new(&server.url(), "down:rules").expect("a source");
+            server.kill();
+            let watcher = rules::watch_source(source.clone())
+                .expect("the watcher starts while Redis is down");
+            let status = watcher.status();
+            let err = status
+                .last_error
+                .expect("the error is said at start")
+                .to_string();
+            assert!(err.contains("Redis is unreachable"), "{err}");
+            assert!(err.contains("(key down:rules)"), "{err}");
+            assert!(!err.contains("invalid rule set"), "{err}");
+            assert_eq!((status.loads, status.version), (0, 0));
+            assert!(rules::flow_rules().is_empty());
+
+            // Up again, and the document there (written by a tool, unannounced: only the
+            // watcher's reads can find it).
+            server.restart();
+            let version = 42;
+            write_by_hand(
+                &server,
+                &source,
+                doc("src-down", 6).as_bytes(),
+                version,
+                false,
+            );
+            let written = Instant::now();
+            let status = wait_for(
+                &watcher,
+                "the document once Redis is up",
+                Duration::from_secs(3),
+                |s| s.version == version,
+            );
+            let took = written.elapsed();
+            assert_eq!((status.loads, status.last_error), (1, None));
+            assert_eq!(rules::flow_rules(), flow("src-down", 6));
+            let _ = writeln!(
+                std::io::stderr(),
+                "in force {} ms after the document was written",
+                took.as_millis()
+            );
+
+            drop(watcher);
+            rules::load(RuleSet::new()).expect("clear the rules");
+        })
+}
+
+#[test]
+fn a_key_of_another_type_is_said_as_a_refused_read_and_read_again_until_it_holds_a_document() {
+    require("redis-server")
+        .and_then(|()| require("redis-cli"))
+        .map_or((), |()| {
+            let _running = this_process();
+            let server = RedisServer::start(&[]);
+            rules::load(RuleSet::new()).expect("no rules");
+            let source = RedisSource::new(&server.url(), "typed:rules").expect("a source");
+            let (document, _, _) = source.keys();
+            server.cli(&["HSET", document, "flow", "not a document"]);
+            let watcher = rules::watch_source(source.clone()).expect("the watcher starts");
+            let err = watcher
+                .status()
+                .last_error
+                .expect("said at start")
+                .to_string();
+            assert!(err.contains("Redis refused the read"), "{err}");
+            assert!(err.contains("WRONGTYPE"), "{err}");
+            assert!(err.contains("(key typed:rules)"), "{err}");
+            assert!(!err.contains("invalid rule set"), "{err}");
+
+            // Fixed by hand, then written: read again within a second, not at the 5 s poll.
+            server.cli(&["DEL", document]);
+            let version = source
+                .put(&doc("src-typed", 2), Some(0))
+                .expect("a document");
+            wait_for(&watcher, "the document", APPLIED_WITHIN, |s| {
+                s.version == version && s.last_error.is_none()
+            });
+            assert_eq!(rules::flow_rules(), flow("src-typed", 2));
             drop(watcher);
             rules::load(RuleSet::new()).expect("clear the rules");
         })

@@ -924,3 +924,108 @@ fn it_starts_inside_a_tokio_runtime_too() {
     drop(runtime);
     assert!(TcpStream::connect(addr).is_err());
 }
+
+/// The traffic of the rates tests, at one instant: `dash-rates` limited to 6 a second, 2 a
+/// second per value of its first parameter, and a shadow limit of 2 a second. Value "a" 5
+/// times (2 pass, 3 blocked by the hotspot rule), then 10 values once each (4 pass, 6 blocked
+/// by the flow rule). Of the 6 passes, the shadow limit would have blocked 4.
+pub(crate) fn rate_traffic(resource: &str) {
+    let call = |value: &str| {
+        sentinel_runtime::EntryBuilder::new(resource)
+            .param(value)
+            .enter()
+            .is_ok()
+    };
+    let passed_a = (0..5).filter(|_| call("a")).count();
+    let passed_others = (0..10).filter(|i| call(&format!("v{i}"))).count();
+    assert_eq!((passed_a, passed_others), (2, 4));
+}
+
+/// The rules of the rates tests (see [`rate_traffic`]).
+pub(crate) fn rate_rules(resource: &str) -> RuleSet {
+    let mut set = RuleSet::default();
+    set.flow = vec![
+        FlowRule::qps(resource, 6.0),
+        FlowRule::qps(resource, 2.0).shadow(true),
+    ];
+    set.hotspot = vec![HotspotRule::qps(resource, 0, 2.0)];
+    set
+}
+
+#[test]
+fn block_rates_by_kind_add_up_over_one_interval_and_every_limit_is_listed() {
+    const R: &str = "dash-rates";
+    let clock = MockClock::install();
+    rules::load(rate_rules(R)).unwrap();
+    drop(
+        sentinel_runtime::EntryBuilder::new(R)
+            .param("first")
+            .enter(),
+    );
+    // The first call leaves the windows.
+    clock.advance(Duration::from_secs(2));
+    let dash = start(None);
+    let addr = dash.local_addr();
+    let row = |addr| {
+        let rows = get(addr, "/api/resources?search=dash-rates").json();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == R)
+            .cloned()
+            .unwrap_or_else(|| panic!("{R} not in {rows}"))
+    };
+    // No reading a second old yet: no rates (never a rate over an unknown interval).
+    let first = row(addr);
+    assert_eq!(first["blocked_per_s"], serde_json::Value::Null, "{first}");
+    assert_eq!(first["blocked_by"], serde_json::Value::Null, "{first}");
+
+    // Every limit, with a hotspot rule's per value and the shadow rule's marked.
+    assert_eq!(
+        first["limits"],
+        serde_json::json!([
+            {"kind": "flow", "metric": "qps", "limit": 6.0, "per_value": false, "param": null,
+             "shadow": false},
+            {"kind": "flow", "metric": "qps", "limit": 2.0, "per_value": false, "param": null,
+             "shadow": true},
+            {"kind": "hotspot", "metric": "qps", "limit": 2.0, "per_value": true, "param": null,
+             "param_index": 0, "shadow": false},
+        ]),
+        "{first}"
+    );
+    assert_eq!(first["qps_limit"], 6.0);
+
+    // Half a second on, the traffic; half a second later, the rates over that second.
+    clock.advance(Duration::from_millis(500));
+    rate_traffic(R);
+    clock.advance(Duration::from_millis(500));
+    let now = row(addr);
+    assert_eq!(now["rates_over_s"], 1.0, "{now}");
+    assert_eq!(
+        now["blocked_by"],
+        serde_json::json!({"flow": 6.0, "hotspot": 3.0}),
+        "{now}"
+    );
+    assert_eq!(now["blocked_per_s"], 9.0, "{now}");
+    assert_eq!(now["shadow_per_s"], 4.0, "{now}");
+    // The same as the running totals say, over the same second.
+    let by =
+        |row: &serde_json::Value, kind: &str| row["block_total_by_rule"][kind].as_u64().unwrap();
+    assert_eq!(
+        (
+            by(&now, "flow") - by(&first, "flow"),
+            by(&now, "hotspot") - by(&first, "hotspot")
+        ),
+        (6, 3)
+    );
+
+    // Two seconds later, with no traffic: over the newest reading a second old (the one just
+    // taken), nothing blocked.
+    clock.advance(Duration::from_secs(2));
+    let quiet = row(addr);
+    assert_eq!(quiet["rates_over_s"], 2.0, "{quiet}");
+    assert_eq!(quiet["blocked_per_s"], 0.0, "{quiet}");
+    assert_eq!(quiet["blocked_by"], serde_json::json!({}), "{quiet}");
+    drop(dash);
+    rules::load(RuleSet::default()).unwrap();
+}

@@ -292,7 +292,10 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
             }
             let want = n.min(10).to_string();
             wait_for(&c, Duration::from_secs(2), "pass/s", &cell(ORDERS, "pass_qps"), |v| v == want.as_str()).await;
-            let blocked = (n.saturating_sub(10)).to_string();
+            // Blocks per second over the interval "blocked by" uses too: the 2 s since the
+            // page's reading before the clock moved.
+            let per_s = n.saturating_sub(10) as f64 / 2.0;
+            let blocked = if per_s.fract() == 0.0 { format!("{per_s}") } else { format!("{per_s:.1}") };
             let v = c.execute(&cell(ORDERS, "block_qps"), vec![]).await.unwrap();
             assert_eq!(v, blocked.as_str());
         }
@@ -466,6 +469,142 @@ fn a_real_browser_shows_live_numbers_a_chart_an_open_breaker_and_saves_a_rule() 
         .await;
         assert_eq!(rules::flow_rules(), vec![FlowRule::qps("browser-mine", 5.0)]);
 
+        c.close().await.unwrap();
+    });
+    drop(dash);
+    drop(driver);
+    rules::load(RuleSet::default()).unwrap();
+}
+
+/// A WebDriver session with headless Chromium for `driver`.
+async fn session(chromium: &std::path::Path, driver: &Driver) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--window-size=1400,1100",
+                format!("--user-data-dir={}", driver.profile.display()),
+            ]
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session with chromium")
+}
+
+#[test]
+fn the_page_shows_block_rates_that_add_up_every_limit_and_events_apart_from_blocks() {
+    const R: &str = "dash-rates-page";
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let clock = MockClock::install();
+    // A rule file refused before the page opens: the page lists what watchers said lately.
+    let dir = std::env::temp_dir().join(format!("sentinel-dash-notice-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rules.json");
+    std::fs::write(&file, "{}").unwrap();
+    let watcher = rules::watch_file(&file).unwrap();
+    std::fs::write(
+        &file,
+        r#"{"flow": [{"resource": "notice-x", "threshold": -1}]}"#,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while watcher.status().last_error.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the refusal: {:?}",
+            watcher.status()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(watcher);
+    let _ = std::fs::remove_dir_all(&dir);
+    rules::load(crate::dashboard::rate_rules(R)).unwrap();
+    drop(
+        sentinel_runtime::EntryBuilder::new(R)
+            .param("first")
+            .enter(),
+    );
+    clock.advance(Duration::from_secs(2));
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start()
+        .unwrap();
+    let driver = Driver::start(&driver_path);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let c = session(&chromium, &driver).await;
+        c.goto(&dash.url()).await.unwrap();
+        wait_for(&c, Duration::from_secs(10), "the refusal said before the page opened",
+            "return document.getElementById('notable-events').textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains("rules: invalid rule set in") && t.contains("field `threshold`")),
+        )
+        .await;
+        c.find(Locator::Id("filter")).await.unwrap().send_keys(R).await.unwrap();
+        wait_for(&c, Duration::from_secs(10), "the resource's row", &cell(R, "resource"), |v| v == R).await;
+        // Every limit: the flow limit, the shadow limit marked, the hotspot limit per value.
+        let limits = c.execute(&cell(R, "qps_limit"), vec![]).await.unwrap();
+        assert_eq!(limits, "6, shadow 2, 2/s per parameter #0");
+
+        // The traffic of the JSON test, in the middle of one second: the page's block/s is
+        // the sum of its "blocked by", both over that second.
+        clock.advance(Duration::from_millis(500));
+        crate::dashboard::rate_traffic(R);
+        clock.advance(Duration::from_millis(500));
+        wait_for(&c, Duration::from_secs(3), "blocked by", &cell(R, "blocked_by"), |v| {
+            v == "flow 6.0, hotspot 3.0"
+        })
+        .await;
+        assert_eq!(c.execute(&cell(R, "block_qps"), vec![]).await.unwrap(), "9");
+        assert_eq!(c.execute(&cell(R, "shadow_qps"), vec![]).await.unwrap(), "4.0");
+
+        // A breaker's and a rule source's events, then a flood of block lines: the events
+        // stay in their own list, first in it, and the block lines go to theirs.
+        c.execute(
+            "var d = window.sentinelDashboard; \
+             d.onEvent(JSON.stringify({type: 'breaker', resource: 'apart-breaker', from: 'closed', to: 'open', words: 'OPENED: test'})); \
+             d.onEvent(JSON.stringify({type: 'rule_source', seq: 1000000000, source: 'redis://x (key k)', words: 'no rules read from redis://x (key k): it holds no rule document'})); \
+             for (var s = 0; s < 300; s++) { var rs = []; \
+               for (var i = 0; i < 40; i++) rs.push({resource: 'flood-' + i, blocked: 100 - i, by_rule: {flow: 100 - i}}); \
+               d.onEvent(JSON.stringify({type: 'blocks', second: s, resources: rs})); } \
+             return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+        let list = |id: &str| {
+            format!(
+                "return Array.prototype.map.call(document.querySelectorAll('#{id} li'), \
+                 function (l) {{ return l.textContent; }});"
+            )
+        };
+        let texts = |v: Value| -> Vec<String> {
+            v.as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_owned()).collect()
+        };
+        let notable = texts(c.execute(&list("notable-events"), vec![]).await.unwrap());
+        let blocks = texts(c.execute(&list("block-events"), vec![]).await.unwrap());
+        assert!(notable[0].contains("rules: no rules read from redis://x (key k)"), "{notable:?}");
+        assert!(notable[1].contains("breaker apart-breaker: closed -> open: OPENED: test"), "{notable:?}");
+        assert!(notable.iter().all(|l| !l.contains("blocked: ")), "{notable:?}");
+        assert!(blocks.len() <= 60 && blocks.iter().all(|l| l.contains("blocked: ")), "{blocks:?}");
+        // Both lists are on the page, the events' above the blocks'.
+        let above = "var a = document.getElementById('notable-events').getBoundingClientRect(), \
+                     b = document.getElementById('block-events').getBoundingClientRect(); \
+                     return a.height > 0 && a.bottom <= b.top;";
+        assert_eq!(c.execute(above, vec![]).await.unwrap(), true);
         c.close().await.unwrap();
     });
     drop(dash);

@@ -8,10 +8,12 @@ use serde_json::{json, Value};
 use super::events::{state_name, Bus};
 use super::history::{History, TRACKED};
 use super::load::Reading;
+use super::rates::{Rate, READINGS};
 use crate::metrics::{self, ResourceStats};
 use crate::node::ResourceNode;
 use crate::registry;
-use crate::rules::{self, FlowMetric, FlowRule};
+use crate::rules::source::notices;
+use crate::rules::{self, FlowMetric, FlowRule, HotspotMetric, HotspotRule};
 use crate::stat::BlockTotals;
 
 /// Every resource with its statistics, busiest first (passes and blocks in the last second,
@@ -58,29 +60,133 @@ pub(crate) fn resources(search: Option<&str>) -> (Value, usize, usize) {
         })
         .collect();
     let limits = Limits::in_force();
-    let rows: Vec<Value> = matched
-        .iter()
-        .take(TRACKED)
-        .map(|(node, s)| resource_json(node, s, &limits))
+    let now = crate::clock::now_nanos();
+    let listed = matched.iter().take(TRACKED);
+    let rows: Vec<Value> = listed
+        .clone()
+        .map(|(node, s)| {
+            let mut row = resource_json(node, s, &limits);
+            let rate = READINGS.rate(node.name(), now, s);
+            add_rates(&mut row, rate.as_ref());
+            row
+        })
         .collect();
+    READINGS.record(now, listed.map(|(node, s)| (node.name(), s)));
     (Value::Array(rows), total, matched.len())
 }
 
+/// The row's block rates, over one interval so that they add up (`null` until the resource
+/// has a reading a second old): `blocked_per_s`, the sum of `blocked_by` (kind to blocks per
+/// second, the kinds that blocked), `shadow_per_s` and `rates_over_s`, the interval.
+fn add_rates(row: &mut Value, rate: Option<&Rate>) {
+    let (blocked, by_rule, shadow, over) = match rate {
+        Some(r) => {
+            let by_rule: serde_json::Map<String, Value> = r
+                .by_rule
+                .iter()
+                .map(|&(kind, v)| (kind.to_owned(), json!(v)))
+                .collect();
+            (
+                json!(r.blocked),
+                Value::Object(by_rule),
+                json!(r.shadow),
+                json!(r.over_s),
+            )
+        }
+        None => (Value::Null, Value::Null, Value::Null, Value::Null),
+    };
+    row["blocked_per_s"] = blocked;
+    row["blocked_by"] = by_rule;
+    row["shadow_per_s"] = shadow;
+    row["rates_over_s"] = over;
+}
+
 /// The limits of the loaded flow rules, by resource (a resource the loaded rules name has
-/// those only; others have their definition's).
+/// those only; others have their definition's), and every loaded flow and hotspot rule by
+/// resource, for the list of limits.
 struct Limits {
     concurrency: HashMap<String, Option<u64>>,
     qps: HashMap<String, Option<f64>>,
+    flow: HashMap<String, Vec<FlowRule>>,
+    hotspot: HashMap<String, Vec<HotspotRule>>,
 }
 
 impl Limits {
     fn in_force() -> Limits {
         let rules = rules::flow_rules();
+        let mut flow: HashMap<String, Vec<FlowRule>> = HashMap::new();
+        for rule in &rules {
+            flow.entry(rule.resource.clone())
+                .or_default()
+                .push(rule.clone());
+        }
+        let mut hotspot: HashMap<String, Vec<HotspotRule>> = HashMap::new();
+        for rule in rules::hotspot_rules() {
+            hotspot.entry(rule.resource.clone()).or_default().push(rule);
+        }
         Limits {
             concurrency: smallest(&rules, concurrency_threshold),
             qps: smallest(&rules, qps_per_second),
+            flow,
+            hotspot,
         }
     }
+
+    /// `node`'s limits, enforced and shadow: each QPS limit per second, each concurrency
+    /// limit in calls inside; a hotspot rule's per value (of the parameter it names).
+    fn list(&self, node: &ResourceNode) -> Vec<Value> {
+        let defaults;
+        let flow = match self.flow.get(node.name()) {
+            Some(rules) => rules.as_slice(),
+            None => {
+                defaults = node.default_flow_rules();
+                defaults.as_slice()
+            }
+        };
+        let mut out: Vec<Value> = flow
+            .iter()
+            .filter(|r| r.relate.is_none())
+            .filter_map(|r| {
+                let (metric, limit) = match r.metric {
+                    FlowMetric::Qps => ("qps", per_second(r.threshold, r.window)?),
+                    FlowMetric::Concurrency => ("concurrency", r.threshold.floor()),
+                    // Its limit moves: the row's `concurrency_limit` is the one now.
+                    FlowMetric::AdaptiveConcurrency => return None,
+                };
+                Some(json!({
+                    "kind": "flow", "metric": metric, "limit": limit,
+                    "per_value": false, "param": null, "shadow": r.shadow,
+                }))
+            })
+            .collect();
+        let names = node.param_names().unwrap_or_default();
+        for r in self.hotspot.get(node.name()).into_iter().flatten() {
+            let (metric, limit) = match r.metric {
+                HotspotMetric::Qps => match per_second(r.threshold, r.window) {
+                    Some(limit) => ("qps", limit),
+                    None => continue,
+                },
+                HotspotMetric::Concurrency => ("concurrency", r.threshold.floor()),
+            };
+            let param = r
+                .param
+                .clone()
+                .or_else(|| names.get(r.param_index).cloned().flatten());
+            out.push(json!({
+                "kind": "hotspot", "metric": metric, "limit": limit,
+                "per_value": true, "param": param,
+                "param_index": r.param.is_none().then_some(r.param_index),
+                "shadow": r.shadow,
+            }));
+        }
+        out
+    }
+}
+
+/// `threshold` per `window`, per second (`None` for a window of nothing).
+fn per_second(threshold: f64, window: std::time::Duration) -> Option<f64> {
+    let window = window.as_secs_f64();
+    (window > 0.0).then(|| threshold / window)
 }
 
 /// The smallest of `limit` over the rules of each resource (`None`: the rules name the
@@ -161,6 +267,7 @@ fn resource_json(node: &ResourceNode, s: &ResourceStats, limits: &Limits) -> Val
         "ejected": crate::outlier::ejected(node.name()),
         "shadow_block_total": s.shadow_block_total,
         "shadow_block_total_by_rule": shadow_by_rule,
+        "limits": limits.list(node),
     })
 }
 
@@ -218,9 +325,20 @@ pub(crate) fn system(bus: &Bus, own: Reading) -> Value {
             }))
             .collect::<Vec<_>>(),
         "last_transitions": bus.recent_transitions(),
+        "rule_notices": rule_notices(),
         "rule_kinds": BlockTotals::RULES,
         "hotspot": hotspot_blocked(),
     })
+}
+
+/// What rule watchers said lately (the latest 32, oldest first): `seq`, `source`, `words`, as
+/// the `rule_source` events say it, for a page opened after them.
+fn rule_notices() -> Vec<Value> {
+    notices::since(0)
+        .1
+        .into_iter()
+        .map(|n| json!({ "seq": n.seq, "source": n.source, "words": n.words }))
+        .collect()
 }
 
 /// Every hotspot rule in force (by resource, then rule order) with the values it blocked most

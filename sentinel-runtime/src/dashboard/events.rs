@@ -1,6 +1,7 @@
 //! The events a dashboard streams (`GET /api/events`): a small bounded broadcast per dashboard,
 //! fed by the breaker listener (every transition, at once) and by the sampler (blocks
-//! aggregated per second, rule loads and refusals by their counters).
+//! aggregated per second, rule loads and refusals by their counters, and what rule watchers
+//! said: a source unreachable or without a document, a document that removed every rule).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
@@ -9,6 +10,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use crate::breaker::{self, CircuitState, StateChange};
+use crate::rules::source::notices;
 use crate::stat::BlockTotals;
 
 /// The most resources one `blocks` event lists (the most blocked first; `more` counts the
@@ -129,6 +131,8 @@ pub(crate) fn state_name(state: CircuitState) -> &'static str {
 pub(crate) struct Deltas {
     blocks: HashMap<&'static str, [u64; BlockTotals::RULES.len()]>,
     loads: HashMap<(&'static str, bool), u64>,
+    /// The number of the last watcher notice seen.
+    notices: u64,
     primed: bool,
 }
 
@@ -182,8 +186,24 @@ impl Deltas {
         Some(event)
     }
 
-    /// One `rule_load` event per kind whose loads (or refusals) grew since the last call.
+    /// One `rule_load` event per kind whose loads (or refusals) grew since the last call, then
+    /// one `rule_source` event per notice of a rule watcher since the last call (`seq`: its
+    /// number, `source`: the source's name, `words`: what happened).
     pub(crate) fn rule_loads(&mut self, counts: Vec<(&'static str, bool, u64)>) -> Vec<Value> {
+        let mut out = self.load_counts(counts);
+        let (last, notices) = notices::since(self.notices);
+        self.notices = last;
+        if self.primed {
+            out.extend(
+                notices.into_iter().map(
+                    |n| json!({ "type": "rule_source", "seq": n.seq, "source": n.source, "words": n.words }),
+                ),
+            );
+        }
+        out
+    }
+
+    fn load_counts(&mut self, counts: Vec<(&'static str, bool, u64)>) -> Vec<Value> {
         let mut out = Vec::new();
         for (kind, loaded, n) in counts {
             let before = self.loads.insert((kind, loaded), n).unwrap_or(0);
@@ -260,12 +280,43 @@ mod tests {
     }
 
     #[test]
+    fn watcher_notices_are_events_from_the_first_sample_on() {
+        notices::keep(std::path::Path::new("events-unit-before"), "said before");
+        let mut d = Deltas::default();
+        let _ = d.rule_loads(Vec::new());
+        d.prime();
+        let (before, _) = notices::since(u64::MAX);
+        notices::keep(std::path::Path::new("events-unit-after"), "said after");
+        let events = d.rule_loads(Vec::new());
+        let mine: Vec<&Value> = events
+            .iter()
+            .filter(|e| {
+                e["source"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("events-unit"))
+            })
+            .collect();
+        assert_eq!(mine.len(), 1, "{events:?}");
+        let seq = mine[0]["seq"].as_u64().expect("a number");
+        assert!(seq > before, "{seq} after {before}");
+        assert_eq!(
+            *mine[0],
+            json!({"type": "rule_source", "seq": seq, "source": "events-unit-after",
+                   "words": "said after"})
+        );
+        assert!(d
+            .rule_loads(Vec::new())
+            .iter()
+            .all(|e| e["source"] != "events-unit-after"));
+    }
+
+    #[test]
     fn rule_loads_report_what_grew() {
         let mut d = Deltas::default();
-        assert!(d.rule_loads(vec![("flow", true, 2)]).is_empty());
+        assert!(d.load_counts(vec![("flow", true, 2)]).is_empty());
         d.prime();
-        assert!(d.rule_loads(vec![("flow", true, 2)]).is_empty());
-        let e = d.rule_loads(vec![("flow", true, 2), ("rule_set", false, 1)]);
+        assert!(d.load_counts(vec![("flow", true, 2)]).is_empty());
+        let e = d.load_counts(vec![("flow", true, 2), ("rule_set", false, 1)]);
         assert_eq!(
             e,
             vec![json!({"type": "rule_load", "kind": "rule_set", "loaded": false, "count": 1})]

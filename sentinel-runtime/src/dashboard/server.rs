@@ -179,6 +179,8 @@ fn sample(shared: &Shared, deltas: &mut Deltas) {
     let ranked = api::ranked();
     let busiest: Vec<&'static str> = ranked.iter().take(TRACKED).map(|(n, _)| n.name()).collect();
     shared.history.update(&busiest, second);
+    let now = clock::now_nanos();
+    super::rates::READINGS.record(now, ranked.iter().take(TRACKED).map(|(n, s)| (n.name(), s)));
     let blocks = ranked
         .iter()
         .map(|(n, s)| (n.name(), &s.block_total_by_rule));

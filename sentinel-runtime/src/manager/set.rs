@@ -104,6 +104,20 @@ pub fn current() -> RuleSet {
 pub struct RuleSetError {
     path: Option<PathBuf>,
     entries: Vec<RuleSetErrorEntry>,
+    /// Whether the rules were not read at all (their store unreachable, no document there)
+    /// rather than found invalid: said first by the error's words.
+    unread: Option<Unread>,
+}
+
+/// Why a source's rules were not read at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Only a Redis source (features `rule-files` and `redis`) is ever unreachable.
+#[cfg_attr(not(all(feature = "rule-files", feature = "redis")), allow(dead_code))]
+pub(crate) enum Unread {
+    /// The store that keeps the document did not answer.
+    Unreachable,
+    /// The store answered, and holds no document.
+    NoDocument,
 }
 
 /// One problem of a [`RuleSetError`]: a bad rule (its kind, position, resource and field), or a
@@ -208,7 +222,23 @@ impl RuleSetError {
         RuleSetError {
             path: None,
             entries,
+            unread: None,
         }
+    }
+
+    #[cfg(feature = "rule-files")]
+    /// The rules were not read at all (see [`Unread`]): `message` says why.
+    pub(crate) fn unread(why: Unread, message: impl Into<String>) -> RuleSetError {
+        RuleSetError {
+            unread: Some(why),
+            ..RuleSetError::whole(message)
+        }
+    }
+
+    #[cfg(feature = "rule-files")]
+    /// Why the rules were not read at all, if they were not (else they were found invalid).
+    pub(crate) fn unread_why(&self) -> Option<Unread> {
+        self.unread
     }
 
     #[cfg(feature = "rule-files")]
@@ -237,8 +267,12 @@ impl RuleSetError {
 
 impl fmt::Display for RuleSetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("invalid rule set")?;
-        if let Some(path) = &self.path {
+        match (self.unread, &self.path) {
+            (None, _) => f.write_str("invalid rule set")?,
+            (Some(_), Some(path)) => write!(f, "no rules read from {}", path.display())?,
+            (Some(_), None) => f.write_str("no rules read")?,
+        }
+        if let (None, Some(path)) = (self.unread, &self.path) {
             write!(f, " in {}", path.display())?;
         }
         match self.entries.as_slice() {

@@ -15,7 +15,7 @@
     if (!t) { try { t = sessionStorage.getItem(KEY); } catch (e) { t = null; } }
     return t || "";
   })();
-  var state = { rows: [], prev: {}, sortKey: "traffic", sortDesc: true, filter: "", selected: null, etag: null, chart: null };
+  var state = { rows: [], sortKey: "traffic", sortDesc: true, filter: "", selected: null, etag: null, chart: null };
 
   function $(id) { return document.getElementById(id); }
   function fmt(n, d) { return (n === null || n === undefined) ? "-" : Number(n).toFixed(d === undefined ? 0 : d); }
@@ -50,19 +50,12 @@
       if (search !== state.filter) return;
       var now = Date.now(), rows = res[0], total = res[1], matched = res[2];
       rows.forEach(function (row) {
-        var p = state.prev[row.resource];
-        var by = {};
-        // The kinds of block are the server's (its table of kinds), not a list kept here.
-        Object.keys(row.block_total_by_rule || {}).forEach(function (k) {
-          var d = p ? (row.block_total_by_rule[k] - p.by[k]) / Math.max((now - p.at) / 1000, 0.001) : 0;
-          if (d > 0) by[k] = d;
-        });
-        row.blocked_by = by;
-        // Shadow blocks per second, from the running total as the kinds' rates above.
-        var shadow = row.shadow_block_total || 0;
-        row.shadow_qps = p && p.shadow !== undefined ? Math.max(shadow - p.shadow, 0) / Math.max((now - p.at) / 1000, 0.001) : 0;
+        // Blocks per second, by kind (the server's table of kinds) and in all, and shadow
+        // blocks per second: the server takes them over one interval, so they add up.
+        row.blocked_by = row.blocked_by || {};
+        row.shown_block_qps = row.blocked_per_s === null || row.blocked_per_s === undefined ? null : row.blocked_per_s;
+        row.shadow_qps = row.shadow_per_s || 0;
         row.traffic = row.pass_qps + row.block_qps;
-        state.prev[row.resource] = { at: now, by: row.block_total_by_rule, shadow: shadow };
       });
       state.rows = rows;
       $("count").textContent = search
@@ -83,6 +76,8 @@
         if (r.shadow === true) parts.push("(shadow: counted, never enforced)");
         return parts.join(" ");
       }).join("; ");
+      // What rule watchers said before the page opened (or between two events): once each.
+      (s.rule_notices || []).forEach(notice);
       var list = $("transitions"), items = s.last_transitions.slice().reverse().map(function (t) {
         return el("li", "to-" + t.to, t.resource + ": " + t.from + " -> " + t.to + ": " + (t.words || fmt(t.figure, 2)));
       });
@@ -115,6 +110,7 @@
     rows.sort(function (a, b) {
       var x = a[k], y = b[k];
       if (k === "blocked_by") { x = sum(x); y = sum(y); }
+      if (k === "block_qps") { x = a.shown_block_qps; y = b.shown_block_qps; }
       if (x === y) return a.resource < b.resource ? -1 : 1;
       if (x === null || x === undefined) return 1;
       if (y === null || y === undefined) return -1;
@@ -130,8 +126,10 @@
       if (r.ejected && r.ejected.length) name.appendChild(el("div", "warn", "ejected: " + r.ejected.join(", ")));
       tr.appendChild(name);
       tr.appendChild(el("td", "num pass_qps", fmt(r.pass_qps)));
-      tr.appendChild(el("td", "num qps_limit muted", r.qps_limit === null ? "-" : fmt(r.qps_limit, r.qps_limit % 1 ? 1 : 0)));
-      tr.appendChild(el("td", "num block_qps" + (r.block_qps > 0 ? " blocking" : ""), fmt(r.block_qps)));
+      tr.appendChild(el("td", "num qps_limit muted", limitsText(r)));
+      var blocked = r.shown_block_qps;
+      tr.appendChild(el("td", "num block_qps" + (blocked > 0 ? " blocking" : ""),
+        blocked === null ? "-" : fmt(blocked, blocked % 1 ? 1 : 0)));
       tr.appendChild(el("td", "num blocked_by", Object.keys(r.blocked_by).map(function (k) {
         return k + " " + fmt(r.blocked_by[k], 1);
       }).join(", ")));
@@ -153,6 +151,21 @@
     });
   }
   function sum(o) { var s = 0; for (var k in o) s += o[k]; return s; }
+  function num(n) { return fmt(n, n % 1 ? 1 : 0); }
+  // The limit/s column: the smallest enforced QPS limit, then each hotspot rule's limit per
+  // value and each shadow limit, marked (concurrency limits are in "inside / limit").
+  function limitsText(r) {
+    var parts = r.qps_limit === null || r.qps_limit === undefined ? [] : [num(r.qps_limit)];
+    (r.limits || []).forEach(function (l) {
+      if (l.kind === "flow" && !l.shadow) return;
+      if (l.kind === "flow" && l.metric !== "qps") return;
+      var text = num(l.limit);
+      if (l.per_value) text += (l.metric === "qps" ? "/s" : " inside") + " per " + (l.param || (l.param_index !== null ? "parameter #" + l.param_index : "value"));
+      if (l.shadow) text = "shadow " + text;
+      parts.push(text);
+    });
+    return parts.length ? parts.join(", ") : "-";
+  }
 
   // ---- chart -----------------------------------------------------------------------------
   function select(name) {
@@ -214,27 +227,37 @@
       case "blocks": return "blocked";
       case "breaker": return "breaker " + e.resource + ": " + e.from + " -> " + e.to + ": " + (e.words || fmt(e.figure, 2));
       case "rule_load": return (e.loaded ? "rules loaded: " : "rules REFUSED: ") + e.kind + " x" + e.count;
+      case "rule_source": return "rules: " + e.words;
       case "rules_saved": return "rules saved from the dashboard (" + e.etag + ")";
       case "rules_refused": return "rule edit refused: " + e.error;
       case "lagged": return "(missed " + e.missed + " events)";
       default: return JSON.stringify(e);
     }
   }
-  // The events list: block lines (at most one per resource per second, the 5 most blocked
-  // resources of each second) and the rest (breakers, rule loads and edits) are capped apart,
-  // so a flood of blocks never pushes a breaker event out.
+  // Two lists: the events (breakers, rule loads, sources and edits) above, the block lines
+  // (at most one per resource per second, the 5 most blocked resources of each second) in a
+  // list of their own below, each capped, so a flood of blocks never pushes an event out of
+  // sight.
   var MAX_BLOCK_LINES = 60, MAX_OTHER_LINES = 200, BLOCKED_PER_SECOND = 5;
   function addLine(cls, text) {
-    var list = $("events");
+    var blocks = cls === "blocks", list = $(blocks ? "block-events" : "notable-events");
     list.insertBefore(el("li", cls, new Date().toLocaleTimeString() + "  " + text), list.firstChild);
-    var blocks = list.querySelectorAll("li.blocks"), others = list.querySelectorAll("li:not(.blocks)");
-    for (var i = MAX_BLOCK_LINES; i < blocks.length; i++) list.removeChild(blocks[i]);
-    for (var j = MAX_OTHER_LINES; j < others.length; j++) list.removeChild(others[j]);
+    var lines = list.querySelectorAll("li"), max = blocks ? MAX_BLOCK_LINES : MAX_OTHER_LINES;
+    for (var i = max; i < lines.length; i++) list.removeChild(lines[i]);
+  }
+  // A rule watcher's notice (an event, or listed by /api/system), shown once by its number.
+  var noticesShown = {};
+  function notice(n) {
+    if (noticesShown[n.seq]) return;
+    noticesShown[n.seq] = true;
+    addLine("rule_source", describe({ type: "rule_source", words: n.words }));
   }
   function onEvent(data) {
     var e;
     try { e = JSON.parse(data); } catch (x) { return; }
-    if (e.type === "blocks") {
+    if (e.type === "rule_source" && e.seq !== undefined) {
+      notice(e);
+    } else if (e.type === "blocks") {
       var shown = e.resources.slice(0, BLOCKED_PER_SECOND), rest = e.resources.length - shown.length + (e.more || 0);
       if (rest > 0) addLine("blocks", "blocked: " + rest + " more resource" + (rest === 1 ? "" : "s"));
       shown.reverse().forEach(function (r) {

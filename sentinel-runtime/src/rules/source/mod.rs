@@ -20,6 +20,7 @@ mod etcd_source;
 #[cfg(feature = "etcd")]
 mod etcd_watch;
 mod file;
+pub(crate) mod notices;
 #[cfg(feature = "redis")]
 mod redis_scripts;
 #[cfg(feature = "redis")]

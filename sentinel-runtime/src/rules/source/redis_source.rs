@@ -15,7 +15,7 @@ use super::error::SourceError;
 use super::redis_scripts::{self, SourceKeys};
 use super::rule_source::{Changes, Read, RuleSource};
 use super::subscribe::Subscriber;
-use crate::manager::set::RuleSetError;
+use crate::manager::set::{RuleSetError, Unread};
 
 /// How often a watcher reads the document whatever the channel said, by default.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(5);
@@ -33,7 +33,8 @@ const TIMEOUT: Duration = Duration::from_secs(1);
 ///   (after 150 ms of quiet), and the document is read every [`poll_every`](Self::poll_every)
 ///   (5 s by default) whatever the channel said, for messages missed while a connection was
 ///   down. While Redis cannot be reached each instance keeps its rules, and its watcher's
-///   status says why.
+///   status says why; a watcher started while Redis is down starts all the same, says so,
+///   and loads the document once Redis answers (it reads at least every second meanwhile).
 /// * [`put`](RuleSource::put) writes with compare-and-set (a Lua script): a stale
 ///   `if_version` is a [`SourceError::Conflict`] and nothing is written. The text is checked
 ///   first (at most [`MAX_DOCUMENT_BYTES`], parsed, every rule valid), so a bad document is
@@ -314,9 +315,29 @@ impl RuleSource for RedisSource {
                     too_large(version, len)
                 ))))
             }
-            Err(e) => Err(self.in_source(RuleSetError::whole(format!(
-                "Redis is unreachable ({e}); the last good rules stay in force"
-            )))),
+            Err(e) => {
+                // Said apart from a bad document: the store is away, the rules were not read.
+                let then = if seen.is_some() {
+                    "the last good rules stay in force"
+                } else {
+                    "no rules are loaded from it until it answers"
+                };
+                // An answer that is an error (Redis still loading its data, a cluster
+                // without a master, a key of another type) is as passing: read again.
+                let what = if e.is_io_error()
+                    || e.is_connection_refusal()
+                    || e.is_timeout()
+                    || e.is_connection_dropped()
+                {
+                    "Redis is unreachable"
+                } else {
+                    "Redis refused the read"
+                };
+                Err(self.in_source(RuleSetError::unread(
+                    Unread::Unreachable,
+                    format!("{what} ({e}); {then}"),
+                )))
+            }
         }
     }
 

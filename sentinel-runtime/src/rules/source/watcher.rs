@@ -9,8 +9,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::document::Document;
+use super::notices;
 use super::rule_source::{Changes, Message, Read, RuleSource, PENDING};
-use crate::manager::set::{self, RuleSet, RuleSetError};
+use crate::manager::set::{self, RuleSet, RuleSetError, Unread};
 use crate::rules::files::load::rule_count;
 use crate::rules::files::report;
 
@@ -18,6 +19,9 @@ use crate::rules::files::report;
 const DEBOUNCE: Duration = Duration::from_millis(150);
 /// ...or once changes have kept coming for this long.
 const MAX_DEBOUNCE: Duration = Duration::from_secs(1);
+/// While the source's rules cannot be read (its store unreachable, no document there), it is
+/// read again at least this often, whatever its poll interval.
+const RETRY: Duration = Duration::from_secs(1);
 
 /// What a [`RuleWatcher`] has done: when it last loaded its source, which version, and what
 /// went wrong since.
@@ -32,7 +36,10 @@ pub struct WatchStatus {
     pub version: u64,
     /// Why the source's latest document is not in force (unreadable, missing, empty,
     /// unparseable or with bad rules, the source unreachable), or `None` when the source holds
-    /// what is in force.
+    /// what is in force. A source that holds no document, or cannot be reached, is an error
+    /// too, also before anything was loaded from it (its words start `no rules read from`,
+    /// with the source's name: for Redis its URL and key); a refused document's start
+    /// `invalid rule set`.
     pub last_error: Option<RuleSetError>,
     /// How many times a document was loaded, the first load included.
     pub loads: u64,
@@ -61,10 +68,15 @@ pub struct RuleWatcher {
 /// [`RuleWatcher`] is dropped: [`watch_file`](super::watch_file) for any [`RuleSource`], such as a
 /// `RedisSource` (feature `redis`) that every instance of a service watches.
 ///
-/// * The document in the source at start is loaded before this returns; a source with no
-///   document yet loads nothing ([`WatchStatus::loads`] stays 0) until one is written. An
-///   error at start (the source unreachable, a bad document) is returned and nothing is
-///   watched.
+/// * The document in the source at start is loaded before this returns. A bad document at
+///   start is returned as an error and nothing is watched.
+/// * A source that holds no document, or cannot be reached (a Redis that is down), is never
+///   silent: `watch_source` returns the watcher, which loads nothing yet
+///   ([`WatchStatus::loads`] stays 0), says why in [`WatchStatus::last_error`] (naming the
+///   source: for Redis its URL and key) and in an event, and reads the source again at
+///   least every second until its document is loaded.
+/// * A document without a rule written over one with rules is loaded (it is how every rule
+///   is removed on purpose), and an event warns that every rule was removed.
 /// * Each load goes through [`load`](crate::rules::load): **the document's rules replace every
 ///   kind of rule in force**, all at once.
 /// * A change is read once the source has been quiet for 150 ms (at most 1 s after the first
@@ -113,6 +125,7 @@ impl RuleWatcher {
             in_force: None,
             refused: None,
             failed: None,
+            unread: false,
         };
         let status = Arc::new(Mutex::new(WatchStatus {
             loaded_at: SystemTime::now(),
@@ -131,9 +144,18 @@ impl RuleWatcher {
         source
             .watch(Changes::new(wake.clone()))
             .map_err(|e| refused(e, None))?;
-        match source.read(None).map_err(|e| refused(e, None))? {
-            Read::Unchanged | Read::Missing => {}
-            Read::Document(doc) => {
+        match source.read(None) {
+            // Not read at all: said, and read again soon.
+            Err(e) if e.unread_why().is_some() => {
+                state.refuse(&status, Failure::Unreadable(e.to_string()), e);
+            }
+            Err(e) => return Err(refused(e, None)),
+            Ok(Read::Unchanged) => {}
+            Ok(Read::Missing) => {
+                let e = state.no_document();
+                state.refuse(&status, Failure::Unreadable(e.to_string()), e);
+            }
+            Ok(Read::Document(doc)) => {
                 let rules = state
                     .load(&doc)
                     .map_err(|e| refused(e, Some(doc.version)))?;
@@ -212,19 +234,49 @@ struct State {
     refused: Option<(u64, RuleSetError)>,
     /// The latest refusal, not to report it again until something changes.
     failed: Option<Failure>,
+    /// Whether the latest read could not read the source's rules at all (its store
+    /// unreachable, no document there): it is read again within [`RETRY`].
+    unread: bool,
 }
 
 impl State {
-    /// Parses and loads a document: how many rules it has.
+    /// Parses and loads a document: how many rules it has. A document without a rule that
+    /// replaces rules in force is loaded, with a warning.
     fn load(&self, doc: &Document) -> Result<usize, RuleSetError> {
         let set = doc.parse().map_err(|e| e.in_file(&self.origin))?;
         let rules = rule_count(&set);
+        let before = if rules == 0 {
+            rule_count(&set::current())
+        } else {
+            0
+        };
         (self.loader)(set).map_err(|e| e.in_file(&self.origin))?;
+        if before > 0 {
+            notices::warn(
+                &self.origin,
+                format!(
+                    "the document (version {}) holds no rules: every rule was removed ({before} \
+                     were in force)",
+                    doc.version
+                ),
+            );
+        }
         Ok(rules)
+    }
+
+    /// The error of a source that holds no document.
+    fn no_document(&self) -> RuleSetError {
+        let message = if self.in_force.is_some() {
+            "the source holds no document; the last good rules stay in force"
+        } else {
+            "the source holds no rule document: no rules are loaded from it until one is written"
+        };
+        RuleSetError::unread(Unread::NoDocument, message).in_file(&self.origin)
     }
 
     /// Records a refusal in the status, and reports it if it is new.
     fn refuse(&mut self, status: &Mutex<WatchStatus>, why: Failure, e: RuleSetError) {
+        self.unread = e.unread_why().is_some();
         lock(status).last_error = Some(e.clone());
         if self.failed.as_ref() != Some(&why) {
             let version = match why {
@@ -232,12 +284,14 @@ impl State {
                 Failure::Unreadable(_) => None,
             };
             self.failed = Some(why);
+            notices::keep(&self.origin, e.to_string());
             let _ = report::file_load(&self.origin, version, 0, Err(e));
         }
     }
 
     /// The source holds what is in force (again): no error.
     fn in_force_again(&mut self, status: &Mutex<WatchStatus>) {
+        self.unread = false;
         if self.failed.take().is_some() {
             report::set_file_result(&self.origin, true);
         }
@@ -251,12 +305,8 @@ impl State {
         let seen = self.refused.as_ref().map(|(v, _)| *v).or(self.in_force);
         let doc = match source.read(seen) {
             Err(e) => return self.refuse(status, Failure::Unreadable(e.to_string()), e),
-            Ok(Read::Missing) if self.in_force.is_none() => return self.in_force_again(status),
             Ok(Read::Missing) => {
-                let e = RuleSetError::whole(
-                    "the source holds no document; the last good rules stay in force",
-                )
-                .in_file(&self.origin);
+                let e = self.no_document();
                 return self.refuse(status, Failure::Unreadable(e.to_string()), e);
             }
             Ok(Read::Unchanged) => match self.refused.clone() {
@@ -276,6 +326,7 @@ impl State {
         }
         match self.load(&doc) {
             Ok(rules) => {
+                self.unread = false;
                 self.failed = None;
                 self.refused = None;
                 self.in_force = Some(doc.version);
@@ -305,7 +356,12 @@ struct Worker<S> {
 impl<S: RuleSource> Worker<S> {
     fn run(mut self) {
         loop {
-            let message = match self.source.poll_interval() {
+            let every = match self.source.poll_interval() {
+                Some(every) if self.state.unread => Some(every.min(RETRY)),
+                Some(every) => Some(every),
+                None => self.state.unread.then_some(RETRY),
+            };
+            let message = match every {
                 Some(every) => self.messages.recv_timeout(every),
                 None => self
                     .messages
@@ -348,6 +404,97 @@ impl<S: RuleSource> Worker<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::source::DocumentFormat;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A store that can be down, and holds a document or none; polled every 5 s, it never
+    /// tells of a change.
+    struct Store {
+        up: Arc<AtomicBool>,
+        doc: Arc<Mutex<Option<Document>>>,
+    }
+
+    impl RuleSource for Store {
+        fn origin(&self) -> PathBuf {
+            PathBuf::from("store://unit (key retry)")
+        }
+        fn watch(&mut self, _changes: Changes) -> Result<(), RuleSetError> {
+            Ok(())
+        }
+        fn read(&mut self, seen: Option<u64>) -> Result<Read, RuleSetError> {
+            if !self.up.load(Ordering::Relaxed) {
+                let e = RuleSetError::unread(Unread::Unreachable, "the store is unreachable");
+                return Err(e.in_file(&self.origin()));
+            }
+            let doc = self
+                .doc
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            Ok(match doc {
+                None => Read::Missing,
+                Some(doc) if seen == Some(doc.version) => Read::Unchanged,
+                Some(doc) => Read::Document(doc),
+            })
+        }
+        fn poll_interval(&self) -> Option<Duration> {
+            Some(Duration::from_secs(5))
+        }
+    }
+
+    /// Checks a set without loading it (other unit tests run beside this one).
+    fn checked(set: RuleSet) -> Result<(), RuleSetError> {
+        set.validate()
+    }
+
+    fn wait(watcher: &RuleWatcher, what: &str, done: impl Fn(&WatchStatus) -> bool) -> Duration {
+        let start = Instant::now();
+        loop {
+            let status = watcher.status();
+            if done(&status) {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(3),
+                "{what}: {status:?}"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_store_down_or_empty_at_start_is_said_and_read_again_every_second() {
+        let (up, doc) = (Arc::new(AtomicBool::new(false)), Arc::default());
+        let store = Store {
+            up: Arc::clone(&up),
+            doc: Arc::clone(&doc),
+        };
+        let watcher = RuleWatcher::start(store, checked).expect("it starts with the store down");
+        let status = watcher.status();
+        let err = status.last_error.expect("said at start").to_string();
+        assert_eq!(
+            err,
+            "no rules read from store://unit (key retry): the store is unreachable"
+        );
+        assert_eq!(status.loads, 0);
+
+        // Up, without a document: said within a second and a bit, not at the 5 s poll.
+        up.store(true, Ordering::Relaxed);
+        let took = wait(&watcher, "no document", |s| {
+            s.last_error
+                .as_ref()
+                .is_some_and(|e| e.to_string().contains("holds no rule document"))
+        });
+        assert!(took < Duration::from_secs(2), "{took:?}");
+
+        // A document: loaded at the next second's read.
+        let text = b"flow:\n  - resource: retry-unit\n    threshold: 3\n".to_vec();
+        *doc.lock().unwrap() = Some(Document::new(text, 7, DocumentFormat::Yaml));
+        let took = wait(&watcher, "the document", |s| {
+            s.version == 7 && s.loads == 1 && s.last_error.is_none()
+        });
+        assert!(took < Duration::from_secs(2), "{took:?}");
+    }
 
     #[test]
     fn watchers_can_be_kept_anywhere() {
