@@ -17,6 +17,7 @@ mod authority;
 mod authority_origins;
 mod checked_order;
 mod circuit_breaker;
+mod circuit_breaker_reload;
 mod cluster_label;
 mod entry_threads;
 mod exit_threads;
