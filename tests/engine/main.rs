@@ -35,6 +35,7 @@ mod lone_gate;
 mod lone_pinned;
 mod lone_pinned_order;
 mod outlier;
+mod outlier_share;
 mod reports_order;
 mod runtime;
 mod sentinel_parity;
