@@ -64,6 +64,9 @@ pub enum BreakerStrategy {
 /// unless it had already run longer than a slow-request breaker's `max_rt`: then it counts as a
 /// slow call (and a slow probe), so a timeout in front of the resource, which drops exactly the
 /// slowest calls, cannot hide them.
+/// The outbound integrations (the tower client layer, the reqwest middleware) go further by
+/// default: a call its caller gives up on before the response counts as an error
+/// (`abandoned_is_error` on `tower::SentinelClientLayer` and `reqwest::SentinelMiddleware`).
 ///
 /// ```
 /// use sentinel_runtime::rules::CircuitBreakerRule;
