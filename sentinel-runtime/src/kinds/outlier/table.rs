@@ -110,6 +110,16 @@ impl Endpoint {
         };
         now < lapsed.saturating_add(SEEN_NANOS)
     }
+
+    /// Back in service (its probe succeeded, or the share had no room to eject it again):
+    /// its counts start afresh; its ejections in a row are forgotten once it stays back as
+    /// long as its last ejection lasted.
+    fn back(&mut self, now: u64) {
+        self.health = Health::Healthy;
+        self.returned_at = now;
+        (self.consecutive, self.requests, self.errors) = (0, 0, 0);
+        self.window_start = now;
+    }
 }
 
 /// The share of a resource's endpoints its `rules` may hold ejected at once: the largest of
@@ -118,22 +128,6 @@ pub(crate) fn largest_share(rules: &[OutlierRule]) -> f64 {
     (rules.iter())
         .map(|r| r.max_ejection_percent)
         .fold(0.0, f64::max)
-}
-
-impl Endpoint {
-    /// Back in service (its probe succeeded, or the share had no room to eject it again):
-    /// its counts start afresh; its ejections in a row are forgotten once it stays back as
-    /// long as its last ejection lasted.
-    fn back(&mut self, now: u64) {
-        self.health = Health::Healthy;
-        self.returned_at = now;
-        (
-            self.consecutive,
-            self.requests,
-            self.errors,
-            self.window_start,
-        ) = (0, 0, 0, now);
-    }
 }
 
 /// A resource's endpoints: at most `cap`, the least recently seen (a healthy one first) replaced
