@@ -104,8 +104,9 @@ impl CircuitBreaker {
         CircuitBreaker::with_counts(rule, Arc::new(counts))
     }
 
-    /// A breaker for a validated `rule` that keeps `old`'s counts and state, if `old`'s rule
-    /// has the same strategy kind, window and bucket count ([`CircuitBreaker::keeps_counts_of`]).
+    /// A breaker for a validated `rule` over `old`'s counts and state: for a rule with the same
+    /// strategy kind, window and bucket count as `old`'s ([`CircuitBreaker::keeps_counts_of`],
+    /// which the caller asks first).
     pub(crate) fn succeeding(rule: &CircuitBreakerRule, old: &CircuitBreaker) -> CircuitBreaker {
         CircuitBreaker::with_counts(rule, Arc::clone(&old.counts))
     }
