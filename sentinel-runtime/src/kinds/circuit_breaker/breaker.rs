@@ -423,6 +423,48 @@ mod tests {
         Ok(())
     }
 
+    /// sentinel-golang's `TestRuleIsStatReusable`: the resource, the strategy kind, the window
+    /// and the bucket count decide; the other fields do not.
+    #[test]
+    fn a_rule_keeps_the_counts_of_the_same_strategy_kind_window_and_bucket_count() {
+        let base = || {
+            CircuitBreakerRule::error_count("r", 5)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3))
+        };
+        let b = CircuitBreaker::new(&base(), T0);
+        let slow = |max_ms| {
+            CircuitBreakerRule::slow_request_ratio("r", Duration::from_millis(max_ms), 0.5)
+                .recovery(Duration::from_secs(3))
+        };
+        let kept = [
+            base(),
+            CircuitBreakerRule::error_count("r", 9)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3)),
+            base().recovery(Duration::from_secs(5)),
+            base().min_requests(1).probes(3),
+        ];
+        for rule in kept {
+            assert!(b.keeps_counts_of(&rule), "{rule:?}");
+        }
+        let fresh = [
+            CircuitBreakerRule::error_count("other", 5)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3)),
+            CircuitBreakerRule::error_ratio("r", 0.5)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3)),
+            base().window(Duration::from_secs(20), 10),
+            base().window(Duration::from_secs(10), 5),
+        ];
+        for rule in fresh {
+            assert!(!b.keeps_counts_of(&rule), "{rule:?}");
+        }
+        let b = CircuitBreaker::new(&slow(100), T0);
+        assert!(b.keeps_counts_of(&slow(200)), "another max_rt keeps them");
+    }
+
     #[test]
     fn error_count_opens_exactly_at_the_threshold_and_not_before_min_requests() {
         let b = breaker(CircuitBreakerRule::error_count("r", 3).min_requests(4));
