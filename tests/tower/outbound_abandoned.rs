@@ -1,7 +1,7 @@
 //! A call its caller gives up on (its own `tokio::time::timeout` drops the future) counts as
 //! an error for outbound resources, through the tower client layer and the reqwest middleware,
-//! against a real downstream on 127.0.0.1:0 that accepts and never answers; the setting that
-//! turns it off; telling a block from other errors.
+//! against a real downstream on 127.0.0.1:0 that accepts and never answers: for breakers and
+//! outlier rules; the setting that turns it off; telling a block from other errors.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -15,9 +15,9 @@ use hyper_util::rt::TokioExecutor;
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::reqwest::middleware::{ClientBuilder, ClientWithMiddleware};
 use sentinel_runtime::reqwest::{reqwest, SentinelMiddleware};
-use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule};
+use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule, OutlierRule};
 use sentinel_runtime::tower::{Layer, SentinelClientLayer, SentinelClientService};
-use sentinel_runtime::{metrics, BlockKind};
+use sentinel_runtime::{metrics, outlier, BlockKind};
 use tower::ServiceExt;
 
 use crate::outbound_support::{silent, Silent};
@@ -203,4 +203,29 @@ async fn a_throttled_call_counts_as_an_error_if_given_up_on_once_sent_and_not_wh
         "it waited its turn"
     );
     rules::load_flow_rules(vec![]).unwrap();
+}
+
+#[tokio::test]
+async fn a_host_that_hangs_is_ejected_by_an_outlier_rule_as_a_failing_one_is() {
+    let clock = MockClock::install();
+    const NAME: &str = "outbound-abandoned:outlier";
+    let (hangs, answers) = (silent().await, crate::outbound_support::downstream().await);
+    rules::load_outlier_rules(vec![
+        OutlierRule::consecutive_errors(NAME, 2).recovery(Duration::from_secs(10))
+    ])
+    .unwrap();
+    let client = reqwest_client(SentinelMiddleware::new().name(|_| NAME.into()));
+    for _ in 0..2 {
+        assert_eq!(call_reqwest(&client, &hangs.url("/")).await, Ended::GaveUp);
+        assert_eq!(
+            call_reqwest(&client, &answers.url("/ok")).await,
+            Ended::Other("200 OK".into())
+        );
+        clock.advance(GIVE_UP);
+    }
+    assert_eq!(outlier::ejected(NAME), vec![hangs.addr.to_string()]);
+    let refused = call_reqwest(&client, &hangs.url("/")).await;
+    assert_eq!(refused, Ended::Blocked(BlockKind::Outlier));
+    assert_eq!(hangs.accepted(), 2, "the ejected host is not called");
+    rules::load_outlier_rules(vec![]).unwrap();
 }
