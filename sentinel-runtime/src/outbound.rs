@@ -1,6 +1,7 @@
 //! What the outbound integrations share (the tower client layer, the reqwest middleware): the
 //! default name of a call, `"{METHOD}:{scheme}://{host}[:{port}]"`, found without building the
-//! name on every call, and which answers count as errors.
+//! name on every call, which answers count as errors, and what a call its caller gave up on
+//! counts as ([`InFlight`]).
 //!
 //! A name is made of pieces ([`Target`]): the method, the scheme and the host as the URL has
 //! them, and the port unless it is the scheme's default (so `http://inventory:80` and
@@ -20,6 +21,7 @@ use http::Method;
 
 use crate::node::ResourceNode;
 use crate::registry::node_by_name;
+use crate::Entry;
 
 /// The name of a call whose request has no host (a tonic `Channel` given a bare path: it adds
 /// the origin itself, after the layers in front of it).
@@ -198,6 +200,49 @@ fn default_node_uncached(key: &Key<'_>, target: &Target<'_>, slot: usize) -> &'s
 #[inline]
 pub(crate) fn is_error_status(status: u16) -> bool {
     (500..600).contains(&status)
+}
+
+/// An outbound call's entry until its answer (a response's head, or the client's error) comes.
+/// Dropped before that, the caller gave up on the call (its own timeout, a `select!` that took
+/// another branch, an aborted task): if `abandoned_is_error`, the call counts as an error
+/// (finished, so also for the circuit breakers, the outlier rules and the adaptive limit: a
+/// dependency that hangs is a failing one); else it is abandoned, which decides nothing.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    entry: Option<Entry>,
+    abandoned_is_error: bool,
+}
+
+impl InFlight {
+    pub(crate) fn new(entry: Entry, abandoned_is_error: bool) -> InFlight {
+        InFlight {
+            entry: Some(entry),
+            abandoned_is_error,
+        }
+    }
+
+    /// The entry, while the call waits for its answer.
+    #[inline]
+    pub(crate) fn entry(&self) -> Option<&Entry> {
+        self.entry.as_ref()
+    }
+
+    /// The answer came: the entry, for its outcome (`None` once taken).
+    #[inline]
+    pub(crate) fn answered(&mut self) -> Option<Entry> {
+        self.entry.take()
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(entry) = self.entry.take()
+            && self.abandoned_is_error
+        {
+            entry.set_error();
+            entry.finish();
+        }
+    }
 }
 
 #[cfg(test)]

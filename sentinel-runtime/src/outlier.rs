@@ -19,7 +19,9 @@
 use crate::clock;
 
 /// The endpoints of `resource` ejected now (their calls are blocked, or their one probe is out),
-/// sorted. Empty for a resource without outlier rules or never entered.
+/// sorted: never more than the rules' share allows
+/// ([`OutlierRule::max_ejection_percent`](crate::rules::OutlierRule::max_ejection_percent)).
+/// Empty for a resource without outlier rules or never entered.
 ///
 /// ```
 /// assert!(sentinel_runtime::outlier::ejected("doc-no-outlier-rules").is_empty());

@@ -18,6 +18,7 @@ async fn counting_resources() -> RwLockWriteGuard<'static, ()> {
     RESOURCES.write().await
 }
 
+mod outbound_abandoned;
 mod outbound_grpc;
 mod outbound_reqwest;
 mod outbound_support;

@@ -188,3 +188,22 @@ async fn a_failing_host_is_ejected_by_its_authority_while_a_healthy_one_is_not()
     );
     rules::load_outlier_rules(vec![]).unwrap();
 }
+
+#[tokio::test]
+async fn an_endpoint_is_the_urls_host_and_port_without_its_user_info() {
+    let _clock = MockClock::install();
+    reset();
+    const NAME: &str = "outbound-reqwest:endpoint-names";
+    let server = downstream().await;
+    rules::load_outlier_rules(vec![
+        OutlierRule::consecutive_errors(NAME, 1).recovery(Duration::from_secs(10))
+    ])
+    .unwrap();
+    let client = client(SentinelMiddleware::new().name(|_| NAME.into()));
+    let url = format!("http://user:secret@{}/fail", server.addr);
+    assert_eq!(get(&client, &url).await.unwrap(), 503);
+    let endpoint = server.addr.to_string();
+    assert_eq!(outlier::ejected(NAME), vec![endpoint.clone()]);
+    assert!(outlier::healthy(NAME, &[&endpoint]).is_empty());
+    rules::load_outlier_rules(vec![]).unwrap();
+}

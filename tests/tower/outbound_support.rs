@@ -63,3 +63,43 @@ pub(crate) async fn closed_port() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap()
 }
+
+/// A downstream that accepts connections and never answers (nor closes them while it runs): a
+/// dependency that hangs. It counts the connections it accepted.
+pub(crate) struct Silent {
+    pub(crate) addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl Silent {
+    /// How many connections reached the server.
+    pub(crate) fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// `http://{addr}{path}`.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The default resource name of a `GET` to this server.
+    pub(crate) fn get_resource(&self) -> String {
+        format!("GET:http://{}", self.addr)
+    }
+}
+
+/// Starts a silent downstream on the current runtime.
+pub(crate) async fn silent() -> Silent {
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+    Silent { addr, accepted }
+}

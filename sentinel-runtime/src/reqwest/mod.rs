@@ -5,10 +5,12 @@
 //! client with these so that its types are the versions the middleware is built against (a
 //! project with another version of either gets a type error otherwise).
 
+mod block;
 mod sentinel;
 #[cfg(test)]
 mod tests;
 
+pub use block::block_error;
 pub use sentinel::SentinelMiddleware;
 
 /// The `reqwest` crate (0.13) the middleware is built against.

@@ -106,7 +106,9 @@ mod tests;
 mod view;
 
 pub use body::SentinelBody;
-pub use client::{BoxError, ClientResponseFuture, SentinelClientLayer, SentinelClientService};
+pub use client::{
+    block_error, BoxError, ClientResponseFuture, SentinelClientLayer, SentinelClientService,
+};
 pub use layer::{block_response, SentinelLayer};
 pub use service::{ResponseFuture, SentinelService};
 

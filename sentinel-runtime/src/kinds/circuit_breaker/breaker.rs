@@ -7,7 +7,7 @@
 //! hot path (a closed breaker) never takes it.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
@@ -50,12 +50,30 @@ fn public(state: u64) -> CircuitState {
 /// A probe ticket: which generation of half-open admitted the call.
 pub(crate) type Probe = u32;
 
-/// One circuit-breaker rule in force on a node.
+/// One circuit-breaker rule in force on a node: the rule and what is read from it, over a
+/// [`Counts`] it may share with the breaker of the rule it replaced.
 #[derive(Debug)]
 pub(crate) struct CircuitBreaker {
-    /// Names this breaker in probe tickets (unique in the process, never 0).
-    id: u32,
     pub(crate) rule: CircuitBreakerRule,
+    /// The state and the window: shared with the breaker this one succeeded, if its rule had
+    /// the same strategy kind, window and bucket count ([`CircuitBreaker::succeeding`]).
+    counts: Arc<Counts>,
+    recovery_nanos: u64,
+    /// Response time above which a call is slow, in microseconds (slow-ratio rules).
+    slow_above_us: Option<u64>,
+    /// The breaker is in a chain's shadow part: its transitions say so (a promoted breaker
+    /// keeps its state and reports as enforced from then on).
+    shadow: AtomicBool,
+}
+
+/// What a breaker has seen: its state word and its window. A rule reloaded with the same
+/// strategy kind, window and bucket count keeps it (sentinel-golang reuses a breaker's
+/// statistics on the same terms).
+#[derive(Debug)]
+struct Counts {
+    /// Names this breaker in probe tickets (unique in the process, never 0); a successor
+    /// keeps it, so probes admitted before a reload are matched after it.
+    id: u32,
     state: CachePadded<AtomicU64>,
     /// When the current generation began (written before it is published).
     since: AtomicU64,
@@ -63,13 +81,7 @@ pub(crate) struct CircuitBreaker {
     stats: LeapArray,
     /// The window counts only periods from this one on (the breaker's last close).
     floor: AtomicU64,
-    recovery_nanos: u64,
-    /// Response time above which a call is slow, in microseconds (slow-ratio rules).
-    slow_above_us: Option<u64>,
     transitions: Mutex<()>,
-    /// The breaker is in a chain's shadow part: its transitions say so (a promoted breaker
-    /// keeps its state and reports as enforced from then on).
-    shadow: AtomicBool,
 }
 
 impl CircuitBreaker {
@@ -81,13 +93,28 @@ impl CircuitBreaker {
         static NEXT_ID: AtomicU32 = AtomicU32::new(1);
         // Wraps after 4 billion breakers; 0 is skipped (it means "no probe").
         let id = NEXT_ID.fetch_add(1, Relaxed).max(1);
-        CircuitBreaker {
+        let counts = Counts {
             id,
-            rule: rule.clone(),
             state: CachePadded::new(AtomicU64::new(word(CLOSED, 0))),
             since: AtomicU64::new(now),
             stats: LeapArray::from_parts(bucket, sample_count),
             floor: AtomicU64::new(0),
+            transitions: Mutex::new(()),
+        };
+        CircuitBreaker::with_counts(rule, Arc::new(counts))
+    }
+
+    /// A breaker for a validated `rule` over `old`'s counts and state: for a rule with the same
+    /// strategy kind, window and bucket count as `old`'s ([`CircuitBreaker::keeps_counts_of`],
+    /// which the caller asks first).
+    pub(crate) fn succeeding(rule: &CircuitBreakerRule, old: &CircuitBreaker) -> CircuitBreaker {
+        CircuitBreaker::with_counts(rule, Arc::clone(&old.counts))
+    }
+
+    fn with_counts(rule: &CircuitBreakerRule, counts: Arc<Counts>) -> CircuitBreaker {
+        CircuitBreaker {
+            rule: rule.clone(),
+            counts,
             recovery_nanos: u64::try_from(rule.recovery.as_nanos()).unwrap_or(u64::MAX),
             slow_above_us: match rule.strategy {
                 BreakerStrategy::SlowRequestRatio { max_rt, .. } => {
@@ -95,20 +122,35 @@ impl CircuitBreaker {
                 }
                 _ => None,
             },
-            transitions: Mutex::new(()),
             shadow: AtomicBool::new(false),
         }
+    }
+
+    /// This breaker and `other` share one state and window (one succeeded the other).
+    pub(crate) fn shares_counts_with(&self, other: &CircuitBreaker) -> bool {
+        Arc::ptr_eq(&self.counts, &other.counts)
+    }
+
+    /// A breaker of `rule` may keep this one's counts: the same resource, strategy kind,
+    /// window and bucket count (the thresholds, `max_rt`, `min_requests`, `recovery` and
+    /// `probes` may differ).
+    pub(crate) fn keeps_counts_of(&self, rule: &CircuitBreakerRule) -> bool {
+        let old = &self.rule;
+        old.resource == rule.resource
+            && std::mem::discriminant(&old.strategy) == std::mem::discriminant(&rule.strategy)
+            && old.window == rule.window
+            && old.sample_count == rule.sample_count
     }
 
     /// The breaker's id, for probe tickets.
     #[inline]
     pub(crate) fn id(&self) -> u32 {
-        self.id
+        self.counts.id
     }
 
     /// The breaker's state now.
     pub(crate) fn state(&self) -> CircuitState {
-        public(state_of(self.state.load(Acquire)))
+        public(state_of(self.counts.state.load(Acquire)))
     }
 
     fn threshold(&self) -> f64 {
@@ -128,13 +170,17 @@ impl CircuitBreaker {
         now: u64,
         hint: bool,
     ) -> BlockError {
-        let reopens = self.since.load(Acquire).saturating_add(self.recovery_nanos);
+        let reopens = self
+            .counts
+            .since
+            .load(Acquire)
+            .saturating_add(self.recovery_nanos);
         let retry_after = hint.then(|| Duration::from_nanos(reopens.saturating_sub(now)));
         BlockError::circuit_breaker(resource, self.threshold(), why).with_retry_after(retry_after)
     }
 
     fn expired(&self, now: u64) -> bool {
-        now.saturating_sub(self.since.load(Acquire)) >= self.recovery_nanos
+        now.saturating_sub(self.counts.since.load(Acquire)) >= self.recovery_nanos
     }
 
     /// Admits the call (`Ok(None)`), admits it as a probe (`Ok(Some(ticket))`), or blocks it.
@@ -147,11 +193,11 @@ impl CircuitBreaker {
         already_probing: bool,
     ) -> Result<Option<Probe>, BlockError> {
         loop {
-            let w = self.state.load(Acquire);
+            let w = self.counts.state.load(Acquire);
             match state_of(w) {
                 CLOSED => return Ok(None),
                 OPEN if self.expired(now) => {
-                    let open_ms = now.saturating_sub(self.since.load(Acquire)) as f64 / 1e6;
+                    let open_ms = now.saturating_sub(self.counts.since.load(Acquire)) as f64 / 1e6;
                     self.transition(resource, w, HALF_OPEN, now, open_ms);
                 }
                 OPEN => return Err(self.blocked(resource, "open", now, true)),
@@ -165,6 +211,7 @@ impl CircuitBreaker {
                 }
                 _ if admitted_of(w) < u64::from(self.rule.probes) => {
                     if self
+                        .counts
                         .state
                         .compare_exchange_weak(w, w + ADMITTED, AcqRel, Acquire)
                         .is_ok()
@@ -185,10 +232,11 @@ impl CircuitBreaker {
     /// A probe admitted by this breaker did not run (a later check blocked it, or its future
     /// was dropped): give its place back without a verdict.
     pub(crate) fn release_probe(&self, probe: Probe) {
-        let mut w = self.state.load(Acquire);
+        let mut w = self.counts.state.load(Acquire);
         while state_of(w) == HALF_OPEN && generation_of(w) == u64::from(probe) && admitted_of(w) > 0
         {
             match self
+                .counts
                 .state
                 .compare_exchange_weak(w, w - ADMITTED, AcqRel, Acquire)
             {
@@ -225,20 +273,23 @@ impl CircuitBreaker {
         if abandoned {
             return;
         }
-        self.stats.add(now, MetricEvent::Complete, 1);
+        self.counts.stats.add(now, MetricEvent::Complete, 1);
         if bad {
-            self.stats.add(now, MetricEvent::Error, 1);
+            self.counts.stats.add(now, MetricEvent::Error, 1);
         }
-        let w = self.state.load(Acquire);
+        let w = self.counts.state.load(Acquire);
         if state_of(w) != CLOSED {
             return;
         }
-        let floor = self.floor.load(Acquire);
-        let total = self.stats.sum_from(now, MetricEvent::Complete, floor);
+        let floor = self.counts.floor.load(Acquire);
+        let total = self
+            .counts
+            .stats
+            .sum_from(now, MetricEvent::Complete, floor);
         if total < u64::from(self.rule.min_requests) {
             return;
         }
-        let bad_calls = self.stats.sum_from(now, MetricEvent::Error, floor);
+        let bad_calls = self.counts.stats.sum_from(now, MetricEvent::Error, floor);
         let (figure, reached) = match self.rule.strategy {
             BreakerStrategy::SlowRequestRatio { threshold, .. }
             | BreakerStrategy::ErrorRatio { threshold } => {
@@ -263,7 +314,7 @@ impl CircuitBreaker {
         rt_us: u64,
     ) {
         loop {
-            let w = self.state.load(Acquire);
+            let w = self.counts.state.load(Acquire);
             if state_of(w) != HALF_OPEN || generation_of(w) != u64::from(probe) {
                 return; // a verdict or a new round came first: this result is stale
             }
@@ -277,6 +328,7 @@ impl CircuitBreaker {
                 return;
             }
             if self
+                .counts
                 .state
                 .compare_exchange_weak(w, w + 1, AcqRel, Acquire)
                 .is_ok()
@@ -296,22 +348,25 @@ impl CircuitBreaker {
     #[cold]
     fn transition(&self, resource: &'static str, expected: u64, to: u64, now: u64, figure: f64) {
         let _serialised = self
+            .counts
             .transitions
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut w = self.state.load(Acquire);
+        let mut w = self.counts.state.load(Acquire);
         loop {
             // Only transitions change state and generation, and they hold this lock.
             if state_of(w) != state_of(expected) || generation_of(w) != generation_of(expected) {
                 return;
             }
-            self.since.store(now, Release);
+            self.counts.since.store(now, Release);
             if to == CLOSED {
                 // The window starts afresh: what happened before the breaker opened is gone.
-                self.floor.store(self.stats.period(now), Release);
+                self.counts
+                    .floor
+                    .store(self.counts.stats.period(now), Release);
             }
             let next = word(to, generation_of(w) + 1);
-            match self.state.compare_exchange(w, next, AcqRel, Acquire) {
+            match self.counts.state.compare_exchange(w, next, AcqRel, Acquire) {
                 Ok(_) => break,
                 Err(seen) => w = seen,
             }
@@ -366,6 +421,48 @@ mod tests {
         let probe = b.try_enter("r", at, false)?;
         b.on_exit("r", at, 0, failed, false, probe);
         Ok(())
+    }
+
+    /// sentinel-golang's `TestRuleIsStatReusable`: the resource, the strategy kind, the window
+    /// and the bucket count decide; the other fields do not.
+    #[test]
+    fn a_rule_keeps_the_counts_of_the_same_strategy_kind_window_and_bucket_count() {
+        let base = || {
+            CircuitBreakerRule::error_count("r", 5)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3))
+        };
+        let b = CircuitBreaker::new(&base(), T0);
+        let slow = |max_ms| {
+            CircuitBreakerRule::slow_request_ratio("r", Duration::from_millis(max_ms), 0.5)
+                .recovery(Duration::from_secs(3))
+        };
+        let kept = [
+            base(),
+            CircuitBreakerRule::error_count("r", 9)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3)),
+            base().recovery(Duration::from_secs(5)),
+            base().min_requests(1).probes(3),
+        ];
+        for rule in kept {
+            assert!(b.keeps_counts_of(&rule), "{rule:?}");
+        }
+        let fresh = [
+            CircuitBreakerRule::error_count("other", 5)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3)),
+            CircuitBreakerRule::error_ratio("r", 0.5)
+                .window(Duration::from_secs(10), 10)
+                .recovery(Duration::from_secs(3)),
+            base().window(Duration::from_secs(20), 10),
+            base().window(Duration::from_secs(10), 5),
+        ];
+        for rule in fresh {
+            assert!(!b.keeps_counts_of(&rule), "{rule:?}");
+        }
+        let b = CircuitBreaker::new(&slow(100), T0);
+        assert!(b.keeps_counts_of(&slow(200)), "another max_rt keeps them");
     }
 
     #[test]
@@ -531,7 +628,7 @@ mod window_tests {
         }
         let at = T0 + 2_000 * MS;
         assert_eq!(
-            b.stats.sum_from(at, MetricEvent::Complete, 0),
+            b.counts.stats.sum_from(at, MetricEvent::Complete, 0),
             4,
             "calls at 500..=2000 ms"
         );

@@ -1,7 +1,5 @@
 //! The circuit-breaker kind in the table of kinds.
 
-use std::sync::Arc;
-
 use crate::error::{BlockError, RuleError};
 use crate::kinds::call::{BuildContext, Call, Exit};
 use crate::kinds::kind::{Alone, Kind, Validation};
@@ -11,7 +9,7 @@ use crate::param::Params;
 use crate::rule_data::file::reader::Reader;
 use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
 
-use super::breaker::CircuitBreaker;
+use super::breakers::Breakers;
 use super::rule::{CircuitBreakerRule, MAX_BREAKERS_PER_RESOURCE};
 use super::stage;
 
@@ -20,7 +18,7 @@ pub(crate) struct CircuitBreakerKind;
 
 impl Kind for CircuitBreakerKind {
     type Rule = CircuitBreakerRule;
-    type Checks = Vec<Arc<CircuitBreaker>>;
+    type Checks = Breakers;
     type Ticket = ();
 
     const NAME: &'static str = "circuit_breaker";
@@ -44,15 +42,11 @@ impl Kind for CircuitBreakerKind {
         validate::problems(rules, CircuitBreakerRule::validate, &[BREAKER_CAP])
     }
 
-    fn build(
-        rules: &[CircuitBreakerRule],
-        old: &Vec<Arc<CircuitBreaker>>,
-        ctx: &BuildContext<'_>,
-    ) -> Vec<Arc<CircuitBreaker>> {
+    fn build(rules: &[CircuitBreakerRule], old: &Breakers, ctx: &BuildContext<'_>) -> Breakers {
         stage::build(rules, old, ctx.now, ctx.shadow)
     }
 
-    fn alone(checks: &Vec<Arc<CircuitBreaker>>) -> Alone {
+    fn alone(checks: &Breakers) -> Alone {
         if checks.is_empty() {
             Alone::Empty
         } else {
@@ -61,19 +55,15 @@ impl Kind for CircuitBreakerKind {
     }
 
     #[inline(always)]
-    fn check(
-        checks: &Vec<Arc<CircuitBreaker>>,
-        call: &mut Call<'_>,
-        _: &mut (),
-    ) -> Result<(), BlockError> {
+    fn check(checks: &Breakers, call: &mut Call<'_>, _: &mut ()) -> Result<(), BlockError> {
         stage::check(checks, call)
     }
 
-    fn release(checks: &Vec<Arc<CircuitBreaker>>, call: &mut Call<'_>, _: ()) {
+    fn release(checks: &Breakers, call: &mut Call<'_>, _: ()) {
         stage::release(checks, call)
     }
 
-    fn on_exit(_: &Vec<Arc<CircuitBreaker>>, _: (), _: &Exit) {}
+    fn on_exit(_: &Breakers, _: (), _: &Exit) {}
 
     fn shadow_checks(_: &Params) -> bool {
         false

@@ -3,6 +3,7 @@
 
 pub(crate) mod attribute;
 pub(crate) mod breaker;
+pub(crate) mod breakers;
 #[cfg(feature = "rule-files")]
 pub(crate) mod file;
 pub(crate) mod kind;

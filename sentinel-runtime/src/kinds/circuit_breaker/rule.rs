@@ -55,10 +55,18 @@ pub enum BreakerStrategy {
 /// is *exceeded*. A rule read from Sentinel's JSON is converted to keep Sentinel's meaning
 /// (`"count": 5` errors reads as a threshold of 6; see the `rules::files` docs).
 ///
+/// A reload that keeps the strategy kind, `window` and `sample_count` keeps the breaker's
+/// window counts and state under the new figures (see
+/// [`load_circuit_breaker_rules`](crate::rules::load_circuit_breaker_rules)); any other change
+/// starts it closed with an empty window.
+///
 /// A call whose future is dropped before it finishes (a client that went away) is no verdict,
 /// unless it had already run longer than a slow-request breaker's `max_rt`: then it counts as a
 /// slow call (and a slow probe), so a timeout in front of the resource, which drops exactly the
 /// slowest calls, cannot hide them.
+/// The outbound integrations (the tower client layer, the reqwest middleware) go further by
+/// default: a call its caller gives up on before the response counts as an error
+/// (`abandoned_is_error` on `tower::SentinelClientLayer` and `reqwest::SentinelMiddleware`).
 ///
 /// ```
 /// use sentinel_runtime::rules::CircuitBreakerRule;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::rule::{OutlierRule, MAX_ENDPOINTS};
-use super::table::{Change, EndpointTable, OutlierTicket};
+use super::table::{largest_share, Change, EndpointTable, OutlierTicket};
 
 /// A resource's outlier part of the chain: its rules, and its endpoints (kept by a rebuild).
 #[derive(Debug)]
@@ -47,7 +47,8 @@ impl Detector {
 
     /// Decides a call to `endpoint` at `now` (see [`EndpointTable::admit`]).
     pub(crate) fn admit(&self, endpoint: &str, now: u64) -> Result<OutlierTicket, u64> {
-        self.table().admit(endpoint, now)
+        self.table()
+            .admit(endpoint, now, largest_share(&self.rules))
     }
 
     /// Gives back a probe that will not report.

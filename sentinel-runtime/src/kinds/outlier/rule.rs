@@ -49,7 +49,14 @@ pub enum OutlierStrategy {
 ///   by another after `recovery`.
 /// * At most `max_ejection_percent` (a share in `0..=1`, default 0.5) of the endpoints seen in
 ///   the last minute are ejected at once, rounded down, but one endpoint may always be ejected
-///   (as in Envoy): of 3 endpoints with 0.5, one at a time; of 1 endpoint, that one.
+///   (as in Envoy): of 3 endpoints with 0.5, one at a time; of 1 endpoint, that one. This holds
+///   at every moment: an ejection holds its place in the share until its probe brings the
+///   endpoint back (also in the moment between its end and its probe), or for a minute after
+///   its end if no call comes to probe it (then its next call probes only if the share has
+///   room, else it is an ordinary call). A probe that fails while the share is full (lowered
+///   by a reload, or fewer endpoints seen) brings its endpoint back instead of ejecting it
+///   again. With several rules, each ejects within its own share, and a probe is decided
+///   against the largest.
 /// * At most [`MAX_ENDPOINTS`] endpoints are tracked per resource: a new one beyond that
 ///   replaces the least recently seen (a healthy one first), so a flood of endpoint names
 ///   cannot grow memory. Endpoint names longer than 255 bytes are not tracked.

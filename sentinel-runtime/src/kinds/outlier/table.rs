@@ -86,7 +86,8 @@ struct Endpoint {
 }
 
 impl Endpoint {
-    /// Ejected now (a lapsed ejection whose probe has not come is not).
+    /// Ejected now: its calls are blocked, or its probe is out (a lapsed ejection whose probe
+    /// has not come is not).
     fn is_out(&self, now: u64) -> bool {
         match self.health {
             Health::Healthy => false,
@@ -94,6 +95,39 @@ impl Endpoint {
             Health::Probing { .. } => true,
         }
     }
+
+    /// Holds a place in the ejection share now: ejected, probing, or its ejection (or its
+    /// probe's time) ended less than [`SEEN_NANOS`] ago and no probe has brought it back yet.
+    /// A lapsed ejection still holds its place, or another endpoint could be ejected in the
+    /// gap and the share be exceeded once the probe comes (and fails); one not probed for a
+    /// minute lets it go (the endpoint may be gone), and its next call probes only if the
+    /// share allows ([`EndpointTable::admit`]).
+    fn holds_share(&self, now: u64) -> bool {
+        let lapsed = match self.health {
+            Health::Healthy => return false,
+            Health::Ejected { until } => until,
+            Health::Probing { since } => since.saturating_add(self.base),
+        };
+        now < lapsed.saturating_add(SEEN_NANOS)
+    }
+
+    /// Back in service (its probe succeeded, or the share had no room to eject it again):
+    /// its counts start afresh; its ejections in a row are forgotten once it stays back as
+    /// long as its last ejection lasted.
+    fn back(&mut self, now: u64) {
+        self.health = Health::Healthy;
+        self.returned_at = now;
+        (self.consecutive, self.requests, self.errors) = (0, 0, 0);
+        self.window_start = now;
+    }
+}
+
+/// The share of a resource's endpoints its `rules` may hold ejected at once: the largest of
+/// their `max_ejection_percent` (each rule ejects only within its own).
+pub(crate) fn largest_share(rules: &[OutlierRule]) -> f64 {
+    (rules.iter())
+        .map(|r| r.max_ejection_percent)
+        .fold(0.0, f64::max)
 }
 
 /// A resource's endpoints: at most `cap`, the least recently seen (a healthy one first) replaced
@@ -174,31 +208,41 @@ impl EndpointTable {
         Some(i)
     }
 
-    /// The slot to reuse: the least recently seen endpoint not ejected, else the least recently
-    /// seen.
+    /// The slot to reuse: the least recently seen endpoint that holds no place in the share,
+    /// else the least recently seen.
     fn victim(&self, now: u64) -> usize {
         let mut order = self.recency.iter().map(|&(_, i)| i);
         let first = self.recency.first().map_or(0, |&(_, i)| i);
-        order.find(|&i| !self.slots[i].is_out(now)).unwrap_or(first)
+        order
+            .find(|&i| !self.slots[i].holds_share(now))
+            .unwrap_or(first)
     }
 
     /// Decides a call to `name`: its ticket, or the end of the endpoint's ejection if it is
-    /// blocked (0: its probe is out).
-    pub(crate) fn admit(&mut self, name: &str, now: u64) -> Result<OutlierTicket, u64> {
+    /// blocked (0: its probe is out). `share` is the rules' [`largest_share`]: an endpoint
+    /// whose ejection ended so long ago that it no longer holds a place in it probes only if
+    /// the share allows one more; else the call is an ordinary one (the endpoint is back).
+    pub(crate) fn admit(&mut self, name: &str, now: u64, share: f64) -> Result<OutlierTicket, u64> {
         let Some(i) = self.touch(name, now) else {
             return Ok(OutlierTicket::default());
         };
-        let e = &mut self.slots[i];
+        let e = &self.slots[i];
         let probe = match e.health {
             Health::Healthy => false,
             Health::Ejected { until } if now < until => return Err(until),
             Health::Probing { since } if now < since.saturating_add(e.base) => return Err(0),
-            // Its ejection is over (or its probe never reported): this call is the probe.
+            // Its ejection is over (or its probe never reported): this call is the probe, if
+            // the endpoint still holds its place in the share or the share has room for it.
             Health::Ejected { .. } | Health::Probing { .. } => {
-                e.health = Health::Probing { since: now };
-                true
+                e.holds_share(now) || self.share_allows(now, share, Some(i))
             }
         };
+        let e = &mut self.slots[i];
+        if probe {
+            e.health = Health::Probing { since: now };
+        } else if e.health != Health::Healthy {
+            e.back(now);
+        }
         Ok(OutlierTicket::new(i, e.generation, probe))
     }
 
@@ -238,14 +282,16 @@ impl EndpointTable {
             if !matches!(e.health, Health::Probing { .. }) {
                 return None;
             }
-            if !error {
-                e.health = Health::Healthy;
-                e.returned_at = now;
-                (e.consecutive, e.requests, e.errors, e.window_start) = (0, 0, 0, now);
+            // A failed probe ejects the endpoint again only within the share (it may have
+            // shrunk: a reload lowered it, or fewer endpoints are seen); else it is back too.
+            if !error || !self.share_allows(now, largest_share(rules), Some(i)) {
+                let e = &mut self.slots[i];
+                e.back(now);
                 return Some(Change::Returned {
                     endpoint: Arc::clone(&e.name),
                 });
             }
+            let e = &mut self.slots[i];
             e.ejections = e.ejections.saturating_add(1);
             e.backoff = longer(e.backoff, e.base);
             return Some(self.eject(i, now));
@@ -268,7 +314,7 @@ impl EndpointTable {
         let rule = rules
             .iter()
             .find(|r| r.is_met(consecutive, requests, errors))?;
-        if !self.share_allows(now, rule.max_ejection_percent) {
+        if !self.share_allows(now, rule.max_ejection_percent, None) {
             return None;
         }
         let e = &mut self.slots[i];
@@ -299,15 +345,16 @@ impl EndpointTable {
         }
     }
 
-    /// Whether one more endpoint may be ejected: fewer are out than `share` of those seen in
-    /// the last minute (or out), rounded down, or none is.
-    fn share_allows(&self, now: u64, share: f64) -> bool {
+    /// Whether one more endpoint may be ejected: fewer hold a place in the share
+    /// ([`Endpoint::holds_share`]; the one in slot `except` left out) than `share` of those
+    /// seen in the last minute (or holding a place), rounded down, or none does.
+    fn share_allows(&self, now: u64, share: f64, except: Option<usize>) -> bool {
         let since = now.saturating_sub(SEEN_NANOS);
         let (mut out, mut seen) = (0usize, 0usize);
-        for e in &self.slots {
-            let is_out = e.is_out(now);
-            out += usize::from(is_out);
-            seen += usize::from(is_out || e.last_seen >= since);
+        for (i, e) in self.slots.iter().enumerate() {
+            let holds = e.holds_share(now);
+            out += usize::from(holds && Some(i) != except);
+            seen += usize::from(holds || e.last_seen >= since);
         }
         let allowed = ((share * seen as f64).floor() as usize).max(1);
         out < allowed

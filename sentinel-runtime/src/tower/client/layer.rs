@@ -15,15 +15,17 @@ use super::service::{NameFn, SentinelClientService};
 ///
 /// ```
 /// use sentinel_runtime::rules::{self, CircuitBreakerRule, FlowRule};
-/// use sentinel_runtime::tower::{BoxError, Layer, SentinelClientLayer, SentinelClientService};
-/// use sentinel_runtime::BlockError;
+/// use sentinel_runtime::tower::{
+///     block_error, BoxError, Layer, SentinelClientLayer, SentinelClientService,
+/// };
 /// use std::time::Duration;
 ///
 /// // At most 100 calls a second to the inventory service, and a breaker that opens after 5
-/// // failures and stays open 10 s.
+/// // failures within 10 s (the window; its default is 1 s) and stays open 10 s.
 /// rules::load_flow_rules(vec![FlowRule::qps("GET:http://inventory:8080", 100.0)])?;
 /// rules::load_circuit_breaker_rules(vec![
 ///     CircuitBreakerRule::error_count("GET:http://inventory:8080", 5)
+///         .window(Duration::from_secs(10), 10)
 ///         .recovery(Duration::from_secs(10)),
 /// ])?;
 ///
@@ -35,7 +37,7 @@ use super::service::{NameFn, SentinelClientService};
 ///
 /// // A refused call was never sent; its error is the `BlockError`.
 /// fn refused(err: &BoxError) -> bool {
-///     err.downcast_ref::<BlockError>().is_some()
+///     block_error(err).is_some()
 /// }
 /// # rules::load_flow_rules(vec![])?;
 /// # rules::load_circuit_breaker_rules(vec![])?;
@@ -60,38 +62,78 @@ use super::service::{NameFn, SentinelClientService};
 ///
 /// A refused call is never sent: the inner service is not called, and the service's error
 /// ([`BoxError`](super::BoxError)) is the [`BlockError`](crate::BlockError), found with
-/// `err.downcast_ref::<BlockError>()` (through tonic, which turns errors into a `Status` with
-/// code `UNKNOWN`, on the status's `source()`).
+/// [`block_error`](super::block_error) (also through layers that wrap errors: through tonic,
+/// which turns errors into a `Status` with code `UNKNOWN`, it is the status's `source()`).
 ///
 /// # Errors and exits
 ///
 /// Every call is an outbound entry: system rules ([`SystemRule`](crate::rules::SystemRule)),
 /// which protect what a process serves, never refuse it. The call counts as an error (for the
-/// statistics, the circuit breakers and the adaptive limit) when the inner service fails (a
+/// statistics, the circuit breakers, the outlier rules and the adaptive limit) when the inner
+/// service fails (a
 /// transport error, a timeout), when the response is a 5xx, or when it is gRPC (a `POST`
 /// answered with a gRPC content type) and its `grpc-status`, in the headers or the trailers,
-/// is anything but 0. The entry is held until the response body ends (or is dropped), so
+/// is anything but 0, and, by default, when the caller gives up on it before the response's
+/// head (below). The entry is held until the response body ends (or is dropped), so
 /// concurrency limits and response times cover streamed bodies; the body is a
-/// [`SentinelBody`](crate::tower::SentinelBody) around the inner one. A call whose future or body is
-/// dropped before its outcome is known (a gRPC stream cut before its trailers) counts as
-/// complete, but decides nothing for the circuit breakers.
-#[derive(Clone, Default)]
+/// [`SentinelBody`](crate::tower::SentinelBody) around the inner one.
+///
+/// A call whose response future is dropped before the response's head comes (the caller's own
+/// timeout gave up on it) counts as an **error**, by default: a dependency that hangs trips
+/// its breakers and outlier rules as one that fails does
+/// ([`abandoned_is_error`](Self::abandoned_is_error) turns that off). A body dropped after
+/// the head counts by its status; a gRPC stream cut before its trailers counts as complete but
+/// decides nothing for the circuit breakers. (Inbound, the server layer keeps the other
+/// meaning: a request its client drops decides nothing; see
+/// [its docs](crate::tower#exits-and-errors).)
+#[derive(Clone)]
 pub struct SentinelClientLayer {
     name: Option<Arc<NameFn>>,
+    abandoned_is_error: bool,
+}
+
+impl Default for SentinelClientLayer {
+    fn default() -> SentinelClientLayer {
+        SentinelClientLayer {
+            name: None,
+            abandoned_is_error: true,
+        }
+    }
 }
 
 impl fmt::Debug for SentinelClientLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SentinelClientLayer")
             .field("custom_name", &self.name.is_some())
+            .field("abandoned_is_error", &self.abandoned_is_error)
             .finish()
     }
 }
 
 impl SentinelClientLayer {
-    /// A layer naming each call `"{METHOD}:{scheme}://{host}[:{port}]"`.
+    /// A layer naming each call `"{METHOD}:{scheme}://{host}[:{port}]"`, counting a call its
+    /// caller gives up on before its response as an error.
     pub fn new() -> SentinelClientLayer {
         SentinelClientLayer::default()
+    }
+
+    /// Whether a call whose response future is dropped before the response's head (or the
+    /// client's error) comes counts as an error. Default `true`: the usual way a caller bounds
+    /// a call is its own timeout (`tokio::time::timeout` around it), which drops the future;
+    /// a dependency that never answers must then trip its breaker and be ejected by the
+    /// outlier rules, as one that answers with errors does. Set `false` where callers drop
+    /// calls for reasons of their own (hedged requests, a `select!` that races two calls,
+    /// users cancelling): such a call then decides nothing, as an inbound request its client
+    /// drops (see [the server layer](crate::tower#exits-and-errors)). A call dropped while it
+    /// waits for its throttling turn was never sent, and decides nothing either way.
+    ///
+    /// ```
+    /// use sentinel_runtime::tower::SentinelClientLayer;
+    /// let hedging = SentinelClientLayer::new().abandoned_is_error(false);
+    /// ```
+    pub fn abandoned_is_error(mut self, yes: bool) -> Self {
+        self.abandoned_is_error = yes;
+        self
     }
 
     /// Names the resource of each call: replaces the default name. One name for a dependency's
@@ -122,6 +164,6 @@ impl<S> Layer<S> for SentinelClientLayer {
     fn layer(&self, inner: S) -> SentinelClientService<S> {
         // The process's one-time set-up, now rather than in the first call.
         crate::sync::prepare();
-        SentinelClientService::new(inner, self.name.clone())
+        SentinelClientService::new(inner, self.name.clone(), self.abandoned_is_error)
     }
 }

@@ -13,7 +13,7 @@ use http::{Method, Request, Response, Uri};
 use tower_service::Service;
 
 use crate::entry::Reservation;
-use crate::outbound::{default_node, Key, Target};
+use crate::outbound::{default_node, InFlight, Key, Target};
 use crate::param::{CallNames, Params};
 use crate::registry::node_by_name;
 use crate::tower::body::{poll_unwinding, Guard, SentinelBody};
@@ -33,11 +33,22 @@ pub(super) type NameFn = dyn Fn(&http::request::Parts) -> String + Send + Sync;
 pub struct SentinelClientService<S> {
     inner: S,
     name: Option<Arc<NameFn>>,
+    /// A call dropped before its answer counts as an error (see
+    /// [`SentinelClientLayer::abandoned_is_error`](super::SentinelClientLayer::abandoned_is_error)).
+    abandoned_is_error: bool,
 }
 
 impl<S> SentinelClientService<S> {
-    pub(super) fn new(inner: S, name: Option<Arc<NameFn>>) -> SentinelClientService<S> {
-        SentinelClientService { inner, name }
+    pub(super) fn new(
+        inner: S,
+        name: Option<Arc<NameFn>>,
+        abandoned_is_error: bool,
+    ) -> SentinelClientService<S> {
+        SentinelClientService {
+            inner,
+            name,
+            abandoned_is_error,
+        }
     }
 
     /// The wrapped client.
@@ -51,6 +62,7 @@ impl<S: Clone> Clone for SentinelClientService<S> {
         SentinelClientService {
             inner: self.inner.clone(),
             name: self.name.clone(),
+            abandoned_is_error: self.abandoned_is_error,
         }
     }
 }
@@ -60,6 +72,7 @@ impl<S: fmt::Debug> fmt::Debug for SentinelClientService<S> {
         f.debug_struct("SentinelClientService")
             .field("inner", &self.inner)
             .field("custom_name", &self.name.is_some())
+            .field("abandoned_is_error", &self.abandoned_is_error)
             .finish()
     }
 }
@@ -105,11 +118,12 @@ pin_project_lite::pin_project! {
     enum State<F, B> {
         /// Blocked: the error, taken once.
         Blocked { error: Option<BoxError> },
-        /// Admitted: the client's future, and the entry until it completes.
+        /// Admitted: the client's future, and the entry until it completes (dropped before
+        /// that, the call was abandoned: see [`InFlight`]).
         Calling {
             #[pin]
             future: F,
-            entry: Option<Entry>,
+            entry: InFlight,
             // The request was a POST: its response may be gRPC.
             post: bool,
         },
@@ -145,12 +159,12 @@ where
                 entry,
                 post,
             } => {
-                let Some(held) = entry.as_ref() else {
+                let Some(held) = entry.entry() else {
                     return Poll::Pending;
                 };
                 // A panic in the client counts as an error, whoever drops the future later.
                 let result = std::task::ready!(poll_unwinding(held, || future.poll(cx)));
-                let Some(entry) = entry.take() else {
+                let Some(entry) = entry.answered() else {
                     return Poll::Pending;
                 };
                 Poll::Ready(finish(result, entry, *post))
@@ -247,13 +261,23 @@ where
         let entry = reservation.into_entry();
         // A client whose `call` panics: `entry` is dropped by the unwinding, as an error.
         let future = self.inner.call(req);
-        ClientResponseFuture {
-            state: State::Calling {
-                future,
-                entry: Some(entry),
-                post,
-            },
-        }
+        calling(future, entry, post, self.abandoned_is_error)
+    }
+}
+
+/// The future of an admitted call: `future`, the client's, with the call's entry.
+fn calling<F, B>(
+    future: F,
+    entry: Entry,
+    post: bool,
+    abandoned_is_error: bool,
+) -> ClientResponseFuture<F, B> {
+    ClientResponseFuture {
+        state: State::Calling {
+            future,
+            entry: InFlight::new(entry, abandoned_is_error),
+            post,
+        },
     }
 }
 
@@ -277,11 +301,13 @@ impl<S> SentinelClientService<S> {
         // stays behind for the next `poll_ready`.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        let abandoned_is_error = self.abandoned_is_error;
         let future = Box::pin(async move {
+            // Dropped while it waits, the call was never sent: no verdict.
             crate::entry::wait_turn(&reservation).await;
             let entry = reservation.into_entry();
-            let result = inner.call(req).await;
-            finish(result, entry, post)
+            let future = inner.call(req);
+            calling::<_, ResBody>(future, entry, post, abandoned_is_error).await
         });
         ClientResponseFuture {
             state: State::Throttled {
