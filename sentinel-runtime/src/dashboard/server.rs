@@ -22,7 +22,7 @@ use super::fleet_api;
 use super::handle::Stop;
 use super::history::{History, TRACKED};
 use super::load::ProcessLoad;
-use super::rules_api::{self, Editor, Put};
+use super::rules_api::{self, Editor, Format, Put};
 use super::source_api::{self, SharedSource};
 use super::{api, page, Dashboard, DashboardError, DashboardHandle};
 use crate::{clock, metrics};
@@ -272,6 +272,26 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
             let own = shared.load.asked();
             json_response(StatusCode::OK, &api::system(&shared.bus, own))
         }
+        "/api/rules" if read && accepts(req.headers(), "yaml") => {
+            let json_too = accepts(req.headers(), "json");
+            let document = match &shared.source {
+                Some(source) => source.document(json_too).await,
+                None => rules_api::document(&shared.editor, json_too),
+            };
+            match document {
+                Ok((bytes, format, tag)) => {
+                    let mut res = Response::builder()
+                        .header(header::CONTENT_TYPE, format.content_type())
+                        .body(Body::from(bytes))
+                        .unwrap_or_default();
+                    if let Ok(tag) = HeaderValue::from_str(&tag) {
+                        res.headers_mut().insert(header::ETAG, tag);
+                    }
+                    res
+                }
+                Err(e) => json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({ "error": e })),
+            }
+        }
         "/api/rules" if read => {
             let (status, body, tag) = match &shared.source {
                 Some(source) => source.get().await,
@@ -326,11 +346,11 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
         .get(header::IF_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let yaml = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.contains("yaml"));
+    let format = Format::of_content_type(
+        req.headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
     let timeout = shared.limits.header_timeout;
     let body = match tokio::time::timeout(timeout, to_bytes(req.into_body(), MAX_BODY)).await {
         Ok(Ok(bytes)) => bytes,
@@ -354,15 +374,41 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
         );
     };
     let put = match &shared.source {
-        Some(source) => source.put(if_match, body.to_owned(), yaml).await,
-        None => shared.editor.put(if_match.as_deref(), body, yaml),
+        Some(source) => source.put(if_match, body.to_owned(), format).await,
+        None => shared.editor.put(if_match.as_deref(), body, format),
     };
     match put {
-        Put::Applied(tag) => {
+        Put::Applied(tag, written) => {
             shared
                 .bus
-                .send(json!({ "type": "rules_saved", "etag": tag }));
-            let mut res = json_response(StatusCode::OK, &json!({ "applied": true, "etag": tag }));
+                .send(json!({ "type": "rules_saved", "etag": tag, "applied": true }));
+            let mut res = json_response(
+                StatusCode::OK,
+                &json!({ "applied": true, "written": written, "etag": tag }),
+            );
+            if let Ok(tag) = HeaderValue::from_str(&tag) {
+                res.headers_mut().insert(header::ETAG, tag);
+            }
+            res
+        }
+        Put::Written(tag) => {
+            shared
+                .bus
+                .send(json!({ "type": "rules_saved", "etag": tag, "applied": false }));
+            let mut res = json_response(
+                StatusCode::OK,
+                &json!({
+                    "applied": false,
+                    "written": true,
+                    "etag": tag,
+                    "message": format!(
+                        "written to the rule source: every instance watching it applies it; not \
+                         in force in this process within {} s (it does not watch the source, \
+                         or has not read it yet)",
+                        rules_api::IN_FORCE_WAIT.as_secs()
+                    ),
+                }),
+            );
             if let Ok(tag) = HeaderValue::from_str(&tag) {
                 res.headers_mut().insert(header::ETAG, tag);
             }
@@ -404,6 +450,16 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
             &source_api::unavailable_json(&why),
         ),
     }
+}
+
+/// Whether the `Accept` header names a media type containing `what` (`yaml`: a `GET
+/// /api/rules` asks for the stored document as it is written, rather than the rules as JSON).
+fn accepts(headers: &axum::http::HeaderMap, what: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains(what))
 }
 
 /// `GET /api/events`: every event of the bus from now on, until the client leaves or the
