@@ -2,6 +2,7 @@
 //! protection figures.
 
 use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
@@ -38,8 +39,7 @@ pub(crate) fn ranked() -> Vec<(&'static ResourceNode, ResourceStats)> {
     all
 }
 
-/// The longest search text `GET /api/resources?search=` takes (resource names are capped
-/// shorter).
+/// The longest search text `GET /api/resources?search=` takes.
 pub(crate) const MAX_SEARCH: usize = 256;
 
 /// `GET /api/resources`: the [`TRACKED`] busiest resources (of those whose name contains
@@ -48,15 +48,17 @@ pub(crate) const MAX_SEARCH: usize = 256;
 pub(crate) fn resources(search: Option<&str>) -> (Value, usize, usize) {
     let ranked = ranked();
     let total = ranked.len();
-    let search = search.map(str::to_lowercase);
-    let matched: Vec<&(&'static ResourceNode, ResourceStats)> = ranked
-        .iter()
-        .filter(|(node, _)| {
-            search
-                .as_deref()
-                .is_none_or(|q| node.name().to_lowercase().contains(q))
-        })
-        .collect();
+    let matched: Vec<&(&'static ResourceNode, ResourceStats)> = match search {
+        None => ranked.iter().collect(),
+        Some(q) => {
+            let q = q.to_lowercase();
+            let mut lowered = LOWERED.lock().unwrap_or_else(PoisonError::into_inner);
+            ranked
+                .iter()
+                .filter(|(node, _)| lowered.of(node).contains(&q))
+                .collect()
+        }
+    };
     let limits = Limits::in_force();
     let rows: Vec<Value> = matched
         .iter()
@@ -65,6 +67,26 @@ pub(crate) fn resources(search: Option<&str>) -> (Value, usize, usize) {
         .collect();
     (Value::Array(rows), total, matched.len())
 }
+
+/// Every resource's name in lower case, made once per resource (nodes live as long as the
+/// process, and are bounded by the registry's cap): a search compares against these instead
+/// of lowering every name on every request.
+#[derive(Default)]
+struct Lowered {
+    /// By the node's address.
+    names: HashMap<usize, Box<str>>,
+}
+
+impl Lowered {
+    fn of(&mut self, node: &'static ResourceNode) -> &str {
+        let key = std::ptr::from_ref(node) as usize;
+        self.names
+            .entry(key)
+            .or_insert_with(|| node.name().to_lowercase().into_boxed_str())
+    }
+}
+
+static LOWERED: LazyLock<Mutex<Lowered>> = LazyLock::new(Mutex::default);
 
 /// The limits of the loaded flow rules, by resource (a resource the loaded rules name has
 /// those only; others have their definition's).

@@ -240,15 +240,28 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
     // link's fragment); everything else needs the token in a header. A cookie is never
     // enough: cookies are per host, not per port, so every server on this host gets them.
     let public = path == "/" || path.starts_with("/assets/");
-    if !public && !auth::has_token(req.headers(), &shared.token) {
-        return unauthorized();
+    if !public {
+        if !auth::has_token(req.headers(), &shared.token) {
+            return unauthorized();
+        }
+        // Past the connection cap, strangers' connections are closed before this one.
+        if let Some(busy) = busy {
+            busy.trust();
+        }
     }
     let read = method == Method::GET || method == Method::HEAD;
     match path.as_str() {
         "/" if read => html(page::index()),
         "/api/resources" if read => {
             let search = match query_param(req.uri().query(), "search") {
-                Some(q) if q.len() > api::MAX_SEARCH => {
+                Err(()) => {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &json!({ "error": "`search` has a malformed escape (% must be followed \
+                                           by two hex digits of UTF-8)" }),
+                    )
+                }
+                Ok(Some(q)) if q.len() > api::MAX_SEARCH => {
                     return json_response(
                         StatusCode::BAD_REQUEST,
                         &json!({ "error": format!(
@@ -256,8 +269,7 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
                         ) }),
                     )
                 }
-                Some(q) => Some(q),
-                None => None,
+                Ok(q) => q,
             };
             let (rows, total, matched) =
                 api::resources(search.as_deref().filter(|q| !q.is_empty()));
@@ -536,21 +548,36 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The percent-decoded value of the query parameter `name` (`+` is a space), if given.
-fn query_param(query: Option<&str>, name: &str) -> Option<String> {
-    let raw = query?
+/// The percent-decoded value of the query parameter `name` (`+` is a space), if given (its
+/// name compared decoded); `Err` if its value has a malformed escape.
+fn query_param(query: Option<&str>, name: &str) -> Result<Option<String>, ()> {
+    let Some(query) = query else {
+        return Ok(None);
+    };
+    let found = query
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == name)?
-        .1;
-    percent_decode(&raw.replace('+', " "))
+        .find(|(k, _)| {
+            *k == name || percent_decode(&k.replace('+', " ")).is_some_and(|k| k == name)
+        });
+    match found {
+        None => Ok(None),
+        Some((_, raw)) => percent_decode(&raw.replace('+', " ")).map(Some).ok_or(()),
+    }
 }
 
-/// Whether a query string has a `token` parameter.
+/// Whether a query string has a `token` parameter, however spelled: any case, and escaped
+/// (`?TOKEN=`, `?%74oken=`). A name with a malformed escape is compared as it is written.
 fn has_token_param(query: Option<&str>) -> bool {
     query.is_some_and(|q| {
-        q.split('&')
-            .any(|kv| kv.split_once('=').map_or(kv, |(k, _)| k) == "token")
+        q.split('&').any(|kv| {
+            let key = kv.split_once('=').map_or(kv, |(k, _)| k);
+            let decoded = percent_decode(&key.replace('+', " "));
+            decoded
+                .as_deref()
+                .unwrap_or(key)
+                .eq_ignore_ascii_case("token")
+        })
     })
 }
 
@@ -617,7 +644,11 @@ mod tests {
     fn a_token_in_the_query_is_seen() {
         assert!(has_token_param(Some("a=1&token=xyz")));
         assert!(has_token_param(Some("token")));
+        assert!(has_token_param(Some("TOKEN=x")));
+        assert!(has_token_param(Some("b=2&%74oken=x")));
+        assert!(has_token_param(Some("%54%6f%4B%65%6E")));
         assert!(!has_token_param(Some("tokens=1")));
+        assert!(!has_token_param(Some("%74oken%zz=1")));
         assert!(!has_token_param(None));
     }
 }
