@@ -1059,3 +1059,90 @@ fn a_yaml_rules_file_keeps_its_comments_through_a_save_and_is_shown_as_stored() 
     rules::load(RuleSet::default()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The page's editor shows a YAML rules file as it is stored and saves it as YAML: its
+/// comments survive an edit made on the page (Debian's Chromium, as `dashboard_browser`).
+#[test]
+fn the_pages_editor_keeps_a_yaml_documents_comments_through_a_save() {
+    use crate::dashboard_browser::{browser, wait_for, Driver};
+    use fantoccini::{ClientBuilder, Locator};
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("editor-yaml");
+    let file = dir.join("rules.yaml");
+    std::fs::write(&file, COMMENTED).unwrap();
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .rules_file(&file)
+        .start()
+        .unwrap();
+    let driver = Driver::start(&driver_path);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": chromium,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", format!("--user-data-dir={}", driver.profile.display()),
+                ]
+            }),
+        );
+        let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+            .expect("a WebDriver session with chromium");
+        c.goto(&dash.url()).await.unwrap();
+        let text = "return document.getElementById('rules-text').value;";
+        wait_for(
+            &c,
+            Duration::from_secs(10),
+            "the document in the editor",
+            text,
+            |v| v == COMMENTED,
+        )
+        .await;
+        c.execute(
+            "var t = document.getElementById('rules-text'); \
+             t.value = t.value.replace('threshold: 9', 'threshold: 6'); return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+        c.find(Locator::Id("rules-save"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let status = "return document.getElementById('rules-status').textContent;";
+        wait_for(&c, Duration::from_secs(5), "the save", status, |v| {
+            v == "saved and applied"
+        })
+        .await;
+        c.close().await.unwrap();
+    });
+    let edited = COMMENTED.replace("threshold: 9", "threshold: 6");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        edited,
+        "comments and all"
+    );
+    assert_eq!(
+        rules::flow_rules(),
+        vec![FlowRule::qps("honest-checkout", 6.0)]
+    );
+    drop(dash);
+    rules::load(RuleSet::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

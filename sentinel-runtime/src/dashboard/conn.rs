@@ -470,6 +470,45 @@ mod tests {
     }
 
     #[test]
+    fn strangers_half_sent_requests_go_first_then_their_silent_ones_then_the_tokens() {
+        let conns = Conns::default();
+        let admit = || match conns.admit(limits(4)) {
+            Admit::Yes(c) => c,
+            _ => panic!("not admitted"),
+        };
+        let trusted = admit();
+        trusted.trust();
+        let silent = admit();
+        let half_old = admit();
+        half_old.read_some();
+        let half_new = admit();
+        half_new.read_some();
+        let evicted = |c: &Arc<Conn>| c.evict.load(Ordering::Acquire);
+        let (mut order, mut newcomers) = (Vec::new(), Vec::new());
+        for (name, conn) in [
+            ("half-sent, older", half_old),
+            ("half-sent, newer", half_new),
+            ("silent", silent),
+            ("the token's", trusted),
+        ] {
+            assert!(matches!(conns.admit(limits(4)), Admit::Evicting));
+            assert!(
+                evicted(&conn),
+                "{name} was not the one closed (closed so far: {order:?})"
+            );
+            order.push(name);
+            drop(conn);
+            // The newcomer takes the place, busy (in its request), so it is never chosen.
+            let newcomer = admit();
+            newcomers.push((newcomer.busy(), newcomer));
+        }
+        assert!(
+            matches!(conns.admit(limits(4)), Admit::No),
+            "all busy: refused"
+        );
+    }
+
+    #[test]
     fn a_head_started_is_due_by_the_header_timeout_and_busy_has_no_deadline() {
         let conn = Arc::new(Conn::new(limits(2)));
         let idle = conn.deadline().unwrap();

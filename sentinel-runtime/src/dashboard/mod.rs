@@ -38,11 +38,11 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest; with `?search=text`, the busiest 200 of all the resources whose name contains the text, ignoring case; headers `x-sentinel-resources-total` and `x-sentinel-resources-matched`): `resource`, `pass_qps`, `qps_limit` (the smallest QPS limit in force, per second, or `null`), `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule`, `shadow_block_total` and `shadow_block_total_by_rule` (calls shadow rules would have blocked; none was) |
+//! | `GET /api/resources` | JSON array, one object per resource (the 200 busiest; with `?search=text`, the busiest 200 of all the resources whose name contains the text, ignoring case (a malformed `%` escape in it: `400`); headers `x-sentinel-resources-total` and `x-sentinel-resources-matched`): `resource`, `pass_qps`, `qps_limit` (the smallest QPS limit in force, per second, or `null`), `block_qps`, `error_qps`, `avg_rt_ms`, `concurrency`, `concurrency_limit`, `breaker` (`"closed"`, `"open"`, `"half_open"` or `null`), `pass_total`, `block_total`, `error_total`, `complete_total`, `block_total_by_rule`, `shadow_block_total` and `shadow_block_total_by_rule` (calls shadow rules would have blocked; none was) |
 //! | `GET /api/resources/{name}/history` | the last 300 seconds, one point a second: `second`, `pass`, `block`, `error`, `avg_rt_ms`, `shadow_block` (calls the resource's shadow rules would have refused; none was) |
 //! | `GET /api/system` | the process's CPU usage (`cpu_usage`, 0..=1 of `effective_cores`, read from `cpu_source`) and load per core, sampled once a second while the page asks (else what the system rules' sampler read), inbound statistics, the system rules, breaker transitions since start (`breaker_transitions`) and the latest 20 (`last_transitions`), and each hotspot rule's most blocked values in the last minute (`hotspot`: see below) |
-//! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag`; with a [`rules_source`](Dashboard::rules_source), the source's document and its version (`ETag: "v<version>"`; with no document yet, the rules in force and `"v0"`), `503` if the source cannot be read |
-//! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`) with `If-Match: <ETag>`: `200` applied (and saved to the rules file; with a rules source, written to it for every instance watching it to apply), `422` refused with each bad field (nothing applied), `409` the ETag is stale, `428` no `If-Match` (or `If-Match: *`, which is no version), `503` the rules source cannot be reached (nothing written) |
+//! | `GET /api/rules` | the rules in force in the rule-file JSON format ([`rules::files`](crate::rules::files)), with an `ETag`; with a [`rules_source`](Dashboard::rules_source), the source's document and its version (`ETag: "v<version>"`; with no document yet, the rules in force and `"v0"`), `503` if the source cannot be read; with `Accept: application/yaml`, the stored document as it is written (the source's document, or the rules file when it holds the rules in force), byte for byte with its own `Content-Type` (`application/yaml`, `application/json` or `application/toml`), comments included; with nothing stored, the rules in force as YAML (as JSON if `Accept` also names JSON) |
+//! | `PUT /api/rules` | a rule set (rule-file JSON; YAML with `Content-Type: application/yaml`, TOML with `application/toml`) with `If-Match: <ETag>`, checked before the body is read into rules: `200` with `"applied"` (in force in this process when answered) and `"written"` (saved to the rules file, as sent when it is in the file's format, so a YAML document keeps its comments; with a rules source, written to it for every instance watching it to apply; `"applied": false, "written": true` when this process has not put it in force within 2 s: it does not watch the source), `422` refused with each bad field (nothing applied; also a document past the [budget on what it expands to](crate::rules::files)), `409` the ETag is stale, `428` no `If-Match` (or an empty one, or `*`, which is no version), `503` the rules source cannot be reached (nothing written) |
 //! | `GET /api/fleet` | the fleet as a started cluster's store last showed it ([`cluster::fleet`](crate::cluster)): `instances` (`id`, `host`, `pid`, `rules_version`, `other_rules`: a fingerprint other than most instances', `cluster_state`, `last_seen_ms`, `pass_qps`, `block_qps`), `resources` (the fleet's `pass_qps` and `block_qps` summed over the `instances` reporting it, and its `global_limit` per second when a global cluster rule is in force here), `cluster` (this instance's state and the instances live), `available` (false without the `redis` feature or before the first read) and `reachable` (whether the store answers now) |
 //! | `GET /api/events` | server-sent events: `blocks` (per second, by resource and rule kind), `breaker` (every transition, with `words`: what happened and the figure that caused it), `rule_load` (loads and refusals, by kind), `rules_saved` / `rules_refused` (edits made here) |
 //!
@@ -63,7 +63,8 @@
 //!   any server on the same host would receive it. A cookie alone, whatever its value, gets
 //!   `401` on every `/api/` path; the dashboard sets none.
 //! * **Never in a query string**, where logs and histories keep it: a request with a `token`
-//!   parameter gets `400`. Only `PUT` changes anything; a `GET` never does (and a forged
+//!   parameter, however spelled (`?TOKEN=`, `?%74oken=`), gets `400`. The builder's `Debug`
+//!   form shows `token: "…"`. Only `PUT` changes anything; a `GET` never does (and a forged
 //!   cross-site request cannot add a header).
 //! * **DNS rebinding**: a `Host` header other than the bound address, `localhost`,
 //!   `127.0.0.1` or `[::1]` (with the bound port), or a host added with
@@ -78,9 +79,11 @@
 //! # Limits
 //!
 //! The dashboard runs inside the service's process, so it bounds what it may take from it:
-//! at most [`Dashboard::max_connections`] connections (64; past the cap the connection idle
-//! the longest is closed, or the new one when none is idle), a
-//! [`header_timeout`](Dashboard::header_timeout) (10 s from a request's first byte to the end
+//! at most [`Dashboard::max_connections`] connections (64; past the cap a connection not in a
+//! request is closed: first those that never sent the token, a half-sent request before a
+//! silent connection, the longest waiting first, then the token's own; the new one is closed
+//! when all are in requests, so clients without the token cannot lock the user out), a
+//! [`header_timeout`](Dashboard::header_timeout) (5 s from a request's first byte to the end
 //! of its headers, and for a `PUT`'s body) and an [`idle_timeout`](Dashboard::idle_timeout)
 //! (20 s without a request). Event streams are exempt from both timeouts and from being
 //! closed to make room, and have a cap of their own, [`Dashboard::max_event_streams`] (16;

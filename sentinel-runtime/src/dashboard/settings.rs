@@ -131,7 +131,9 @@ impl Dashboard {
     /// `ETag`; a `PUT` writes through the source's compare-and-set (a stale `If-Match` is
     /// `409`, and nothing is written); while the source holds no document yet, `GET` shows
     /// the rules in force with the `ETag` `"v0"`, and the first edit creates the document. The
-    /// dashboard does not watch the source itself: watch it with `watch_source`. Not with
+    /// dashboard does not watch the source itself: watch it with `watch_source`. A `PUT`
+    /// answers `"applied": true` only once the rules written are in force in this process
+    /// (it waits up to 2 s for its watcher); else `"applied": false, "written": true`. Not with
     /// [`rules_file`](Self::rules_file) ([`start`](Self::start) refuses both).
     ///
     /// ```no_run
