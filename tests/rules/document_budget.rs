@@ -143,3 +143,38 @@ fn a_resource_name_past_the_longest_is_refused_naming_the_field() {
         );
     }
 }
+
+#[path = "../support/memory_source.rs"]
+mod memory_source;
+
+#[test]
+fn a_watched_source_holding_the_document_is_refused_and_the_rules_in_force_stay() {
+    use sentinel_runtime::rules::{self, FlowRule};
+    let _serial = crate::serial();
+    let source = memory_source::MemorySource::default();
+    source.set(&expanding_yaml(), 7);
+    // At start: refused, nothing watched.
+    let err = rules::watch_source(source.clone()).expect_err("refused");
+    assert!(names_the_budget(&err.to_string()), "{err}");
+    // Written after a good version: refused, the good rules stay, the status says why.
+    source.set("flow:\n  - resource: budget-good\n    threshold: 3\n", 8);
+    let watcher = rules::watch_source(source.clone()).expect("the good version");
+    assert_eq!(rules::flow_rules(), vec![FlowRule::qps("budget-good", 3.0)]);
+    source.set(&expanding_yaml(), 9);
+    let start = std::time::Instant::now();
+    let why = loop {
+        if let Some(e) = watcher.status().last_error {
+            break e.to_string();
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "not refused within 5 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(names_the_budget(&why), "{why}");
+    assert_eq!(rules::flow_rules(), vec![FlowRule::qps("budget-good", 3.0)]);
+    assert_eq!(source.document().map(|(_, v)| v), Some(9));
+    drop(watcher);
+    rules::load(sentinel_runtime::rules::RuleSet::default()).expect("cleared");
+}
