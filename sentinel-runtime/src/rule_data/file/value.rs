@@ -76,10 +76,10 @@ impl<'de> Deserialize<'de> for Value {
 }
 
 /// The most a rule document may expand to once read (aliases resolved): 16 MiB, counted as
-/// 32 bytes per value (map, list, key or scalar) plus the bytes of its text. Rules
-/// written out without aliases count 3 to 12 times their text's bytes (the most is a list of
-/// empty rules, `[{}, {}, ...]`), so every such document of up to 1 MiB (the most a `PUT` or
-/// a rule source takes) is within it; what is read within it takes a few dozen MiB at most.
+/// 32 bytes per value (map, list, key or scalar) plus the bytes of its text. Rules as people
+/// write them count a few times their text's bytes (a list of empty rules, `[{}, {}, ...]`,
+/// counts the most: about 11 times), so such documents of up to 1 MiB (the most a `PUT` or a
+/// rule source takes) are within it; what is read within it takes a few dozen MiB at most.
 pub const MAX_EXPANDED_BYTES: usize = 16 << 20;
 
 /// What each value counts against the budget besides its text: about what it takes in memory
