@@ -18,7 +18,12 @@ use crate::stat::BlockTotals;
 /// Every resource with its statistics, busiest first (passes and blocks in the last second,
 /// then calls inside, then totals), ties by name.
 pub(crate) fn ranked() -> Vec<(&'static ResourceNode, ResourceStats)> {
-    let mut all: Vec<(&'static ResourceNode, ResourceStats)> = registry::all()
+    rank(registry::all())
+}
+
+/// `nodes` with their statistics, busiest first (as [`ranked`]).
+fn rank(nodes: Vec<&'static ResourceNode>) -> Vec<(&'static ResourceNode, ResourceStats)> {
+    let mut all: Vec<(&'static ResourceNode, ResourceStats)> = nodes
         .into_iter()
         .map(|node| (node, node.snapshot()))
         .collect();
@@ -46,17 +51,20 @@ pub(crate) const MAX_SEARCH: usize = 256;
 /// `search`, ignoring case, when given: the search runs over every resource, not only the
 /// busiest), and how many there are in all and how many matched.
 pub(crate) fn resources(search: Option<&str>) -> (Value, usize, usize) {
-    let ranked = ranked();
-    let total = ranked.len();
-    let matched: Vec<&(&'static ResourceNode, ResourceStats)> = match search {
-        None => ranked.iter().collect(),
+    let nodes = registry::all();
+    let total = nodes.len();
+    // Only the resources that match are read and ranked.
+    let matched = match search {
+        None => rank(nodes),
         Some(q) => {
             let q = q.to_lowercase();
             let mut lowered = LOWERED.lock().unwrap_or_else(PoisonError::into_inner);
-            ranked
-                .iter()
-                .filter(|(node, _)| lowered.of(node).contains(&q))
-                .collect()
+            let found = nodes
+                .into_iter()
+                .filter(|node| lowered.of(node).contains(&q))
+                .collect();
+            drop(lowered);
+            rank(found)
         }
     };
     let limits = Limits::in_force();
