@@ -178,3 +178,21 @@ fn a_watched_source_holding_the_document_is_refused_and_the_rules_in_force_stay(
     drop(watcher);
     rules::load(sentinel_runtime::rules::RuleSet::default()).expect("cleared");
 }
+
+#[test]
+fn nested_aliases_a_billion_values_deep_are_refused_at_once() {
+    // Nine lists, each aliasing the one before nine times: 9^9 values once read.
+    let mut doc = String::from("flow:\n  - &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for n in 1..9 {
+        let before = vec![format!("*l{}", n - 1); 9].join(", ");
+        doc.push_str(&format!("  - &l{n} [{before}]\n"));
+    }
+    let started = std::time::Instant::now();
+    let err = RuleSet::from_yaml(&doc).expect_err("refused");
+    assert!(names_the_budget(&err.to_string()), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
