@@ -112,9 +112,14 @@ impl SharedSource {
         let Some(if_match) = rules_api::version_named(if_match) else {
             return Put::NoVersion;
         };
-        let mut source = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        // The version first: a stale edit costs a read of the version, never a parse.
-        let current = match source.read(version_of(if_match)) {
+        // The version first: a stale edit costs a read of the version, never a parse. (The
+        // write below is a compare-and-set: a write between this read and it is a conflict.)
+        let read = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .read(version_of(if_match));
+        let current = match read {
             Ok(Read::Unchanged) => version_of(if_match).unwrap_or(0),
             Ok(Read::Document(doc)) => doc.version,
             Ok(Read::Missing) => 0,
@@ -138,6 +143,7 @@ impl SharedSource {
                 Err(e) => return Put::Refused(e),
             }
         };
+        let source = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let written = match source.put(&text, Some(expected)) {
             Ok(version) => tag(version),
             Err(SourceError::Conflict { current, .. }) => return Put::Stale(tag(current)),
