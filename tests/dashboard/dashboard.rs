@@ -1029,3 +1029,224 @@ fn block_rates_by_kind_add_up_over_one_interval_and_every_limit_is_listed() {
     drop(dash);
     rules::load(RuleSet::default()).unwrap();
 }
+// ---- honest answers from the rules API ----------------------------------------------------
+
+#[path = "../support/memory_source.rs"]
+pub(crate) mod memory_source;
+use memory_source::MemorySource;
+
+const COMMENTED: &str = "# checkout is limited while the new database warms up\n\
+                         flow:\n  - resource: honest-checkout # per second\n    threshold: 9\n";
+
+fn put_as(addr: SocketAddr, content_type: &str, if_match: &str, body: &str) -> Reply {
+    request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[
+            ("Authorization", &bearer()),
+            ("Content-Type", content_type),
+            ("If-Match", if_match),
+        ],
+        body,
+    )
+}
+
+fn get_yaml(addr: SocketAddr) -> Reply {
+    request(
+        addr,
+        "GET",
+        "/api/rules",
+        &[("Authorization", &bearer()), ("Accept", "application/yaml")],
+        "",
+    )
+}
+
+#[test]
+fn a_put_through_a_source_this_process_does_not_watch_is_written_and_not_applied() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let source = MemorySource::default();
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .token(TOKEN)
+        .rules_source(source.clone())
+        .start()
+        .unwrap();
+    let addr = dash.local_addr();
+
+    // Nothing watches the source here: written, and said not to be in force.
+    let r = put_as(addr, "application/yaml", "\"v0\"", COMMENTED);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let b = r.json();
+    assert_eq!(
+        (&b["applied"], &b["written"]),
+        (&false.into(), &true.into()),
+        "{b}"
+    );
+    assert_eq!(b["etag"], "\"v1\"");
+    assert_eq!(
+        source.document(),
+        Some((COMMENTED.to_owned(), 1)),
+        "stored as sent"
+    );
+    assert_eq!(rules::current(), RuleSet::default(), "not in force here");
+
+    // The stored document, byte for byte, with a YAML type and its version.
+    let doc = get_yaml(addr);
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.body, COMMENTED);
+    assert_eq!(doc.header("content-type"), Some("application/yaml"));
+    assert_eq!(doc.header("etag"), Some("\"v1\""));
+
+    // Watched: applied once in force, and in force when the answer comes.
+    let watcher = rules::watch_source(source.clone()).unwrap();
+    assert_eq!(
+        rules::flow_rules(),
+        vec![FlowRule::qps("honest-checkout", 9.0)]
+    );
+    let next = COMMENTED.replace("threshold: 9", "threshold: 4");
+    let r = put_as(addr, "application/yaml", "\"v1\"", &next);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let b = r.json();
+    assert_eq!(
+        (&b["applied"], &b["written"]),
+        (&true.into(), &true.into()),
+        "{b}"
+    );
+    assert_eq!(
+        rules::flow_rules(),
+        vec![FlowRule::qps("honest-checkout", 4.0)]
+    );
+    assert_eq!(get_yaml(addr).body, next);
+    drop(watcher);
+    rules::load(RuleSet::default()).unwrap();
+}
+
+#[test]
+fn a_yaml_rules_file_keeps_its_comments_through_a_save_and_is_shown_as_stored() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("commented");
+    let file = dir.join("rules.yaml");
+    let dash = start(Some(&file));
+    let addr = dash.local_addr();
+    // Nothing stored yet: the rules in force, as YAML.
+    let first = get_yaml(addr);
+    assert_eq!(first.header("content-type"), Some("application/yaml"));
+    let tag = first.header("etag").unwrap().to_owned();
+    let r = put_as(addr, "application/yaml", &tag, COMMENTED);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let b = r.json();
+    assert_eq!(
+        (&b["applied"], &b["written"]),
+        (&true.into(), &true.into()),
+        "{b}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), COMMENTED);
+    let shown = get_yaml(addr);
+    assert_eq!(shown.body, COMMENTED, "byte for byte, comments and all");
+    assert_eq!(shown.header("etag"), r.header("etag"));
+    // A JSON edit to a YAML file is written as YAML (no comments to keep).
+    let json = r#"{"flow": [{"resource": "honest-json", "threshold": 3}]}"#;
+    let r = put_as(
+        addr,
+        "application/json",
+        shown.header("etag").unwrap(),
+        json,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("resource: honest-json"), "{saved}");
+    assert_eq!(get_yaml(addr).body, saved);
+    drop(dash);
+    rules::load(RuleSet::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The page's editor shows a YAML rules file as it is stored and saves it as YAML: its
+/// comments survive an edit made on the page (Debian's Chromium, as `dashboard_browser`).
+#[test]
+fn the_pages_editor_keeps_a_yaml_documents_comments_through_a_save() {
+    use crate::dashboard_browser::{browser, wait_for, Driver};
+    use fantoccini::{ClientBuilder, Locator};
+    let Some((chromium, driver_path)) = browser() else {
+        return;
+    };
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dir = temp_dir("editor-yaml");
+    let file = dir.join("rules.yaml");
+    std::fs::write(&file, COMMENTED).unwrap();
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .rules_file(&file)
+        .start()
+        .unwrap();
+    let driver = Driver::start(&driver_path);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": chromium,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", format!("--user-data-dir={}", driver.profile.display()),
+                ]
+            }),
+        );
+        let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+            .expect("a WebDriver session with chromium");
+        c.goto(&dash.url()).await.unwrap();
+        let text = "return document.getElementById('rules-text').value;";
+        wait_for(
+            &c,
+            Duration::from_secs(10),
+            "the document in the editor",
+            text,
+            |v| v == COMMENTED,
+        )
+        .await;
+        c.execute(
+            "var t = document.getElementById('rules-text'); \
+             t.value = t.value.replace('threshold: 9', 'threshold: 6'); return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+        c.find(Locator::Id("rules-save"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let status = "return document.getElementById('rules-status').textContent;";
+        wait_for(&c, Duration::from_secs(5), "the save", status, |v| {
+            v == "saved and applied"
+        })
+        .await;
+        c.close().await.unwrap();
+    });
+    let edited = COMMENTED.replace("threshold: 9", "threshold: 6");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        edited,
+        "comments and all"
+    );
+    assert_eq!(
+        rules::flow_rules(),
+        vec![FlowRule::qps("honest-checkout", 6.0)]
+    );
+    drop(dash);
+    rules::load(RuleSet::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -37,7 +37,7 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
 }
 
 /// The browser and its driver, or `None` (skip) when they are missing and not required.
-fn browser() -> Option<(PathBuf, PathBuf)> {
+pub(super) fn browser() -> Option<(PathBuf, PathBuf)> {
     let found = (
         on_path(&["chromium", "chromium-browser"]),
         on_path(&["chromedriver"]),
@@ -59,14 +59,14 @@ fn browser() -> Option<(PathBuf, PathBuf)> {
 
 /// chromedriver on a free loopback port, killed (and its profile directory removed) on drop,
 /// also when the test fails.
-struct Driver {
+pub(super) struct Driver {
     child: Child,
-    port: u16,
-    profile: PathBuf,
+    pub(super) port: u16,
+    pub(super) profile: PathBuf,
 }
 
 impl Driver {
-    fn start(driver: &PathBuf) -> Driver {
+    pub(super) fn start(driver: &PathBuf) -> Driver {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -123,7 +123,7 @@ impl Drop for Driver {
 }
 
 /// Polls `script` (returning a value) until `ok` accepts it, for at most `within`.
-async fn wait_for(
+pub(super) async fn wait_for(
     c: &Client,
     within: Duration,
     what: &str,

@@ -202,6 +202,101 @@ fn past_the_cap_the_connection_idle_longest_is_closed_to_make_room() {
     assert!(!closed_within(&mut idle[63], Duration::from_millis(200)));
 }
 
+/// One tokenless client of the lockout test: opens a connection, sends `first` (one byte of a
+/// request, a whole request without the token, or nothing), waits until the dashboard closes
+/// it (or answers), and opens another, until `stop`.
+fn stranger(addr: SocketAddr, first: &'static [u8], stop: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering;
+    let mut buf = [0u8; 1024];
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+            continue;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
+        if s.write_all(first).is_err() {
+            continue;
+        }
+        // Held until the dashboard closes it (or answers a whole request, then closes it).
+        while !stop.load(Ordering::Relaxed) {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+#[test]
+fn tokenless_clients_holding_and_churning_more_connections_than_the_cap_lock_nobody_out() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let whole: &'static [u8] = Box::leak(
+        format!("GET /api/rules HTTP/1.1\r\nHost: {addr}\r\n\r\n")
+            .into_bytes()
+            .into_boxed_slice(),
+    );
+    // 70 connections that each send one byte and reopen when closed (the cap is 64), 20 that
+    // send nothing, and 10 that send whole requests without the token, over and over.
+    let firsts: Vec<&'static [u8]> = std::iter::repeat_n(&b"G"[..], 70)
+        .chain(std::iter::repeat_n(&b""[..], 20))
+        .chain(std::iter::repeat_n(whole, 10))
+        .collect();
+    let strangers: Vec<_> = firsts
+        .into_iter()
+        .map(|first| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || stranger(addr, first, &stop))
+        })
+        .collect();
+    // Let them fill every slot.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut answered = 0;
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        let started = Instant::now();
+        let ok = (|| {
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+            let (n, v) = auth();
+            let text = dash_client::request_text(addr, "GET", "/api/rules", &[(n, &v)], "");
+            s.write_all(text.as_bytes()).ok()?;
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).ok().filter(|n| *n > 0)?;
+                head.extend_from_slice(&buf[..n]);
+            }
+            Some(head.starts_with(b"HTTP/1.1 200"))
+        })()
+        .unwrap_or(false);
+        let took = started.elapsed();
+        if ok && took <= Duration::from_secs(3) {
+            answered += 1;
+        }
+        times.push(took);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for s in strangers {
+        s.join().unwrap();
+    }
+    assert!(
+        answered >= 9,
+        "the user with the token was answered {answered} times of 10 within 3 s: {times:?}"
+    );
+    // The dashboard serves again once they have gone.
+    assert_eq!(get(addr, "/api/rules").status, 200);
+}
+
 #[test]
 fn silent_and_half_sent_connections_are_closed_by_the_timeouts() {
     let header = Duration::from_millis(300);
@@ -704,4 +799,121 @@ fn the_process_cpu_is_sampled_while_the_page_is_open_without_a_system_rule() {
     busy.join().unwrap();
     assert!(seen > 0.1, "CPU {seen} while a thread spun: {last}");
     assert!(last["cpu_source"].is_string(), "{last}");
+}
+
+// ---- hostile documents and small leaks ---------------------------------------------------------
+
+#[path = "../support/expanding_yaml.rs"]
+mod expanding_yaml;
+use crate::dashboard::memory_source::MemorySource;
+
+#[test]
+fn a_yaml_document_that_expands_to_400_mb_gets_422_naming_the_budget_and_nothing_changes() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    let etag = get(addr, "/api/rules").header("etag").unwrap().to_owned();
+    let (n, v) = auth();
+    let r = request(
+        addr,
+        "PUT",
+        "/api/rules",
+        &[
+            (n, &v),
+            ("If-Match", &etag),
+            ("Content-Type", "application/yaml"),
+        ],
+        &expanding_yaml::expanding_yaml(),
+    );
+    assert_eq!(r.status, 422, "{:.300}", r.body);
+    assert!(r.body.contains("more than 16 MiB"), "{:.300}", r.body);
+    assert!(r.body.len() < 4_000, "the answer is {} bytes", r.body.len());
+    assert_eq!(rules::current(), RuleSet::default());
+}
+
+#[test]
+fn a_stale_if_match_is_a_conflict_before_the_body_is_read_and_an_empty_one_is_no_version() {
+    let _clock = MockClock::install();
+    rules::load(RuleSet::default()).unwrap();
+    let source = MemorySource::default();
+    source.set("flow: []\n", 3);
+    let through_source = start(Dashboard::new().rules_source(source.clone()));
+    let in_process = start(Dashboard::new());
+    let (n, v) = auth();
+    // A bad body with a stale version: the version is what is wrong (a parse would say 422).
+    let bad = "flow:\n  - resource: stale\n    threshold: -1\n";
+    let r = request(
+        through_source.local_addr(),
+        "PUT",
+        "/api/rules",
+        &[
+            (n, &v),
+            ("If-Match", "\"v2\""),
+            ("Content-Type", "application/yaml"),
+        ],
+        bad,
+    );
+    assert_eq!(
+        (r.status, r.header("etag")),
+        (409, Some("\"v3\"")),
+        "{}",
+        r.body
+    );
+    assert_eq!(source.document(), Some(("flow: []\n".to_owned(), 3)));
+    // An empty If-Match names no version: 428, as a missing one, on both kinds of dashboard.
+    for dash in [&through_source, &in_process] {
+        let r = request(
+            dash.local_addr(),
+            "PUT",
+            "/api/rules",
+            &[(n, &v), ("If-Match", "")],
+            EDIT,
+        );
+        assert_eq!(r.status, 428, "{}", r.body);
+    }
+    assert_eq!(source.document(), Some(("flow: []\n".to_owned(), 3)));
+    assert_eq!(rules::current(), RuleSet::default());
+}
+
+#[test]
+fn every_spelling_of_a_token_query_parameter_and_a_malformed_escape_get_400() {
+    let dash = start(Dashboard::new());
+    let addr = dash.local_addr();
+    for query in [
+        "token=x",
+        "TOKEN=x",
+        "Token=x",
+        "%74oken=x",
+        "%54%4F%4B%45%4E=x",
+        "a=1&toKen",
+        "tok%65n=x&search=a",
+    ] {
+        let r = get(addr, &format!("/api/resources?{query}"));
+        assert_eq!(r.status, 400, "?{query}: {}", r.body);
+        assert!(r.body.contains("query string"), "?{query}: {}", r.body);
+    }
+    for query in ["search=%zz", "search=a%2", "search=%", "search=%ff"] {
+        let r = get(addr, &format!("/api/resources?{query}"));
+        assert_eq!(r.status, 400, "?{query}: {}", r.body);
+        assert!(r.body.contains("search"), "?{query}: {}", r.body);
+    }
+    // Near misses are not the token.
+    for query in ["tokens=1", "search=token", "search=%41"] {
+        assert_eq!(
+            get(addr, &format!("/api/resources?{query}")).status,
+            200,
+            "?{query}"
+        );
+    }
+}
+
+#[test]
+fn the_builders_debug_form_never_shows_the_token() {
+    let secret = "a-secret-token-nobody-logs-0123";
+    let shown = format!("{:?}", Dashboard::new().token(secret));
+    assert!(!shown.contains(secret), "{shown}");
+    assert!(shown.contains("token: \"…\""), "{shown}");
+    // Without a token of its own (a random one is drawn at start), it says so.
+    assert!(format!("{:?}", Dashboard::new()).contains("token: None"));
 }

@@ -30,6 +30,7 @@ mod custom_slot_order;
 mod hardening_memory;
 mod hardening_reload_memory;
 mod hotspot_memory;
+mod rule_document_memory;
 mod system_rule_seed;
 
 /// Declares, for each `module { test, ... }`, a wrapper `own_process::module::test` that runs
@@ -131,5 +132,9 @@ own_process! {
     }
     hardening_reload_memory { a_hundred_thousand_reloads_grow_rss_by_less_than_16_mb_and_do_not_slow_down }
     hotspot_memory { ten_million_values_stay_within_the_table }
+    rule_document_memory {
+        a_yaml_document_aliasing_a_long_name_is_refused_within_64_mb,
+        the_same_document_put_through_a_dashboard_is_refused_with_422_within_64_mb,
+    }
     system_rule_seed { a_system_concurrency_rule_loaded_while_inbound_calls_are_inside_counts_them }
 }

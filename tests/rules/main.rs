@@ -12,6 +12,7 @@ fn serial() -> MutexGuard<'static, ()> {
 mod cluster_rule_sets;
 #[cfg(unix)]
 mod configmap;
+mod document_budget;
 mod rule_file_durations;
 mod rule_files;
 mod rule_files_adaptive;

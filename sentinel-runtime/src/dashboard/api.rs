@@ -2,6 +2,7 @@
 //! protection figures.
 
 use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
@@ -19,7 +20,12 @@ use crate::stat::BlockTotals;
 /// Every resource with its statistics, busiest first (passes and blocks in the last second,
 /// then calls inside, then totals), ties by name.
 pub(crate) fn ranked() -> Vec<(&'static ResourceNode, ResourceStats)> {
-    let mut all: Vec<(&'static ResourceNode, ResourceStats)> = registry::all()
+    rank(registry::all())
+}
+
+/// `nodes` with their statistics, busiest first (as [`ranked`]).
+fn rank(nodes: Vec<&'static ResourceNode>) -> Vec<(&'static ResourceNode, ResourceStats)> {
+    let mut all: Vec<(&'static ResourceNode, ResourceStats)> = nodes
         .into_iter()
         .map(|node| (node, node.snapshot()))
         .collect();
@@ -40,25 +46,29 @@ pub(crate) fn ranked() -> Vec<(&'static ResourceNode, ResourceStats)> {
     all
 }
 
-/// The longest search text `GET /api/resources?search=` takes (resource names are capped
-/// shorter).
+/// The longest search text `GET /api/resources?search=` takes.
 pub(crate) const MAX_SEARCH: usize = 256;
 
 /// `GET /api/resources`: the [`TRACKED`] busiest resources (of those whose name contains
 /// `search`, ignoring case, when given: the search runs over every resource, not only the
 /// busiest), and how many there are in all and how many matched.
 pub(crate) fn resources(search: Option<&str>) -> (Value, usize, usize) {
-    let ranked = ranked();
-    let total = ranked.len();
-    let search = search.map(str::to_lowercase);
-    let matched: Vec<&(&'static ResourceNode, ResourceStats)> = ranked
-        .iter()
-        .filter(|(node, _)| {
-            search
-                .as_deref()
-                .is_none_or(|q| node.name().to_lowercase().contains(q))
-        })
-        .collect();
+    let nodes = registry::all();
+    let total = nodes.len();
+    // Only the resources that match are read and ranked.
+    let matched = match search {
+        None => rank(nodes),
+        Some(q) => {
+            let q = q.to_lowercase();
+            let mut lowered = LOWERED.lock().unwrap_or_else(PoisonError::into_inner);
+            let found = nodes
+                .into_iter()
+                .filter(|node| lowered.of(node).contains(&q))
+                .collect();
+            drop(lowered);
+            rank(found)
+        }
+    };
     let limits = Limits::in_force();
     let now = crate::clock::now_nanos();
     let listed = matched.iter().take(TRACKED);
@@ -100,6 +110,26 @@ fn add_rates(row: &mut Value, rate: Option<&Rate>) {
     row["shadow_per_s"] = shadow;
     row["rates_over_s"] = over;
 }
+
+/// Every resource's name in lower case, made once per resource (nodes live as long as the
+/// process, and are bounded by the registry's cap): a search compares against these instead
+/// of lowering every name on every request.
+#[derive(Default)]
+struct Lowered {
+    /// By the node's address.
+    names: HashMap<usize, Box<str>>,
+}
+
+impl Lowered {
+    fn of(&mut self, node: &'static ResourceNode) -> &str {
+        let key = std::ptr::from_ref(node) as usize;
+        self.names
+            .entry(key)
+            .or_insert_with(|| node.name().to_lowercase().into_boxed_str())
+    }
+}
+
+static LOWERED: LazyLock<Mutex<Lowered>> = LazyLock::new(Mutex::default);
 
 /// The limits of the loaded flow rules, by resource (a resource the loaded rules name has
 /// those only; others have their definition's), and every loaded flow and hotspot rule by

@@ -1,9 +1,15 @@
-//! The dashboard bounds itself inside someone else's process: at most so many connections
-//! (past the cap the oldest idle one is dropped, or the new one refused when none is idle), a
+//! The dashboard bounds itself inside someone else's process: at most so many connections, a
 //! header timeout (a request's head must arrive within it of its first byte), and an idle
 //! timeout (a connection that sends nothing between requests is closed). Without them, idle
 //! sockets to the dashboard used up the process's file descriptors, and the service itself
 //! stopped answering.
+//!
+//! Past the cap, a connection that is not in a request is closed to make room, in this order:
+//! first those that never carried a request with the token, a half-sent request before a
+//! silent one, each the longest waiting first; then the token's own. A slot a stranger can
+//! hold is a lockout: with half-sent requests kept (one byte each, reopened when closed), 70
+//! tokenless connections once held all 64 slots and the user with the token got no answer.
+//! The new connection is refused only when every one is in a request or an event stream.
 //!
 //! The listener hands axum connections wrapped in [`Guarded`], which enforces the deadlines in
 //! its reads and writes; the request handler marks the connection busy while it runs (through
@@ -39,6 +45,8 @@ pub(crate) struct Conn {
     busy: AtomicUsize,
     /// Told to close (it was the oldest idle one past the cap, or the dashboard stopped).
     evict: AtomicBool,
+    /// A request on it carried the token.
+    trusted: AtomicBool,
     times: Mutex<Times>,
     waker: Mutex<Option<Waker>>,
 }
@@ -57,6 +65,7 @@ impl Conn {
             limits,
             busy: AtomicUsize::new(0),
             evict: AtomicBool::new(false),
+            trusted: AtomicBool::new(false),
             times: Mutex::new(Times {
                 idle_since: Instant::now(),
                 head_since: None,
@@ -89,13 +98,25 @@ impl Conn {
         })
     }
 
-    /// Waiting for a request, with no byte of it yet: may be evicted.
-    fn idle_since(&self) -> Option<Instant> {
+    /// A request on this connection carried the token: it is closed to make room only after
+    /// every connection of strangers.
+    pub(crate) fn trust(&self) {
+        self.trusted.store(true, Ordering::Release);
+    }
+
+    /// Not in a request (waiting for one, or part of one sent): may be closed to make room.
+    /// The lower the key, the sooner: strangers' connections first, then a half-sent request
+    /// before a silent connection, then the one waiting longest.
+    fn eviction_key(&self) -> Option<(bool, bool, Instant)> {
         if self.busy.load(Ordering::Acquire) > 0 || self.evict.load(Ordering::Acquire) {
             return None;
         }
         let t = *self.times();
-        t.head_since.is_none().then_some(t.idle_since)
+        let trusted = self.trusted.load(Ordering::Acquire);
+        Some(match t.head_since {
+            Some(head) => (trusted, false, head),
+            None => (trusted, true, t.idle_since),
+        })
     }
 
     fn read_some(&self) {
@@ -128,6 +149,11 @@ impl Busy {
     /// Another mark on the same connection (an event stream outlives its request).
     pub(crate) fn again(&self) -> Busy {
         self.0.busy()
+    }
+
+    /// The request carried the token: see [`Conn::trust`].
+    pub(crate) fn trust(&self) {
+        self.0.trust();
     }
 }
 
@@ -165,9 +191,9 @@ pub(crate) struct Conns {
 }
 
 impl Conns {
-    /// Admits a new connection under the cap; past it, tells the connection idle the longest
-    /// to close and asks the caller to let it (`Evicting`), or refuses the new one when none
-    /// is idle.
+    /// Admits a new connection under the cap; past it, tells the first connection in the
+    /// order of [`Conn::eviction_key`] to close and asks the caller to let it (`Evicting`), or
+    /// refuses the new one when every connection is in a request.
     fn admit(&self, limits: Limits) -> Admit {
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         live.retain(|c| c.strong_count() > 0);
@@ -182,8 +208,8 @@ impl Conns {
         }
         let oldest = open
             .iter()
-            .filter_map(|c| c.idle_since().map(|t| (t, c)))
-            .min_by_key(|(t, _)| *t);
+            .filter_map(|c| c.eviction_key().map(|k| (k, c)))
+            .min_by_key(|(k, _)| *k);
         match oldest {
             Some((_, c)) => {
                 c.close();
@@ -444,6 +470,45 @@ mod tests {
     }
 
     #[test]
+    fn strangers_half_sent_requests_go_first_then_their_silent_ones_then_the_tokens() {
+        let conns = Conns::default();
+        let admit = || match conns.admit(limits(4)) {
+            Admit::Yes(c) => c,
+            _ => panic!("not admitted"),
+        };
+        let trusted = admit();
+        trusted.trust();
+        let silent = admit();
+        let half_old = admit();
+        half_old.read_some();
+        let half_new = admit();
+        half_new.read_some();
+        let evicted = |c: &Arc<Conn>| c.evict.load(Ordering::Acquire);
+        let (mut order, mut newcomers) = (Vec::new(), Vec::new());
+        for (name, conn) in [
+            ("half-sent, older", half_old),
+            ("half-sent, newer", half_new),
+            ("silent", silent),
+            ("the token's", trusted),
+        ] {
+            assert!(matches!(conns.admit(limits(4)), Admit::Evicting));
+            assert!(
+                evicted(&conn),
+                "{name} was not the one closed (closed so far: {order:?})"
+            );
+            order.push(name);
+            drop(conn);
+            // The newcomer takes the place, busy (in its request), so it is never chosen.
+            let newcomer = admit();
+            newcomers.push((newcomer.busy(), newcomer));
+        }
+        assert!(
+            matches!(conns.admit(limits(4)), Admit::No),
+            "all busy: refused"
+        );
+    }
+
+    #[test]
     fn a_head_started_is_due_by_the_header_timeout_and_busy_has_no_deadline() {
         let conn = Arc::new(Conn::new(limits(2)));
         let idle = conn.deadline().unwrap();
@@ -451,8 +516,8 @@ mod tests {
         let head = conn.deadline().unwrap();
         assert!(head < idle, "the header timeout is the shorter");
         assert!(
-            conn.idle_since().is_none(),
-            "a head in progress is not idle"
+            conn.eviction_key().is_some_and(|(_, silent, _)| !silent),
+            "a head in progress is half-sent"
         );
         let busy = conn.busy();
         assert_eq!(conn.deadline(), None);

@@ -22,7 +22,7 @@ use super::fleet_api;
 use super::handle::Stop;
 use super::history::{History, TRACKED};
 use super::load::ProcessLoad;
-use super::rules_api::{self, Editor, Put};
+use super::rules_api::{self, Editor, Format, Put};
 use super::source_api::{self, SharedSource};
 use super::{api, page, Dashboard, DashboardError, DashboardHandle};
 use crate::{clock, metrics};
@@ -242,15 +242,28 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
     // link's fragment); everything else needs the token in a header. A cookie is never
     // enough: cookies are per host, not per port, so every server on this host gets them.
     let public = path == "/" || path.starts_with("/assets/");
-    if !public && !auth::has_token(req.headers(), &shared.token) {
-        return unauthorized();
+    if !public {
+        if !auth::has_token(req.headers(), &shared.token) {
+            return unauthorized();
+        }
+        // Past the connection cap, strangers' connections are closed before this one.
+        if let Some(busy) = busy {
+            busy.trust();
+        }
     }
     let read = method == Method::GET || method == Method::HEAD;
     match path.as_str() {
         "/" if read => html(page::index()),
         "/api/resources" if read => {
             let search = match query_param(req.uri().query(), "search") {
-                Some(q) if q.len() > api::MAX_SEARCH => {
+                Err(()) => {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &json!({ "error": "`search` has a malformed escape (% must be followed \
+                                           by two hex digits of UTF-8)" }),
+                    )
+                }
+                Ok(Some(q)) if q.len() > api::MAX_SEARCH => {
                     return json_response(
                         StatusCode::BAD_REQUEST,
                         &json!({ "error": format!(
@@ -258,8 +271,7 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
                         ) }),
                     )
                 }
-                Some(q) => Some(q),
-                None => None,
+                Ok(q) => q,
             };
             let (rows, total, matched) =
                 api::resources(search.as_deref().filter(|q| !q.is_empty()));
@@ -273,6 +285,26 @@ async fn route(shared: &Shared, req: Request, busy: Option<&Busy>) -> Response<B
         "/api/system" if read => {
             let own = shared.load.asked();
             json_response(StatusCode::OK, &api::system(&shared.bus, own))
+        }
+        "/api/rules" if read && accepts(req.headers(), "yaml") => {
+            let json_too = accepts(req.headers(), "json");
+            let document = match &shared.source {
+                Some(source) => source.document(json_too).await,
+                None => rules_api::document(&shared.editor, json_too),
+            };
+            match document {
+                Ok((bytes, format, tag)) => {
+                    let mut res = Response::builder()
+                        .header(header::CONTENT_TYPE, format.content_type())
+                        .body(Body::from(bytes))
+                        .unwrap_or_default();
+                    if let Ok(tag) = HeaderValue::from_str(&tag) {
+                        res.headers_mut().insert(header::ETAG, tag);
+                    }
+                    res
+                }
+                Err(e) => json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({ "error": e })),
+            }
         }
         "/api/rules" if read => {
             let (status, body, tag) = match &shared.source {
@@ -328,11 +360,11 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
         .get(header::IF_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let yaml = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.contains("yaml"));
+    let format = Format::of_content_type(
+        req.headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
     let timeout = shared.limits.header_timeout;
     let body = match tokio::time::timeout(timeout, to_bytes(req.into_body(), MAX_BODY)).await {
         Ok(Ok(bytes)) => bytes,
@@ -356,15 +388,41 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
         );
     };
     let put = match &shared.source {
-        Some(source) => source.put(if_match, body.to_owned(), yaml).await,
-        None => shared.editor.put(if_match.as_deref(), body, yaml),
+        Some(source) => source.put(if_match, body.to_owned(), format).await,
+        None => shared.editor.put(if_match.as_deref(), body, format),
     };
     match put {
-        Put::Applied(tag) => {
+        Put::Applied(tag, written) => {
             shared
                 .bus
-                .send(json!({ "type": "rules_saved", "etag": tag }));
-            let mut res = json_response(StatusCode::OK, &json!({ "applied": true, "etag": tag }));
+                .send(json!({ "type": "rules_saved", "etag": tag, "applied": true }));
+            let mut res = json_response(
+                StatusCode::OK,
+                &json!({ "applied": true, "written": written, "etag": tag }),
+            );
+            if let Ok(tag) = HeaderValue::from_str(&tag) {
+                res.headers_mut().insert(header::ETAG, tag);
+            }
+            res
+        }
+        Put::Written(tag) => {
+            shared
+                .bus
+                .send(json!({ "type": "rules_saved", "etag": tag, "applied": false }));
+            let mut res = json_response(
+                StatusCode::OK,
+                &json!({
+                    "applied": false,
+                    "written": true,
+                    "etag": tag,
+                    "message": format!(
+                        "written to the rule source: every instance watching it applies it; not \
+                         in force in this process within {} s (it does not watch the source, \
+                         or has not read it yet)",
+                        rules_api::IN_FORCE_WAIT.as_secs()
+                    ),
+                }),
+            );
             if let Ok(tag) = HeaderValue::from_str(&tag) {
                 res.headers_mut().insert(header::ETAG, tag);
             }
@@ -406,6 +464,16 @@ async fn put_rules(shared: &Shared, req: Request) -> Response<Body> {
             &source_api::unavailable_json(&why),
         ),
     }
+}
+
+/// Whether the `Accept` header names a media type containing `what` (`yaml`: a `GET
+/// /api/rules` asks for the stored document as it is written, rather than the rules as JSON).
+fn accepts(headers: &axum::http::HeaderMap, what: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains(what))
 }
 
 /// `GET /api/events`: every event of the bus from now on, until the client leaves or the
@@ -482,21 +550,36 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The percent-decoded value of the query parameter `name` (`+` is a space), if given.
-fn query_param(query: Option<&str>, name: &str) -> Option<String> {
-    let raw = query?
+/// The percent-decoded value of the query parameter `name` (`+` is a space), if given (its
+/// name compared decoded); `Err` if its value has a malformed escape.
+fn query_param(query: Option<&str>, name: &str) -> Result<Option<String>, ()> {
+    let Some(query) = query else {
+        return Ok(None);
+    };
+    let found = query
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == name)?
-        .1;
-    percent_decode(&raw.replace('+', " "))
+        .find(|(k, _)| {
+            *k == name || percent_decode(&k.replace('+', " ")).is_some_and(|k| k == name)
+        });
+    match found {
+        None => Ok(None),
+        Some((_, raw)) => percent_decode(&raw.replace('+', " ")).map(Some).ok_or(()),
+    }
 }
 
-/// Whether a query string has a `token` parameter.
+/// Whether a query string has a `token` parameter, however spelled: any case, and escaped
+/// (`?TOKEN=`, `?%74oken=`). A name with a malformed escape is compared as it is written.
 fn has_token_param(query: Option<&str>) -> bool {
     query.is_some_and(|q| {
-        q.split('&')
-            .any(|kv| kv.split_once('=').map_or(kv, |(k, _)| k) == "token")
+        q.split('&').any(|kv| {
+            let key = kv.split_once('=').map_or(kv, |(k, _)| k);
+            let decoded = percent_decode(&key.replace('+', " "));
+            decoded
+                .as_deref()
+                .unwrap_or(key)
+                .eq_ignore_ascii_case("token")
+        })
     })
 }
 
@@ -563,7 +646,11 @@ mod tests {
     fn a_token_in_the_query_is_seen() {
         assert!(has_token_param(Some("a=1&token=xyz")));
         assert!(has_token_param(Some("token")));
+        assert!(has_token_param(Some("TOKEN=x")));
+        assert!(has_token_param(Some("b=2&%74oken=x")));
+        assert!(has_token_param(Some("%54%6f%4B%65%6E")));
         assert!(!has_token_param(Some("tokens=1")));
+        assert!(!has_token_param(Some("%74oken%zz=1")));
         assert!(!has_token_param(None));
     }
 }

@@ -1,5 +1,6 @@
 //! The dashboard's settings: the builder [`Dashboard`], checked by `start`.
 
+use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,7 +20,10 @@ pub const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALH
 /// assert!(dash.url().ends_with("/#token=my-own-token"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
+///
+/// Its `Debug` form shows `token: "…"` in place of the token (builders end up in logs and
+/// panic messages).
+#[derive(Clone)]
 pub struct Dashboard {
     pub(super) addr: SocketAddr,
     pub(super) token: Option<String>,
@@ -38,9 +42,35 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 /// The default cap on open event streams ([`Dashboard::max_event_streams`]).
 pub const DEFAULT_MAX_EVENT_STREAMS: usize = 16;
 /// The default header timeout ([`Dashboard::header_timeout`]).
-pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The default idle timeout ([`Dashboard::idle_timeout`]).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl fmt::Debug for Dashboard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dashboard")
+            .field("addr", &self.addr)
+            .field("token", &Hidden(self.token.is_some()))
+            .field("rules_file", &self.rules_file)
+            .field("rules_source", &self.rules_source)
+            .field("allow_remote", &self.allow_remote)
+            .field("hosts", &self.hosts)
+            .field("max_connections", &self.max_connections)
+            .field("max_event_streams", &self.max_event_streams)
+            .field("header_timeout", &self.header_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+/// A token in a `Debug` form: `"…"` if there is one, else `None`.
+struct Hidden(bool);
+
+impl fmt::Debug for Hidden {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0 { "\"…\"" } else { "None" })
+    }
+}
 
 impl Default for Dashboard {
     fn default() -> Self {
@@ -101,7 +131,9 @@ impl Dashboard {
     /// `ETag`; a `PUT` writes through the source's compare-and-set (a stale `If-Match` is
     /// `409`, and nothing is written); while the source holds no document yet, `GET` shows
     /// the rules in force with the `ETag` `"v0"`, and the first edit creates the document. The
-    /// dashboard does not watch the source itself: watch it with `watch_source`. Not with
+    /// dashboard does not watch the source itself: watch it with `watch_source`. A `PUT`
+    /// answers `"applied": true` only once the rules written are in force in this process
+    /// (it waits up to 2 s for its watcher); else `"applied": false, "written": true`. Not with
     /// [`rules_file`](Self::rules_file) ([`start`](Self::start) refuses both).
     ///
     /// ```no_run
@@ -138,8 +170,10 @@ impl Dashboard {
 
     /// The most connections open at once (default [`DEFAULT_MAX_CONNECTIONS`], 64): the
     /// dashboard runs inside the service's process and must not use up its file descriptors.
-    /// Past the cap, the connection idle the longest is closed to make room; when none is
-    /// idle (every one is in a request or an event stream), the new connection is closed.
+    /// Past the cap, a connection not in a request is closed to make room: first those that
+    /// never sent a request with the token (a half-sent request before a silent connection,
+    /// the longest waiting first), then the token's own; when every one is in a request or an
+    /// event stream, the new connection is closed.
     /// At least 2, and more than [`max_event_streams`](Self::max_event_streams).
     pub fn max_connections(mut self, n: usize) -> Dashboard {
         self.max_connections = n;
@@ -157,8 +191,9 @@ impl Dashboard {
     }
 
     /// How long a request may take to arrive, from its first byte to the end of its headers,
-    /// and a `PUT`'s body after them (default [`DEFAULT_HEADER_TIMEOUT`], 10 s); a connection
-    /// past it is closed. Between 1 ms and 10 minutes.
+    /// and a `PUT`'s body after them (default [`DEFAULT_HEADER_TIMEOUT`], 5 s); a connection
+    /// past it is closed. Between 1 ms and 10 minutes. A half-sent request is also the first
+    /// kind of connection closed to make room past [`max_connections`](Self::max_connections).
     pub fn header_timeout(mut self, timeout: Duration) -> Dashboard {
         self.header_timeout = timeout;
         self

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
-use super::rules_api::Put;
+use super::rules_api::{self, Format, Put};
 use crate::manager::set;
 use crate::rules::source::{parse_text, DocumentFormat, Read, RuleSource, SourceError};
 
@@ -73,33 +73,69 @@ impl SharedSource {
         }
     }
 
-    /// `PUT /api/rules`: checks `body` (YAML if `yaml`, else JSON), then writes it through the
-    /// source if its version is still the one `if_match` names.
-    pub(crate) async fn put(&self, if_match: Option<String>, body: String, yaml: bool) -> Put {
+    /// `GET /api/rules` asking for the document (`Accept: application/yaml`): the source's
+    /// document byte for byte, its format and its version; with no document yet, the rules in
+    /// force (JSON if `json_too`, else YAML) and `"v0"`. `Err`: the source cannot be read.
+    pub(crate) async fn document(
+        &self,
+        json_too: bool,
+    ) -> Result<(Vec<u8>, Format, String), String> {
         let source = self.clone();
-        tokio::task::spawn_blocking(move || source.put_blocking(if_match.as_deref(), &body, yaml))
+        tokio::task::spawn_blocking(move || {
+            let mut source = source.0.lock().unwrap_or_else(PoisonError::into_inner);
+            match source.read(None) {
+                Ok(Read::Document(doc)) => {
+                    Ok((doc.bytes, Format::of_document(doc.format), tag(doc.version)))
+                }
+                Ok(Read::Missing | Read::Unchanged) => {
+                    rules_api::in_force(json_too).map(|(bytes, format)| (bytes, format, tag(0)))
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()))
+    }
+
+    /// `PUT /api/rules`: checks that `if_match` names the source's version, then checks `body`
+    /// (in `format`), then writes it through the source if its version is still that one;
+    /// then waits (at most [`IN_FORCE_WAIT`](super::rules_api::IN_FORCE_WAIT)) for its rules
+    /// to be in force in this process.
+    pub(crate) async fn put(&self, if_match: Option<String>, body: String, format: Format) -> Put {
+        let source = self.clone();
+        tokio::task::spawn_blocking(move || source.put_blocking(if_match.as_deref(), &body, format))
             .await
             .unwrap_or_else(|e| Put::Unavailable(e.to_string()))
     }
 
-    fn put_blocking(&self, if_match: Option<&str>, body: &str, yaml: bool) -> Put {
-        // `*` ("whatever is there") would skip the check that keeps two editors from
-        // overwriting each other: a version is required.
-        let Some(if_match) = if_match.map(str::trim).filter(|v| *v != "*") else {
+    fn put_blocking(&self, if_match: Option<&str>, body: &str, format: Format) -> Put {
+        let Some(if_match) = rules_api::version_named(if_match) else {
             return Put::NoVersion;
         };
-        let format = if yaml {
-            DocumentFormat::Yaml
-        } else {
-            DocumentFormat::Json
+        // The version first: a stale edit costs a read of the version, never a parse. (The
+        // write below is a compare-and-set: a write between this read and it is a conflict.)
+        let read = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .read(version_of(if_match));
+        let current = match read {
+            Ok(Read::Unchanged) => version_of(if_match).unwrap_or(0),
+            Ok(Read::Document(doc)) => doc.version,
+            Ok(Read::Missing) => 0,
+            Err(e) => return Put::Unavailable(e.to_string()),
         };
-        let set = match parse_text(body, format) {
+        // A tag that is no version of this source (from before it was set) is stale.
+        let Some(expected) = version_of(if_match).filter(|v| *v == current) else {
+            return Put::Stale(tag(current));
+        };
+        let set = match parse_text(body, format.document()) {
             Ok(set) => set,
             Err(e) => return Put::Refused(e),
         };
         // The source tells JSON from YAML by the first character: a body it would misread is
         // written as the set's JSON.
-        let text = if DocumentFormat::sniff(body.as_bytes()) == format {
+        let text = if DocumentFormat::sniff(body.as_bytes()) == format.document() {
             Cow::Borrowed(body)
         } else {
             match set.to_json() {
@@ -107,23 +143,23 @@ impl SharedSource {
                 Err(e) => return Put::Refused(e),
             }
         };
-        let mut source = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(expected) = version_of(if_match) else {
-            // Not a version of this source (a tag from before it was set): stale.
-            return match source.read(None) {
-                Ok(Read::Document(doc)) => Put::Stale(tag(doc.version)),
-                Ok(_) => Put::Stale(tag(0)),
-                Err(e) => Put::Unavailable(e.to_string()),
-            };
-        };
-        match source.put(&text, Some(expected)) {
-            Ok(version) => Put::Applied(tag(version)),
-            Err(SourceError::Conflict { current, .. }) => Put::Stale(tag(current)),
-            Err(SourceError::Invalid(e)) => Put::Refused(e),
+        let source = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let written = match source.put(&text, Some(expected)) {
+            Ok(version) => tag(version),
+            Err(SourceError::Conflict { current, .. }) => return Put::Stale(tag(current)),
+            Err(SourceError::Invalid(e)) => return Put::Refused(e),
             Err(SourceError::ReadOnly) => {
-                Put::CannotSave("the dashboard's rule source cannot be written".into())
+                return Put::CannotSave("the dashboard's rule source cannot be written".into())
             }
-            Err(e) => Put::Unavailable(e.to_string()),
+            Err(e) => return Put::Unavailable(e.to_string()),
+        };
+        drop(source);
+        // Written: every instance watching the source applies it. Applied here only once this
+        // process has it in force (it watches the source, and has read the new version).
+        if rules_api::in_force_within(&set, rules_api::IN_FORCE_WAIT) {
+            Put::Applied(written, true)
+        } else {
+            Put::Written(written)
         }
     }
 }

@@ -39,6 +39,7 @@ pub use crate::manager::{set_unmatched_grace, unmatched, DEFAULT_UNMATCHED_GRACE
 /// a hotspot rule's `param_index` is below it.
 pub use crate::param::MAX_PARAMS;
 pub use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
+pub use crate::rule_data::resource::MAX_RESOURCE_NAME_BYTES;
 #[cfg(feature = "rule-files")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rule-files")))]
 pub use files::load_file;

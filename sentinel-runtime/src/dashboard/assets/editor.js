@@ -69,13 +69,26 @@ window.sentinelEditor = function (api) {
     p.textContent = marked.length ? "shadow (counted, never enforced): " + marked.join(", ") : "";
   }
 
+  // The document as it is stored (the rules file, or the rule source's document: YAML with
+  // its comments, JSON or TOML), in its own format; the rules in force as JSON when nothing is
+  // stored. The rules as JSON are read beside it to mark the shadow rules.
   function fetchRules() {
-    return api("/api/rules").then(function (r) {
+    api("/api/rules").then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (b) { if (b) markShadow(b); }).catch(function () {});
+    return api("/api/rules", { headers: { "Accept": "application/yaml, application/json;q=0.5" } }).then(function (r) {
       var tag = r.headers.get("etag");
-      return r.json().then(function (b) {
-        if (!r.ok) throw new Error(b.error || ("HTTP " + r.status));
-        markShadow(b);
-        return { etag: tag, text: JSON.stringify(b, null, 2) };
+      var type = (r.headers.get("content-type") || "application/json").split(";")[0];
+      return r.text().then(function (text) {
+        if (!r.ok) {
+          var why;
+          try { why = JSON.parse(text).error; } catch (e) { why = null; }
+          throw new Error(why || ("HTTP " + r.status));
+        }
+        if (type === "application/json") {
+          // Shown laid out when it is the rules in force (no document with comments stored).
+          try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* as stored */ }
+        }
+        return { etag: tag, text: text, type: type };
       });
     });
   }
@@ -97,18 +110,21 @@ window.sentinelEditor = function (api) {
 
   function put(etag) {
     var text = $("rules-text").value;
+    // Saved in the format it is shown in: a YAML document stays YAML, comments and all.
+    var type = st.base ? st.base.type : "application/json";
     return api("/api/rules", {
       method: "PUT",
-      headers: { "Content-Type": "application/json", "If-Match": etag || "" },
+      headers: { "Content-Type": type, "If-Match": etag || "" },
       body: text
     }).then(function (r) {
       return r.json().then(function (b) { return [r.status, b]; });
     }).then(function (res) {
       var code = res[0], b = res[1];
       if (code === 200) {
-        st.base = { etag: b.etag, text: text }; st.newer = null;
+        st.base = { etag: b.etag, text: text, type: type }; st.newer = null;
         showNewer("");
-        status("saved and applied", false);
+        if (b.applied) status("saved and applied", false);
+        else status("written to the rule source, not in force in this process yet: " + (b.message || ""), false);
       } else if (code === 422) {
         status("refused, nothing changed:\n" + b.problems.map(function (p) {
           return (p.kind ? p.kind + "[" + p.index + "]" : "") + (p.field ? " field `" + p.field + "`" : "") + ": " + p.message;

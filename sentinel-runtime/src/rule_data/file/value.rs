@@ -4,7 +4,14 @@
 //! A file is first parsed into values (syntax errors come from the format's parser, with their
 //! line and column); each rule is then read from its value on its own, so every bad rule is
 //! reported, not just the first, and each rule can be read with our names or Sentinel's.
+//!
+//! A document is read into values within a [`Budget`] on what it expands to: YAML's aliases
+//! repeat a value without repeating its text (245 KB of YAML aliasing one 100 KiB name 4 000
+//! times is 400 MB of names), so the bytes of the text bound nothing. The budget counts every
+//! value as it is made (an alias's values each time the alias is read) and refuses the
+//! document the moment it is spent, before the value is copied.
 
+use std::cell::Cell;
 use std::fmt;
 use std::vec;
 
@@ -61,15 +68,80 @@ impl Value {
     }
 }
 
+/// A value read on its own (not as part of a document) has a [`Budget`] of its own.
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(ValueVisitor)
+        Budgeted(&Budget::new()).deserialize(deserializer)
     }
 }
 
-struct ValueVisitor;
+/// The most a rule document may expand to once read (aliases resolved): 16 MiB, counted as
+/// 32 bytes per value (map, list, key or scalar) plus the bytes of its text. Rules as people
+/// write them count a few times their text's bytes (a list of empty rules, `[{}, {}, ...]`,
+/// counts the most: about 11 times), so such documents of up to 1 MiB (the most a `PUT` or a
+/// rule source takes) are within it; what is read within it takes a few dozen MiB at most.
+pub const MAX_EXPANDED_BYTES: usize = 16 << 20;
 
-impl<'de> Visitor<'de> for ValueVisitor {
+/// What each value counts against the budget besides its text: about what it takes in memory
+/// (a value, or a key and its value's place in a map).
+pub(crate) const NODE_COST: usize = 32;
+
+/// How much more a document may expand to; spent as its values are read.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    left: Cell<usize>,
+}
+
+impl Budget {
+    /// A budget of [`MAX_EXPANDED_BYTES`].
+    pub(crate) fn new() -> Budget {
+        Budget::of(MAX_EXPANDED_BYTES)
+    }
+
+    pub(crate) fn of(bytes: usize) -> Budget {
+        Budget {
+            left: Cell::new(bytes),
+        }
+    }
+
+    /// Spends one value of `text` bytes, or refuses the document once the budget is spent.
+    fn spend<E: de::Error>(&self, text: usize) -> Result<(), E> {
+        let cost = NODE_COST.saturating_add(text);
+        match self.left.get().checked_sub(cost) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.left.set(0);
+                Err(E::custom(format_args!(
+                    "the document expands to more than {} MiB once read (each value counts {} \
+                     bytes plus its text, and a YAML alias counts its value again each time it \
+                     is used): refused, nothing read; a rule document needs far less",
+                    MAX_EXPANDED_BYTES >> 20,
+                    NODE_COST,
+                )))
+            }
+        }
+    }
+}
+
+/// Reads a [`Value`] within a [`Budget`]: each value is counted before it is made.
+#[derive(Clone, Copy)]
+pub(crate) struct Budgeted<'a>(pub(crate) &'a Budget);
+
+impl<'de> DeserializeSeed<'de> for Budgeted<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(BudgetedVisitor(self.0))
+    }
+}
+
+/// Makes a [`Value`] of whatever the deserializer has, spending the budget first.
+struct BudgetedVisitor<'a>(&'a Budget);
+
+impl<'de> Visitor<'de> for BudgetedVisitor<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -77,83 +149,100 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        self.0.spend(0)?;
         Ok(Value::Bool(v))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        self.0.spend(0)?;
         Ok(Value::I64(v))
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        self.0.spend(0)?;
         Ok(Value::U64(v))
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        self.0.spend(0)?;
         Ok(Value::F64(v))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        self.0.spend(v.len())?;
         Ok(Value::Str(v.to_owned()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        self.0.spend(v.len())?;
         Ok(Value::Str(v))
     }
 
     fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        self.0.spend(0)?;
         Ok(Value::Null)
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        self.0.spend(0)?;
         Ok(Value::Null)
     }
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        Value::deserialize(d)
+        Budgeted(self.0).deserialize(d)
     }
 
     fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        Value::deserialize(d)
+        Budgeted(self.0).deserialize(d)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.0.spend(0)?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        while let Some(item) = seq.next_element()? {
+        while let Some(item) = seq.next_element_seed(Budgeted(self.0))? {
             items.push(item);
         }
         Ok(Value::Seq(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.0.spend(0)?;
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1024));
-        while let Some(key) = map.next_key::<Key>()? {
-            entries.push((key.0, map.next_value()?));
+        while let Some(key) = map.next_key_seed(BudgetedKey(self.0))? {
+            entries.push((key.0, map.next_value_seed(Budgeted(self.0))?));
         }
         Ok(Value::Map(entries))
     }
 }
 
-/// A map key: a string (keys of other types are refused).
-struct Key(String);
+/// A map key within a [`Budget`].
+struct BudgetedKey<'a>(&'a Budget);
 
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
+impl<'de> DeserializeSeed<'de> for BudgetedKey<'_> {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        struct KeyVisitor<'a>(&'a Budget);
+        impl Visitor<'_> for KeyVisitor<'_> {
             type Value = Key;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string key")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                self.0.spend(v.len())?;
                 Ok(Key(v.to_owned()))
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<Key, E> {
+                self.0.spend(v.len())?;
                 Ok(Key(v))
             }
         }
-        d.deserialize_string(KeyVisitor)
+        d.deserialize_string(KeyVisitor(self.0))
     }
 }
+
+/// A map key: a string (keys of other types are refused).
+struct Key(String);
 
 /// Why a rule could not be read from its value: the field's path in the rule and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]

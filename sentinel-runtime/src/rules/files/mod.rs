@@ -17,6 +17,7 @@ pub(crate) mod report;
 pub(crate) mod text;
 pub(crate) mod watch;
 
+pub use crate::rule_data::file::value::MAX_EXPANDED_BYTES;
 pub use load::load_file;
 
 #[cfg(test)]

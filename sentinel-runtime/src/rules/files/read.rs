@@ -12,7 +12,7 @@ use crate::kinds::table::kinds_table;
 use crate::manager::set;
 use crate::manager::set::{RuleSet, RuleSetErrorEntry};
 use crate::rule_data::file::reader::Reader;
-use crate::rule_data::file::value::{Value, ValueError};
+use crate::rule_data::file::value::{Budget, Budgeted, Value, ValueError};
 
 /// A kind of rule a file can hold: its name in errors and its keys in files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,13 +99,15 @@ fn rule_list<E: de::Error>(value: Value) -> Result<Vec<Value>, E> {
 }
 
 /// Reads the map of kinds: each key one kind's (by its name or Sentinel's), at most once.
+/// The whole document is read within one [`Budget`] on what it expands to.
 fn raw_fields<'de, A: MapAccess<'de>>(mut map: A) -> Result<RawFields, A::Error> {
     let mut lists: Vec<Option<Vec<Value>>> = KINDS.iter().map(|_| None).collect();
+    let budget = Budget::new();
     while let Some(at) = map.next_key_seed(KindKey)? {
         if lists[at].is_some() {
             return Err(de::Error::duplicate_field(KINDS[at].name));
         }
-        lists[at] = Some(rule_list(map.next_value::<Value>()?)?);
+        lists[at] = Some(rule_list(map.next_value_seed(Budgeted(&budget))?)?);
     }
     Ok(RawFields { lists })
 }
@@ -202,9 +204,10 @@ pub(super) struct Problem {
     pub(super) entry: RuleSetErrorEntry,
 }
 
+/// The resource a rule names, as errors show it (a name too long, cut).
 fn resource_of(value: &Value) -> Option<String> {
     match value.get("resource") {
-        Some(Value::Str(s)) => Some(s.clone()),
+        Some(Value::Str(s)) => Some(crate::rule_data::resource::shown(s)),
         _ => None,
     }
 }

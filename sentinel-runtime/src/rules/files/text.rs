@@ -9,6 +9,7 @@ use super::locate::{self, Located, Pos};
 use super::read::Problem;
 use super::read::{read_rules, RawDoc, EMPTY};
 use crate::manager::set::{RuleSet, RuleSetError, RuleSetErrorEntry};
+use crate::rule_data::file::value::MAX_EXPANDED_BYTES;
 
 /// Parses and checks a rule file's text.
 pub(crate) fn parse(text: &str, format: Format) -> Result<RuleSet, RuleSetError> {
@@ -89,6 +90,14 @@ fn located_error(text: &str, format: Format, problems: Vec<Problem>) -> RuleSetE
 fn syntax_error(mut message: String, location: Option<(usize, usize)>) -> RuleSetError {
     if let Some(hint) = super::read::duplicate_hint(&message) {
         message.push_str(&hint);
+    }
+    // The YAML parser's own bound on aliases, met before the budget by aliases of aliases.
+    if message.starts_with("repetition limit exceeded") {
+        message.push_str(&format!(
+            ": the document's aliases repeat its values too many times (aliases of aliases); \
+             refused, as a document that expands to more than {} MiB once read is",
+            MAX_EXPANDED_BYTES >> 20
+        ));
     }
     RuleSetError::new(vec![RuleSetErrorEntry::whole(message).at(location)])
 }
