@@ -90,11 +90,19 @@ fn etcd_rules_reach_two_watchers_by_the_watch_a_stale_put_conflicts_and_bad_docu
         ));
 
         // The key is empty: the watchers start, load nothing, and the rules in force stay.
+        // Never silently: each watcher's status says the key holds no document, naming it.
         rules::load_flow_rules(flow("etcd-local", 5)).expect("local rules");
         let (a, b) = two_watchers(&source);
-        let statuses = wait_all(&[&a, &b], "the watches", APPLIED_WITHIN, |s| !s.polling);
+        let statuses = wait_all(&[&a, &b], "the watches", APPLIED_WITHIN, |s| {
+            !s.polling && s.last_error.is_some()
+        });
         for s in &statuses {
-            assert_eq!((s.version, s.loads, &s.last_error), (0, 0, &None), "{s:?}");
+            assert_eq!((s.version, s.loads), (0, 0), "{s:?}");
+            let said = s.last_error.as_ref().map(ToString::to_string).unwrap_or_default();
+            assert!(
+                said.contains(KEY) && said.contains("no rule document"),
+                "{said}"
+            );
         }
         assert_eq!(rules::flow_rules(), flow("etcd-local", 5));
         assert_eq!(source.get(), Ok(None));
