@@ -287,6 +287,28 @@ impl<A: AtomicWord> QpsRing<A> {
         None
     }
 
+    /// The passes counted in the window at `now` (the bucket of `now`, or the head if later,
+    /// and the `span` before it), and when the oldest of them leave it (`None`: the window holds
+    /// none). Read without the protocol's care, as [`fits_again_in`](Self::fits_again_in): for
+    /// the RateLimit header of a call just checked, whose check read the same words.
+    pub(crate) fn window_at(&self, now: u64) -> (u64, Option<u64>) {
+        let head = self.head.head.load(SeqCst);
+        let newest = head.max(self.period(now));
+        let mut total = 0;
+        let mut leaves = None;
+        for q in newest.saturating_sub(self.span)..=newest {
+            let word = self.slot(q).load(SeqCst);
+            if q <= head && tag(word) == tag_of(q) && value(word) > 0 {
+                total += value(word);
+                leaves = leaves.or(Some(end_of(
+                    q.saturating_add(self.span),
+                    self.bucket.divisor(),
+                )));
+            }
+        }
+        (total, leaves)
+    }
+
     /// Takes `count` back out of the bucket of `period`, if it still belongs to that period (a
     /// move of the head already dropped it otherwise).
     pub(crate) fn rollback(&self, period: u64, count: u64) {

@@ -99,6 +99,8 @@ mod config;
 mod layer;
 mod naming;
 mod params;
+mod problem;
+mod ratelimit;
 mod response;
 mod service;
 #[cfg(test)]
