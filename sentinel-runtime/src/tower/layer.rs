@@ -285,8 +285,8 @@ impl SentinelLayer {
     /// each process) that never shows the value, and `r` counts that value's calls. Items are
     /// named by kind and place (`"flow-1"`, `"hotspot-1"`): nothing of the rule's resource,
     /// route or parameter. A resource without such a rule sends neither field; neither does a
-    /// response that has them already (a custom [`on_block`](Self::on_block) may write its
-    /// own).
+    /// response that has a `RateLimit` field already (the inner service's, or a custom
+    /// [`on_block`](Self::on_block)'s own).
     ///
     /// The counts are read right after the request's check, from what the check read and
     /// wrote; the requests of such a layer take its general path (BENCHMARKS.md has the cost).

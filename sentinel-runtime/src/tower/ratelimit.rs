@@ -18,7 +18,6 @@
 //!
 //! [`SentinelLayer::rate_limit_headers`]: super::SentinelLayer::rate_limit_headers
 
-use std::fmt::Write;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
@@ -43,12 +42,32 @@ pub(super) struct Quotas {
     pub(super) exhausted: Vec<String>,
 }
 
+/// A policy's name: its kind of rule and its place among that kind's rules (from 1).
+#[derive(Clone, Copy)]
+struct Name(&'static str, usize);
+
+impl Name {
+    fn write_to(self, out: &mut Field) {
+        // Ours: letters, digits and `-`, a valid sf-string as they are.
+        out.push(b"\"");
+        out.push(self.0.as_bytes());
+        out.push(b"-");
+        out.push_u64(self.1 as u64);
+        out.push(b"\"");
+    }
+
+    fn text(self) -> String {
+        format!("{}-{}", self.0, self.1)
+    }
+}
+
 /// One rule's quota for one request.
+#[derive(Clone, Copy)]
 struct Item {
-    name: String,
+    name: Name,
     quota: u64,
     window_secs: u64,
-    /// The partition key: a hotspot value's keyed hash.
+    /// The partition key: a hotspot value's hash.
     key: Option<u64>,
     remaining: u64,
     /// Seconds until more of the quota comes back.
@@ -65,18 +84,11 @@ pub(super) fn read(
     now: u64,
     retry_after: Option<u64>,
 ) -> Option<Box<Quotas>> {
-    let mut items = node.with_chain(|chain| items(&chain, hashes, now))?;
-    if let Some(cap) = retry_after {
-        for item in &mut items {
-            item.reset_secs = item.reset_secs.min(cap);
-        }
-    }
-    write(&items)
+    node.with_chain(|chain| write(&chain, hashes, now, retry_after))
 }
 
-/// The items of the chain's quota rules.
-fn items(chain: &Chain, hashes: &[u64], now: u64) -> Option<Vec<Item>> {
-    let mut items = Vec::new();
+/// Calls `f` with the item of each of the chain's quota rules, in order.
+fn items(chain: &Chain, hashes: &[u64], now: u64, mut f: impl FnMut(Item)) {
     for (i, gate) in chain.flow.gates.iter().enumerate() {
         let Some(gate) = gate.as_qps() else {
             continue;
@@ -86,8 +98,8 @@ fn items(chain: &Chain, hashes: &[u64], now: u64) -> Option<Vec<Item>> {
         else {
             continue;
         };
-        items.push(Item {
-            name: format!("flow-{}", i + 1),
+        f(Item {
+            name: Name("flow", i + 1),
             quota: limit,
             window_secs,
             key: None,
@@ -95,13 +107,16 @@ fn items(chain: &Chain, hashes: &[u64], now: u64) -> Option<Vec<Item>> {
             reset_secs: leaves.map_or(0, |at| secs_up(at.saturating_sub(now))),
         });
     }
+    if chain.hotspot.is_empty() {
+        return;
+    }
     let params = Params::of(hashes);
     for (i, gate) in chain.hotspot.iter().enumerate() {
         let Some(q) = gate.quota_of(&params, now) else {
             continue;
         };
-        items.push(Item {
-            name: format!("hotspot-{}", i + 1),
+        f(Item {
+            name: Name("hotspot", i + 1),
             quota: q.quota,
             window_secs: q.window_secs,
             key: Some(q.key),
@@ -109,7 +124,6 @@ fn items(chain: &Chain, hashes: &[u64], now: u64) -> Option<Vec<Item>> {
             reset_secs: secs_up(q.next_in),
         });
     }
-    (!items.is_empty()).then_some(items)
 }
 
 /// A window in milliseconds as whole seconds, if it is some.
@@ -122,54 +136,125 @@ fn secs_up(nanos: u64) -> u64 {
     nanos.div_ceil(1_000_000_000)
 }
 
-/// The fields of `items` (not empty).
-fn write(items: &[Item]) -> Option<Box<Quotas>> {
-    let mut policy = String::with_capacity(32 * items.len());
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            policy.push_str(", ");
+/// The fields of the chain's quota rules (`None`: it has none), written in one pass: the
+/// policy item by item, the least left kept for `RateLimit`.
+fn write(chain: &Chain, hashes: &[u64], now: u64, retry_after: Option<u64>) -> Option<Box<Quotas>> {
+    let mut policy = Field::new();
+    let mut least: Option<Item> = None;
+    let mut exhausted = Vec::new();
+    items(chain, hashes, now, |mut item| {
+        if let Some(cap) = retry_after {
+            item.reset_secs = item.reset_secs.min(cap);
         }
-        // Names are ours: letters, digits and `-`, a valid sf-string as they are.
-        let _ = write!(
-            policy,
-            "\"{}\";q={};w={}",
-            item.name, item.quota, item.window_secs
-        );
+        if !policy.is_empty() {
+            policy.push(b", ");
+        }
+        item.name.write_to(&mut policy);
+        policy.push(b";q=");
+        policy.push_u64(item.quota);
+        policy.push(b";w=");
+        policy.push_u64(item.window_secs);
         if let Some(key) = item.key {
-            policy.push_str(";pk=:");
-            base64(&partition_key(key), &mut policy);
-            policy.push(':');
+            policy.push_key(key);
         }
-    }
-    // The least left; the first on a tie.
-    let least = items.iter().min_by_key(|item| item.remaining)?;
-    let mut limit = String::with_capacity(32);
-    let _ = write!(
-        limit,
-        "\"{}\";r={};t={}",
-        least.name, least.remaining, least.reset_secs
-    );
+        if item.remaining == 0 {
+            exhausted.push(item.name.text());
+        }
+        // The least left; the first on a tie.
+        if least.is_none_or(|l| item.remaining < l.remaining) {
+            least = Some(item);
+        }
+    });
+    let least = least?;
+    let mut limit = Field::new();
+    least.name.write_to(&mut limit);
+    limit.push(b";r=");
+    limit.push_u64(least.remaining);
+    limit.push(b";t=");
+    limit.push_u64(least.reset_secs);
     if let Some(key) = least.key {
-        limit.push_str(";pk=:");
-        base64(&partition_key(key), &mut limit);
-        limit.push(':');
+        limit.push_key(key);
     }
     Some(Box::new(Quotas {
-        policy: HeaderValue::try_from(policy).ok()?,
-        limit: HeaderValue::try_from(limit).ok()?,
-        exhausted: items
-            .iter()
-            .filter(|item| item.remaining == 0)
-            .map(|item| item.name.clone())
-            .collect(),
+        policy: HeaderValue::from_bytes(policy.bytes()).ok()?,
+        limit: HeaderValue::from_bytes(limit.bytes()).ok()?,
+        exhausted,
     }))
 }
 
+/// A field's value being written: on the stack while it fits (the common field, one or two
+/// items), then on the heap; copied once into its `HeaderValue`.
+struct Field {
+    stack: [u8; 128],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl Field {
+    fn new() -> Field {
+        Field {
+            stack: [0; 128],
+            len: 0,
+            heap: Vec::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0 && self.heap.is_empty()
+    }
+
+    #[inline]
+    fn push(&mut self, bytes: &[u8]) {
+        if self.heap.is_empty() {
+            if let Some(room) = self.stack.get_mut(self.len..self.len + bytes.len()) {
+                room.copy_from_slice(bytes);
+                self.len += bytes.len();
+                return;
+            }
+            self.heap.extend_from_slice(&self.stack[..self.len]);
+        }
+        self.heap.extend_from_slice(bytes);
+    }
+
+    /// Writes `n` in decimal (an sf-integer).
+    #[inline]
+    fn push_u64(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[at..]);
+    }
+
+    /// Writes `;pk=` and the partition key of the value `value_hash` (a Byte Sequence).
+    fn push_key(&mut self, value_hash: u64) {
+        self.push(b";pk=:");
+        let mut encoded = [0u8; 12];
+        base64(&partition_key(value_hash), &mut encoded);
+        self.push(&encoded);
+        self.push(b":");
+    }
+
+    fn bytes(&self) -> &[u8] {
+        if self.heap.is_empty() {
+            &self.stack[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
 impl Quotas {
-    /// Adds both fields to `headers`, unless they are there already (a custom rejection that
-    /// wrote its own).
+    /// Adds both fields to `headers`, unless it has a `RateLimit` field already (a custom
+    /// rejection, or the inner service, that wrote its own).
     pub(super) fn add_to(self, headers: &mut HeaderMap) {
-        if headers.contains_key(&POLICY) || headers.contains_key(&RATELIMIT) {
+        if headers.contains_key(&RATELIMIT) {
             return;
         }
         headers.insert(POLICY.clone(), self.policy);
@@ -189,10 +274,11 @@ fn partition_key(value_hash: u64) -> [u8; 8] {
     hasher.finish().to_be_bytes()
 }
 
-/// Appends `bytes` in base64 (RFC 4648, with padding), as a structured-field Byte Sequence
-/// holds them.
-fn base64(bytes: &[u8], out: &mut String) {
+/// Writes 8 bytes in base64 (RFC 4648, with its one `=` of padding), as a structured-field
+/// Byte Sequence holds them.
+fn base64(bytes: &[u8; 8], out: &mut [u8; 12]) {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut at = 0;
     for chunk in bytes.chunks(3) {
         let b = [
             chunk[0],
@@ -201,11 +287,12 @@ fn base64(bytes: &[u8], out: &mut String) {
         ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> shift) & 63) as usize] as char);
+            out[at] = if i <= chunk.len() {
+                ALPHABET[((n >> shift) & 63) as usize]
             } else {
-                out.push('=');
-            }
+                b'='
+            };
+            at += 1;
         }
     }
 }
@@ -214,21 +301,33 @@ fn base64(bytes: &[u8], out: &mut String) {
 mod tests {
     use super::*;
 
-    fn b64(bytes: &[u8]) -> String {
-        let mut s = String::new();
-        base64(bytes, &mut s);
-        s
+    fn b64(bytes: &[u8; 8]) -> String {
+        let mut out = [0; 12];
+        base64(bytes, &mut out);
+        String::from_utf8(out.to_vec()).unwrap()
     }
 
     #[test]
-    fn base64_matches_rfc_4648_vectors() {
-        assert_eq!(b64(b""), "");
-        assert_eq!(b64(b"f"), "Zg==");
-        assert_eq!(b64(b"fo"), "Zm8=");
-        assert_eq!(b64(b"foo"), "Zm9v");
-        assert_eq!(b64(b"foob"), "Zm9vYg==");
-        assert_eq!(b64(b"fooba"), "Zm9vYmE=");
-        assert_eq!(b64(b"foobar"), "Zm9vYmFy");
+    fn base64_matches_rfc_4648() {
+        // "foobarba": "foobar" is RFC 4648's own vector; "ba" then pads as "fo" does ("Zm8=").
+        assert_eq!(b64(b"foobarba"), "Zm9vYmFyYmE=");
+        assert_eq!(b64(&[0; 8]), "AAAAAAAAAAA=");
+        assert_eq!(b64(&[0xff; 8]), "//////////8=");
+    }
+
+    #[test]
+    fn fields_spill_to_the_heap_and_write_integers() {
+        let mut field = Field::new();
+        assert!(field.is_empty());
+        for n in [0, 7, 10, 12_345, u64::MAX] {
+            field.push_u64(n);
+            field.push(b",");
+        }
+        assert_eq!(field.bytes(), b"0,7,10,12345,18446744073709551615,");
+        let long = "x".repeat(300);
+        field.push(long.as_bytes());
+        assert_eq!(field.bytes().len(), 34 + 300);
+        assert!(field.bytes().ends_with(long.as_bytes()));
     }
 
     #[test]
