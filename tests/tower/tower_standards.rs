@@ -255,13 +255,11 @@ async fn a_per_client_rule_has_a_partition_key_per_client_that_hides_the_address
             &pk,
             "stable per client"
         );
-        for (text, octets) in [("203.0.113.77", [203u8, 0, 113, 77])] {
-            assert!(!field.contains(text), "{field}");
-            assert!(
-                !bytes.windows(4).any(|w| w == octets),
-                "the address's octets in {bytes:?}"
-            );
-        }
+        assert!(!field.contains("203.0.113.77"), "{field}");
+        assert!(
+            !bytes.windows(4).any(|w| w == [203u8, 0, 113, 77]),
+            "the address's octets in {bytes:?}"
+        );
         let limit = reply.header("ratelimit").unwrap();
         assert!(!limit.contains("203.0.113.77"), "{limit}");
     }

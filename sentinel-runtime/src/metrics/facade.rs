@@ -1,4 +1,4 @@
-//! The statistics through the [`metrics`](::metrics) facade (feature `metrics`, metrics 0.24):
+//! The statistics through the `metrics` facade (feature `metrics`, metrics 0.24):
 //! [`report_every`] starts a thread that, once a period, adds each resource's new calls to
 //! the recorder the application installed (Prometheus, StatsD, Datadog exporters...).
 //! Nothing is recorded on the call path for it.
@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn increments_add_up_to_the_totals_and_an_idle_period_adds_nothing() {
-        let _clock = crate::clock::MockClock::install();
+        let clock = crate::clock::MockClock::install();
         let kept = installed();
         let resource = "facade-calls";
         rules::load_flow_rules(vec![FlowRule::qps(resource, 3.0)]).unwrap();
@@ -251,10 +251,10 @@ mod tests {
 
         for round in 0..3 {
             for i in 0..5 {
-                if let Ok(entry) = crate::entry(resource) {
-                    if i == 0 {
-                        entry.set_error();
-                    }
+                if let Ok(entry) = crate::entry(resource)
+                    && i == 0
+                {
+                    entry.set_error();
                 }
             }
             // A report in between: increments, not totals again.
@@ -272,7 +272,6 @@ mod tests {
             );
             assert_eq!(sums.len(), 3, "no other series: {sums:?}");
             // The next round's window.
-            let clock = &_clock;
             clock.advance(Duration::from_secs(1));
         }
         // No calls: several reports, not one increment.

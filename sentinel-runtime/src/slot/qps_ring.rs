@@ -293,6 +293,7 @@ impl<A: AtomicWord> QpsRing<A> {
     /// the RateLimit header of a call just checked. While the head holds `now` (the check just
     /// moved it there), the count is what the check read (the head's bucket and the cached sum
     /// of those before it), and the scan for the oldest stops at the first bucket holding any.
+    #[cfg(any(feature = "tower", test))]
     pub(crate) fn window_at(&self, now: u64) -> (u64, Option<u64>) {
         let head = self.head.head.load(SeqCst);
         let newest = head.max(self.period(now));

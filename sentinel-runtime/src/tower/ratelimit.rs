@@ -128,7 +128,7 @@ fn items(chain: &Chain, hashes: &[u64], now: u64, mut f: impl FnMut(Item)) {
 
 /// A window in milliseconds as whole seconds, if it is some.
 fn whole_secs(window_ms: u64) -> Option<u64> {
-    (window_ms >= 1_000 && window_ms % 1_000 == 0).then_some(window_ms / 1_000)
+    (window_ms >= 1_000 && window_ms.is_multiple_of(1_000)).then_some(window_ms / 1_000)
 }
 
 /// Nanoseconds as whole seconds, rounded up (as `Retry-After` is).

@@ -108,6 +108,7 @@ impl QpsGate {
     /// For a RateLimit header (exact gates without warm-up only: `None` otherwise): the passes
     /// allowed per window, those counted in the window at `now`, and when the oldest of them
     /// leave it (`None`: none counted).
+    #[cfg(feature = "tower")]
     pub(crate) fn quota_at(&self, now: u64) -> Option<(u64, u64, Option<u64>)> {
         if self.warm.is_some() {
             return None;

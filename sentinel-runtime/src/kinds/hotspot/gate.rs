@@ -117,6 +117,7 @@ pub(crate) struct HotspotGate {
 }
 
 /// A value's quota under a hotspot rule, for a RateLimit header ([`HotspotGate::quota_of`]).
+#[cfg(feature = "tower")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HotQuota {
     /// The value's hash.
@@ -460,6 +461,7 @@ impl HotspotGate {
     /// without the parameter): the value, the calls allowed per window (its threshold, or its
     /// exception's), the window in seconds, the calls that would pass at once now (at most the
     /// quota), and in how many nanoseconds one more would (0: the quota is whole).
+    #[cfg(feature = "tower")]
     pub(crate) fn quota_of(&self, params: &Params, now: u64) -> Option<HotQuota> {
         let key = params.get(self.shape.param_index)?;
         let window = self.rule.window;

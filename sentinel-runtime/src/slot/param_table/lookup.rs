@@ -210,6 +210,7 @@ impl<A: AtomicWord> ParamTable<A> {
 
     /// The TAT of rate key `key`, if the table holds it (for a RateLimit header, read after
     /// the key's admission: a slot being rewritten is skipped, as [`find`](Self::find) does).
+    #[cfg(feature = "tower")]
     pub(crate) fn rate_tat(&self, key: u64) -> Option<u64> {
         let state = self.state(self.find(&self.locate(key), OCCUPIED)?);
         Some(
