@@ -435,3 +435,35 @@ async fn a_custom_json_rejection_says_it_is_json() {
     );
     reset_rules();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_request_that_waits_its_turn_gets_the_fields_too() {
+    let clock = MockClock::install();
+    reset_rules();
+    let app = Router::new()
+        .route("/std/paced", get(|| async { "ok" }))
+        .layer(SentinelLayer::new().client_ip(0).rate_limit_headers());
+    rules::load_hotspot_rules(vec![HotspotRule::qps_by_name(
+        "GET:/std/paced",
+        "client_ip",
+        1.0,
+    )
+    .throttle(Duration::from_secs(10))])
+    .unwrap();
+    let peer = "192.0.2.10:4000";
+    let first = call(&app, from("/std/paced", peer)).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(remaining(&first).1, 0, "a quota of 1, spent");
+    // The second waits for its turn (a second later), then is answered with the fields.
+    let second = call(&app, from("/std/paced", peer)).await;
+    assert_eq!(second.status, 200);
+    assert!(
+        clock.elapsed() >= Duration::from_secs(1),
+        "it waited: {:?}",
+        clock.elapsed()
+    );
+    let policy = second.header("ratelimit-policy").expect("a policy");
+    assert!(policy.contains(";q=1;w=1;pk=:"), "{policy}");
+    assert_eq!(remaining(&second).1, 0);
+    reset_rules();
+}
