@@ -67,8 +67,8 @@ struct Item {
     name: Name,
     quota: u64,
     window_secs: u64,
-    /// The partition key: a hotspot value's hash.
-    key: Option<u64>,
+    /// The partition key (a hotspot value's), in base64: written once, used by both fields.
+    key: Option<[u8; 12]>,
     remaining: u64,
     /// Seconds until more of the quota comes back.
     reset_secs: u64,
@@ -119,7 +119,7 @@ fn items(chain: &Chain, hashes: &[u64], now: u64, mut f: impl FnMut(Item)) {
             name: Name("hotspot", i + 1),
             quota: q.quota,
             window_secs: q.window_secs,
-            key: Some(q.key),
+            key: Some(encoded_key(q.key)),
             remaining: q.remaining,
             reset_secs: secs_up(q.next_in),
         });
@@ -154,7 +154,7 @@ fn write(chain: &Chain, hashes: &[u64], now: u64, retry_after: Option<u64>) -> O
         policy.push_u64(item.quota);
         policy.push(b";w=");
         policy.push_u64(item.window_secs);
-        if let Some(key) = item.key {
+        if let Some(key) = &item.key {
             policy.push_key(key);
         }
         if item.remaining == 0 {
@@ -172,7 +172,7 @@ fn write(chain: &Chain, hashes: &[u64], now: u64, retry_after: Option<u64>) -> O
     limit.push_u64(least.remaining);
     limit.push(b";t=");
     limit.push_u64(least.reset_secs);
-    if let Some(key) = least.key {
+    if let Some(key) = &least.key {
         limit.push_key(key);
     }
     Some(Box::new(Quotas {
@@ -232,12 +232,10 @@ impl Field {
         self.push(&digits[at..]);
     }
 
-    /// Writes `;pk=` and the partition key of the value `value_hash` (a Byte Sequence).
-    fn push_key(&mut self, value_hash: u64) {
+    /// Writes `;pk=` and a partition key in base64 (a Byte Sequence).
+    fn push_key(&mut self, encoded: &[u8; 12]) {
         self.push(b";pk=:");
-        let mut encoded = [0u8; 12];
-        base64(&partition_key(value_hash), &mut encoded);
-        self.push(&encoded);
+        self.push(encoded);
         self.push(b":");
     }
 
@@ -260,6 +258,13 @@ impl Quotas {
         headers.insert(POLICY.clone(), self.policy);
         headers.insert(RATELIMIT.clone(), self.limit);
     }
+}
+
+/// The partition key of the value `value_hash`, in base64.
+fn encoded_key(value_hash: u64) -> [u8; 12] {
+    let mut encoded = [0u8; 12];
+    base64(&partition_key(value_hash), &mut encoded);
+    encoded
 }
 
 /// A value's partition key: SipHash-1-3 of its hash under a key drawn at random once per
