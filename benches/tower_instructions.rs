@@ -97,11 +97,23 @@ fn app(case: &str) -> Router {
                 .expect("valid rule");
             served(router().layer(SentinelLayer::new()))
         }
+        "sentinel_headers" => {
+            // `sentinel` with the RateLimit fields on every response.
+            rules::load_flow_rules(vec![FlowRule::qps("GET:/users/{id}", 2e9)])
+                .expect("valid rule");
+            served(router().layer(SentinelLayer::new().rate_limit_headers()))
+        }
         "norule" => served(router().layer(SentinelLayer::new())),
         "hotspot" => {
             rules::load_hotspot_rules(vec![HotspotRule::qps("GET:/users/{id}", 0, 2e9)])
                 .expect("valid rule");
             served(router().layer(SentinelLayer::new().client_ip(0)))
+        }
+        "hotspot_headers" => {
+            // `hotspot` with the RateLimit fields (a `pk` per client) on every response.
+            rules::load_hotspot_rules(vec![HotspotRule::qps("GET:/users/{id}", 0, 2e9)])
+                .expect("valid rule");
+            served(router().layer(SentinelLayer::new().client_ip(0).rate_limit_headers()))
         }
         "nested" => {
             // Mounted with `nest_service`: axum builds the matched path for each request.
@@ -131,7 +143,7 @@ fn app(case: &str) -> Router {
             panic!(
                 "unknown case {other:?}: none, identity, passthrough, sized, norule, sentinel, \
                  nested, governor, identity_peer, hotspot, governor_peer, client_none, \
-                 client_norule or client"
+                 client_norule, client, sentinel_headers or hotspot_headers"
             )
         }
     }
@@ -265,7 +277,10 @@ fn main() {
     } else {
         "/users/7"
     };
-    let peers: Vec<SocketAddr> = if matches!(case, "identity_peer" | "hotspot" | "governor_peer") {
+    let peers: Vec<SocketAddr> = if matches!(
+        case,
+        "identity_peer" | "hotspot" | "hotspot_headers" | "governor_peer"
+    ) {
         (0..PEERS)
             .map(|i| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 40_000)))
             .collect()

@@ -4,7 +4,8 @@
 # difference / 2N, each layer's figure minus the plain router's. Usage:
 # scripts/tower_instructions.sh [N] [case...]   (default 1000; passthrough sized sentinel governor;
 # also identity, nested, norule, and per client identity_peer, hotspot, governor_peer; the client
-# layer: client_none, client_norule, client). A case measured after its floor (`identity`;
+# layer: client_none, client_norule, client; with the RateLimit fields: sentinel_headers and,
+# per client, hotspot_headers). A case measured after its floor (`identity`;
 # `identity_peer` for the per-client cases; `client_none` for the client layer's) is also
 # printed above that floor: list the floor first.
 set -euo pipefail
@@ -41,7 +42,7 @@ for case in "${cases[@]}"; do
     case $case in
         identity | identity_peer | client_none) ;;
         client | client_*) [ -n "$floor_client" ] && over=$floor_client ;;
-        hotspot | governor_peer) [ -n "$floor_peer" ] && over=$floor_peer ;;
+        hotspot | hotspot_headers | governor_peer) [ -n "$floor_peer" ] && over=$floor_peer ;;
         *) [ -n "$floor" ] && over=$floor ;;
     esac
     if [ -n "$over" ]; then

@@ -30,4 +30,5 @@ mod tower_names;
 mod tower_origin_flow;
 mod tower_replies;
 mod tower_service;
+mod tower_standards;
 mod tower_tonic;

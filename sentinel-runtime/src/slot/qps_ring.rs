@@ -287,6 +287,36 @@ impl<A: AtomicWord> QpsRing<A> {
         None
     }
 
+    /// The passes counted in the window at `now` (the bucket of `now`, or the head if later,
+    /// and the `span` before it), and when the oldest of them leave it (`None`: the window holds
+    /// none). Read without the protocol's care, as [`fits_again_in`](Self::fits_again_in): for
+    /// the RateLimit header of a call just checked. While the head holds `now` (the check just
+    /// moved it there), the count is what the check read (the head's bucket and the cached sum
+    /// of those before it), and the scan for the oldest stops at the first bucket holding any.
+    #[cfg(any(feature = "tower", test))]
+    pub(crate) fn window_at(&self, now: u64) -> (u64, Option<u64>) {
+        let head = self.head.head.load(SeqCst);
+        let newest = head.max(self.period(now));
+        let held = |q: u64| {
+            let word = self.slot(q).load(SeqCst);
+            if q <= head && tag(word) == tag_of(q) {
+                value(word)
+            } else {
+                0
+            }
+        };
+        let oldest = newest.saturating_sub(self.span);
+        let total = if newest == head {
+            self.head.prev.load(SeqCst) + held(head)
+        } else {
+            (oldest..=newest).map(held).sum()
+        };
+        let leaves = (oldest..=newest)
+            .find(|&q| held(q) > 0)
+            .map(|q| end_of(q.saturating_add(self.span), self.bucket.divisor()));
+        (total, leaves)
+    }
+
     /// Takes `count` back out of the bucket of `period`, if it still belongs to that period (a
     /// move of the head already dropped it otherwise).
     pub(crate) fn rollback(&self, period: u64, count: u64) {
@@ -392,6 +422,20 @@ mod tests {
         let r = ring(10, true);
         assert!(r.reserve(T0, 5, 5).is_some());
         assert_eq!(r.fits_again_in(T0 + 700 * MS, 1, 5), Some(400 * MS));
+    }
+
+    #[test]
+    fn the_window_at_a_time_counts_its_passes_and_when_the_oldest_leave() {
+        // 10 buckets of 100 ms; 2 passes at 0 ms, 3 at 450 ms.
+        let r = ring(10, false);
+        assert_eq!(r.window_at(T0), (0, None));
+        assert!(r.reserve(T0, 2, 5).is_some());
+        assert_eq!(r.window_at(T0), (2, Some(T0 + 1_000 * MS)));
+        assert!(r.reserve(T0 + 450 * MS, 3, 5).is_some());
+        assert_eq!(r.window_at(T0 + 450 * MS), (5, Some(T0 + 1_000 * MS)));
+        // Later than the head (no call moved it): counted from the buckets themselves.
+        assert_eq!(r.window_at(T0 + 1_000 * MS), (3, Some(T0 + 1_400 * MS)));
+        assert_eq!(r.window_at(T0 + 1_400 * MS), (0, None));
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub(super) struct Config {
     pub(super) ipv6_prefix: Option<u8>,
     /// Routes (or, unmatched, paths) whose requests system rules neither check nor count.
     pub(super) system_exempt: Vec<Box<str>>,
+    /// Send the RateLimit header fields ([`SentinelLayer::rate_limit_headers`](super::SentinelLayer::rate_limit_headers)).
+    pub(super) rate_limit_headers: bool,
+    /// Refuse with RFC 9457 problems ([`SentinelLayer::problem_details`](super::SentinelLayer::problem_details)).
+    pub(super) problem_details: bool,
 }
 
 impl Config {
@@ -59,10 +63,11 @@ impl Config {
         self.ipv6_prefix.unwrap_or(params::DEFAULT_IPV6_PREFIX)
     }
 
-    /// Whether requests are named by default and have no parameters, no origin and no
-    /// exemption from system rules (the layer as `SentinelLayer::new()` makes it).
+    /// Whether requests are named by default and have no parameters, no origin, no exemption
+    /// from system rules and no RateLimit fields (the layer as `SentinelLayer::new()` makes it).
     pub(super) fn is_plain(&self) -> bool {
-        self.resource.is_none()
+        !self.rate_limit_headers
+            && self.resource.is_none()
             && self.params.is_empty()
             && self.origin.is_none()
             && self.system_exempt.is_empty()

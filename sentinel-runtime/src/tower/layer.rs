@@ -33,6 +33,8 @@ impl fmt::Debug for SentinelLayer {
             .field("custom_on_block", &self.config.on_block.is_some())
             .field("ipv6_prefix", &self.config.ipv6_prefix())
             .field("exempt_from_system", &self.config.system_exempt)
+            .field("rate_limit_headers", &self.config.rate_limit_headers)
+            .field("problem_details", &self.config.problem_details)
             .finish()
     }
 }
@@ -234,7 +236,9 @@ impl SentinelLayer {
     /// Builds the response of a blocked request: replaces the default 429/503/403 (or gRPC
     /// trailers-only) responses. The `String` is the body. To change only the body (a JSON
     /// error, say) and keep the status, `Retry-After` and gRPC trailers, start from
-    /// [`block_response`].
+    /// [`block_response`]. The content type is the handler's to set; if it keeps the
+    /// `text/plain; charset=utf-8` that [`block_response`] wrote but returns a JSON object or
+    /// array as the body, the response says `application/json`.
     ///
     /// ```
     /// use sentinel_runtime::tower::{block_response, SentinelLayer};
@@ -256,6 +260,67 @@ impl SentinelLayer {
         f: impl Fn(&BlockError, &Parts) -> Response<String> + Send + Sync + 'static,
     ) -> Self {
         self.config_mut().on_block = Some(Arc::new(f));
+        self
+    }
+}
+
+impl SentinelLayer {
+    /// Sends the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-11) on
+    /// every response of a resource with a quota rule, refusals included: `RateLimit-Policy`,
+    /// one item per rule (`q` the threshold, `w` the window in seconds), and `RateLimit`, the
+    /// item with the least left (`r` what remains in the window, `t` the seconds until more of
+    /// it comes back; on a refusal never more than `Retry-After`). Off by default.
+    ///
+    /// ```text
+    /// RateLimit-Policy: "flow-1";q=5;w=1
+    /// RateLimit: "flow-1";r=4;t=1
+    /// ```
+    ///
+    /// The rules that are quotas: a QPS [`FlowRule`](crate::rules::FlowRule) that rejects at
+    /// once (not throttling, warm-up, related-resource, per-origin or cluster rules), and a
+    /// QPS [`HotspotRule`](crate::rules::HotspotRule) without a cluster part, with a window of
+    /// whole seconds. A hotspot rule counts per value of its parameter (per client, for
+    /// [`client_ip`](Self::client_ip)): its items carry `pk`, a Byte Sequence that is the same
+    /// for one value and different between values, a keyed hash (its key drawn at random in
+    /// each process) that never shows the value, and `r` counts that value's calls. Items are
+    /// named by kind and place (`"flow-1"`, `"hotspot-1"`): nothing of the rule's resource,
+    /// route or parameter. A resource without such a rule sends neither field; neither does a
+    /// response that has a `RateLimit` field already (the inner service's, or a custom
+    /// [`on_block`](Self::on_block)'s own).
+    ///
+    /// The counts are read right after the request's check, from what the check read and
+    /// wrote; the requests of such a layer take its general path (BENCHMARKS.md has the cost).
+    ///
+    /// ```
+    /// use sentinel_runtime::tower::SentinelLayer;
+    /// let layer = SentinelLayer::new().rate_limit_headers();
+    /// ```
+    pub fn rate_limit_headers(mut self) -> Self {
+        self.config_mut().rate_limit_headers = true;
+        self
+    }
+
+    /// Refuses with RFC 9457 problem details: the body of the default 429, 503 or 403 is
+    /// `application/problem+json` with `type`, `title`, `status` (the HTTP status) and `detail`
+    /// (the text the default body has), and nothing of the rule, the resource or its route.
+    /// `Retry-After` stays. Off by default; gRPC refusals and a custom
+    /// [`on_block`](Self::on_block) are left as they are.
+    ///
+    /// | status | `type` |
+    /// |---|---|
+    /// | 429 | `https://iana.org/assignments/http-problem-types#quota-exceeded` |
+    /// | 503 (breaker, system, outlier) | `https://iana.org/assignments/http-problem-types#temporary-reduced-capacity` |
+    /// | 403 | `about:blank` |
+    ///
+    /// With [`rate_limit_headers`](Self::rate_limit_headers) too, a 429 lists in
+    /// `violated-policies` the `RateLimit-Policy` items with nothing left.
+    ///
+    /// ```
+    /// use sentinel_runtime::tower::SentinelLayer;
+    /// let layer = SentinelLayer::new().rate_limit_headers().problem_details();
+    /// ```
+    pub fn problem_details(mut self) -> Self {
+        self.config_mut().problem_details = true;
         self
     }
 }

@@ -65,6 +65,13 @@
 //! [`SentinelLayer::on_block`] replaces it ([`block_response`] gives the default, to start
 //! from).
 //!
+//! # Standard signals (opt-in)
+//!
+//! [`SentinelLayer::rate_limit_headers`] adds the IETF `RateLimit-Policy` and `RateLimit`
+//! fields (draft-ietf-httpapi-ratelimit-headers-11) to every response of a route with a quota
+//! rule; [`SentinelLayer::problem_details`] makes the default refusals RFC 9457 problems
+//! (`application/problem+json`). Without them, responses are as described above.
+//!
 //! # System rules
 //!
 //! Requests are inbound traffic, checked and counted by system rules
@@ -99,6 +106,8 @@ mod config;
 mod layer;
 mod naming;
 mod params;
+mod problem;
+mod ratelimit;
 mod response;
 mod service;
 #[cfg(test)]

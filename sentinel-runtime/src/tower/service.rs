@@ -16,9 +16,14 @@ use super::body::{poll_unwinding, Guard, SentinelBody};
 use super::config::{Config, IsErrorFn, ParamSource};
 use super::naming::{self, default_node, serves_method, RouteNodes};
 use super::params::{client_ip, client_text, hash_client, hash_value, no_client_address};
-use super::response::{classify, is_grpc, rejection, GRPC_STATUS};
+use super::problem::{content_type_of_body, into_problem};
+use super::ratelimit::{self, Quotas};
+use super::response::{
+    answer, classify, is_grpc, is_grpc_request, rejection, retry_after_secs, GRPC_STATUS,
+};
 use super::view::View;
-use crate::param::{CallNames, Params};
+use crate::node::ResourceNode;
+use crate::param::{CallNames, Params, MAX_PARAMS};
 use crate::registry::node_by_name;
 use crate::{BlockError, Entry};
 
@@ -56,10 +61,11 @@ impl AdmitPath {
         if config.is_plain() {
             return AdmitPath::Plain;
         }
-        if let (None, None, true, [ParamSource::ClientIp { trusted_proxies }]) = (
+        if let (None, None, true, false, [ParamSource::ClientIp { trusted_proxies }]) = (
             &config.resource,
             &config.origin,
             config.system_exempt.is_empty(),
+            config.rate_limit_headers,
             config.params.as_slice(),
         ) {
             return AdmitPath::Client {
@@ -125,6 +131,8 @@ pin_project_lite::pin_project! {
             is_error: Option<Arc<IsErrorFn>>,
             // The request was a POST: its response may be gRPC.
             post: bool,
+            // The RateLimit fields to add to the response (`rate_limit_headers`).
+            quotas: Option<Box<Quotas>>,
         },
         /// Waiting for a throttling turn first, or a gRPC method's name to learn from the
         /// response (rare: boxed), until it completes.
@@ -153,6 +161,7 @@ where
                 entry,
                 is_error,
                 post,
+                quotas,
             } => {
                 // Polled again after completion: the inner future is done, leave it alone.
                 let Some(held) = entry.as_ref() else {
@@ -169,7 +178,12 @@ where
                 // output (taken by value, as `finish` takes it, its moves cost 33 instructions
                 // more). The guard is `Some` for every `Ok`.
                 let guard = match result {
-                    Ok(response) => Some(guard(response, entry, is_error.take(), *post)),
+                    Ok(response) => {
+                        if let Some(quotas) = quotas.take() {
+                            quotas.add_to(response.headers_mut());
+                        }
+                        Some(guard(response, entry, is_error.take(), *post))
+                    }
                     Err(_) => {
                         failed(entry);
                         None
@@ -283,6 +297,8 @@ where
         // The request is split into parts only for the user's functions, which take `&Parts`
         // (splitting and joining moves the whole request twice); otherwise it stays in place.
         let mut learn = None;
+        // What the checks saw, for the RateLimit fields (`rate_limit_headers` only).
+        let mut seen = Seen::default();
         let admitted = match *path {
             AdmitPath::Plain => admit_plain(View::of_request(&req), routes, &mut learn),
             AdmitPath::Client { trusted_proxies } => admit_client(
@@ -295,24 +311,33 @@ where
             AdmitPath::Parts => {
                 let (parts, body) = req.into_parts();
                 let view = View::of_parts(&parts);
-                let admitted = admit(config, routes, view, Some(&parts), &mut learn);
+                let admitted = admit(config, routes, view, Some(&parts), &mut learn, &mut seen);
                 req = Request::from_parts(parts, body);
                 admitted
             }
-            AdmitPath::Other => admit(config, routes, View::of_request(&req), None, &mut learn),
+            AdmitPath::Other => admit(
+                config,
+                routes,
+                View::of_request(&req),
+                None,
+                &mut learn,
+                &mut seen,
+            ),
         };
         let reservation = match admitted {
             Ok(reservation) => reservation,
             Err(block) => {
-                let response = match &config.on_block {
-                    Some(f) => f(&block, &req.into_parts().0),
-                    None => rejection(&block, req.method(), req.headers()),
-                };
+                let response = refuse(config, &block, req, &seen);
                 let response = Some(Box::new(response.map(SentinelBody::rejected)));
                 return ResponseFuture {
                     state: State::Rejected { response },
                 };
             }
+        };
+        let quotas = if config.rate_limit_headers {
+            seen.quotas(None)
+        } else {
+            None
         };
         let is_error = config.is_error.clone();
         let post = req.method() == http::Method::POST;
@@ -326,7 +351,10 @@ where
                     crate::entry::wait_turn(&reservation).await;
                 }
                 let entry = reservation.into_entry();
-                let result = inner.call(req).await;
+                let mut result = inner.call(req).await;
+                if let (Some(quotas), Ok(response)) = (quotas, &mut result) {
+                    quotas.add_to(response.headers_mut());
+                }
                 if let (Some(name), Ok(response)) = (learn, &result)
                     && serves_method(response.status(), response.headers())
                 {
@@ -347,8 +375,85 @@ where
                 entry,
                 is_error,
                 post,
+                quotas,
             },
         }
+    }
+}
+
+/// What [`admit`] saw of a request, for its RateLimit fields: its resource and parameters.
+#[derive(Default)]
+pub(super) struct Seen {
+    node: Option<&'static ResourceNode>,
+    hashes: [u64; MAX_PARAMS],
+    len: usize,
+}
+
+impl Seen {
+    /// The request's quotas, read now; `retry_after`: a refusal's `Retry-After` in seconds.
+    fn quotas(&self, retry_after: Option<u64>) -> Option<Box<Quotas>> {
+        let node = self.node?;
+        let hashes = &self.hashes[..self.len.min(MAX_PARAMS)];
+        ratelimit::read(node, hashes, crate::clock::now_nanos(), retry_after)
+    }
+}
+
+/// The response to a request refused with `block`: the custom rejection ([`Config::on_block`],
+/// its content type taken from its body if it kept `text/plain` for a JSON body), or the
+/// default (a problem, with `problem_details`); with the RateLimit fields if asked for.
+#[cold]
+#[inline(never)]
+fn refuse<B>(
+    config: &Config,
+    block: &BlockError,
+    req: Request<B>,
+    seen: &Seen,
+) -> Response<String> {
+    let (status, _) = answer(block.kind());
+    let quotas = if config.rate_limit_headers {
+        let retry_after = (status != http::StatusCode::FORBIDDEN).then(|| retry_after_secs(block));
+        seen.quotas(retry_after)
+    } else {
+        None
+    };
+    let grpc = is_grpc_request(req.method(), req.headers());
+    let mut response = match &config.on_block {
+        Some(f) => {
+            let mut response = f(block, &req.into_parts().0);
+            settle_content_type(&mut response);
+            response
+        }
+        None => {
+            let mut response = rejection(block, req.method(), req.headers());
+            if config.problem_details && !grpc {
+                let violated = quotas.as_ref().map_or(&[][..], |q| &q.exhausted[..]);
+                into_problem(&mut response, violated);
+            }
+            response
+        }
+    };
+    if let Some(quotas) = quotas {
+        quotas.add_to(response.headers_mut());
+    }
+    response
+}
+
+/// A custom rejection that kept the content type [`block_response`](super::block_response)
+/// wrote (`text/plain; charset=utf-8`) but whose body is JSON gets `application/json`: the
+/// handler replaced the body and not its type. A content type the handler set is kept.
+fn settle_content_type(response: &mut Response<String>) {
+    let headers = response.headers();
+    if headers
+        .get(http::header::CONTENT_TYPE)
+        .map(|v| v.as_bytes())
+        != Some(b"text/plain; charset=utf-8")
+    {
+        return;
+    }
+    if let Some(content_type) = content_type_of_body(response.body()) {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, content_type);
     }
 }
 
@@ -356,13 +461,15 @@ where
 /// parameters and origin). Never
 /// waits: a throttled request's turn is in the reservation. `parts` is given when
 /// [`Config::needs_parts`]. `learn`: set to a gRPC method's name to learn from the response
-/// (see [`naming::learn`]). `routes`: the service's nodes of its route.
+/// (see [`naming::learn`]). `routes`: the service's nodes of its route. `seen`: where the
+/// request's resource and parameters are kept, with `rate_limit_headers`.
 pub(super) fn admit(
     config: &Config,
     routes: &RouteNodes,
     view: View<'_>,
     parts: Option<&Parts>,
     learn: &mut Option<Box<str>>,
+    seen: &mut Seen,
 ) -> Result<crate::entry::Reservation, BlockError> {
     let inbound = config.system_exempt.is_empty() || !config.system_exempt(view);
     let mut hashes = [0; crate::param::MAX_PARAMS];
@@ -400,6 +507,13 @@ pub(super) fn admit(
     };
     if config.names_params && !node.knows_param_names() {
         crate::registry::learn_param_names(node, &config.param_names);
+    }
+    if config.rate_limit_headers {
+        *seen = Seen {
+            node: Some(node),
+            hashes,
+            len: config.params.len(),
+        };
     }
     // Cancellable: a future dropped before the call's outcome is known (see `finish`) abandons it.
     let reserved = crate::entry::reserve_with(node, 1, true, &params);

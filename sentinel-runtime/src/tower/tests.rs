@@ -420,6 +420,7 @@ fn client_ip_without_a_peer_address_is_reported_once() {
                 View::of_parts(p),
                 None,
                 &mut None,
+                &mut Default::default(),
             )
             .unwrap();
             drop(reservation.into_entry());

@@ -105,6 +105,18 @@ impl QpsGate {
         BlockError::flow(resource, self.threshold.given(), self.window_ms).with_retry_after(retry)
     }
 
+    /// For a RateLimit header (exact gates without warm-up only: `None` otherwise): the passes
+    /// allowed per window, those counted in the window at `now`, and when the oldest of them
+    /// leave it (`None`: none counted).
+    #[cfg(feature = "tower")]
+    pub(crate) fn quota_at(&self, now: u64) -> Option<(u64, u64, Option<u64>)> {
+        if self.warm.is_some() {
+            return None;
+        }
+        let (held, leaves) = self.ring.window_at(now);
+        Some((self.threshold.limit(), held, leaves))
+    }
+
     /// Undoes a reservation admitted at `at` (the time [`try_acquire`](Self::try_acquire)
     /// returned).
     pub(crate) fn cancel(&self, at: u64, count: u32) {

@@ -116,6 +116,21 @@ pub(crate) struct HotspotGate {
     cluster: Option<ClusterHot>,
 }
 
+/// A value's quota under a hotspot rule, for a RateLimit header ([`HotspotGate::quota_of`]).
+#[cfg(feature = "tower")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HotQuota {
+    /// The value's hash.
+    pub(crate) key: u64,
+    /// Calls allowed per window.
+    pub(crate) quota: u64,
+    pub(crate) window_secs: u64,
+    /// Calls that would pass at once now (at most `quota`).
+    pub(crate) remaining: u64,
+    /// Nanoseconds until one more would (0: the quota is whole).
+    pub(crate) next_in: u64,
+}
+
 /// What a hotspot rule blocked most in the last minute (see [`HotspotGate::blocked_top`]).
 #[derive(Debug)]
 #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
@@ -439,6 +454,57 @@ impl HotspotGate {
                 }
             }
         }
+    }
+
+    /// For a RateLimit header, the entry's value of this gate's parameter at `now` (a QPS
+    /// rule over whole seconds without a cluster part: `None` otherwise, or for an entry
+    /// without the parameter): the value, the calls allowed per window (its threshold, or its
+    /// exception's), the window in seconds, the calls that would pass at once now (at most the
+    /// quota), and in how many nanoseconds one more would (0: the quota is whole).
+    #[cfg(feature = "tower")]
+    pub(crate) fn quota_of(&self, params: &Params, now: u64) -> Option<HotQuota> {
+        let key = params.get(self.shape.param_index)?;
+        let window = self.rule.window;
+        if self.shape.metric != HotspotMetric::Qps
+            || self.cluster.is_some()
+            || window.subsec_nanos() != 0
+            || window.as_secs() == 0
+        {
+            return None;
+        }
+        let exception = self.exception(key);
+        let pace = exception.map_or(self.pace, |e| e.pace);
+        let quota = exception.map_or(self.limit, |e| e.limit);
+        if pace.interval == u64::MAX {
+            return Some(HotQuota {
+                key,
+                quota,
+                window_secs: window.as_secs(),
+                remaining: 0,
+                next_in: 0,
+            });
+        }
+        let tat = self.table.rate_tat(key).unwrap_or(now).max(now);
+        // Calls that pass at once: while `start + n * interval - now <= tolerance + interval`.
+        let room = (now
+            .saturating_add(pace.tolerance)
+            .saturating_add(pace.interval))
+        .saturating_sub(tat);
+        let at_once = room / pace.interval;
+        let (remaining, next_in) = if at_once >= quota {
+            (quota, 0)
+        } else {
+            // One more passes once the room reaches `(at_once + 1) * interval`.
+            let more = (at_once + 1).saturating_mul(pace.interval);
+            (at_once, more.saturating_sub(room))
+        };
+        Some(HotQuota {
+            key,
+            quota,
+            window_secs: window.as_secs(),
+            remaining,
+            next_in,
+        })
     }
 
     /// Undoes an admission of `count` calls by this gate (a later check blocked the call, or

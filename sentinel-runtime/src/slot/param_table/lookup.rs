@@ -208,6 +208,19 @@ impl<A: AtomicWord> ParamTable<A> {
         None
     }
 
+    /// The TAT of rate key `key`, if the table holds it (for a RateLimit header, read after
+    /// the key's admission: a slot being rewritten is skipped, as [`find`](Self::find) does).
+    #[cfg(feature = "tower")]
+    pub(crate) fn rate_tat(&self, key: u64) -> Option<u64> {
+        let state = self.state(self.find(&self.locate(key), OCCUPIED)?);
+        Some(
+            state
+                .word
+                .load(Acquire)
+                .wrapping_sub(state.base.load(Acquire)),
+        )
+    }
+
     /// The slot holding key `k` of any kind, else the first empty slot of the emptier of its
     /// buckets, if any.
     pub(super) fn find_any(&self, k: &Located) -> Result<usize, Option<usize>> {
