@@ -1,5 +1,5 @@
-//! A cluster rule's block is labelled as one: `BlockError::is_cluster`, and `cluster` (not the
-//! rule's own kind) in the block totals and the Prometheus label. Without a started cluster a
+//! A cluster rule's block is labelled as one: `BlockKind::Cluster` (`BlockError::is_cluster`),
+//! and `cluster` (not the rule's own kind) in the block totals and the Prometheus label. Without a started cluster a
 //! cluster rule limits locally, so no store is needed.
 
 use sentinel_runtime::clock::MockClock;
@@ -21,7 +21,11 @@ fn a_cluster_rules_blocks_count_as_cluster_and_a_plain_rules_as_flow() {
     }
     let err = entry("label-cluster").unwrap_err();
     assert!(err.is_cluster(), "{err}");
-    assert_eq!(err.kind(), BlockKind::Flow, "the rule's own kind stays");
+    assert_eq!(
+        err.kind(),
+        BlockKind::Cluster,
+        "one kind everywhere: cluster"
+    );
     assert!(!entry("label-plain").unwrap_err().is_cluster());
 
     let cluster = metrics::snapshot("label-cluster")

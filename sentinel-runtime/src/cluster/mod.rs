@@ -181,7 +181,7 @@
 pub use crate::rules::{ClusterFallback, ClusterThreshold};
 
 mod status;
-pub use status::{ClusterDegraded, ClusterState, ClusterStatus};
+pub use status::{ClusterDegraded, ClusterRefusals, ClusterState, ClusterStatus};
 
 #[cfg(feature = "redis")]
 mod background;
