@@ -321,6 +321,21 @@ fn an_lru_store_that_evicts_the_keys_admits_at_most_1_25_r() {
         "{most} admitted in the second from {at} ms, at most {}",
         1.25 * r
     );
+    // The status says the limit is degraded while the store evicts (from the policy's switch
+    // at 1 s: read again every second).
+    for (i, r) in reports.iter().enumerate() {
+        let healthy = r
+            .ticks
+            .iter()
+            .zip(&r.healths)
+            .filter(|((ms, _, _), h)| *ms >= 2_500 && h.as_str() == "connected")
+            .count();
+        assert_eq!(
+            healthy, 0,
+            "instance {i}: ticks from 2.5 s saying connected, not degraded: {:?}",
+            r.healths
+        );
+    }
 }
 
 #[test]
