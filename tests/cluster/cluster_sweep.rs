@@ -188,7 +188,7 @@ fn a_global_limit_admits_min_of_offered_and_r_from_1_percent_to_3_r() {
                     o.admitted, o.offered
                 ));
             }
-            if pct >= 100 && (mean < 0.9 * R || mean > 1.05 * R) {
+            if pct >= 100 && !(0.9 * R..=1.05 * R).contains(&mean) {
                 failures.push(format!(
                     "{what}: {mean:.0} a second in the steady state, not within [{}, {}]",
                     0.9 * R,

@@ -70,18 +70,21 @@
 //!   of a flow rule, and of each hotspot value, also stay within the local share: the other
 //!   instances' local passes of the window in progress are not charged yet, so the first
 //!   instance back would otherwise find the shared bucket full.
-//! - **Grace period, 2 s**: an instance heard from within 120 ms is connected; one heard from
-//!   within 2 s but not 120 ms may be cut off and admitting its local share, so the connected
-//!   instances hold its share back (a global rule leases at R × connected / heard-within-2-s; a
-//!   per-instance rule at R × connected). A partition of k of n instances then admits about R in
-//!   all, not R × (1 + k / n). The cost: an instance that dies is held back for 2 s (one that
-//!   stops cleanly leaves the set at once). While the store cannot be reached nobody
+//! - **Grace period, 10 s**: an instance heard from within 120 ms is connected; one heard from
+//!   within 10 s but not 120 ms may be cut off and admitting its local share, so the connected
+//!   instances hold its share back (a global rule leases at R × connected / heard-within-10-s;
+//!   a per-instance rule at R × connected). A partition of k of n instances that lasts up to
+//!   10 s then admits about R in all, not R × (1 + k / n) (a longer one, R × (1 + k / n) from
+//!   its 10th second: the cut-off instances cannot tell a store that forgot them from one that
+//!   is down for all). It was 2 s: with 2 of 3 instances cut off for 5 s the fleet admitted
+//!   1.67 R from the 3rd second. The cost: an instance that dies is held back for 10 s (one
+//!   that stops cleanly leaves the set at once). While the store cannot be reached nobody
 //!   heartbeats, so the grace period does not run across an outage: an instance back from a
 //!   fallback counts the instances it saw before it (live, and within the grace period) for
-//!   2 s from its return, whatever the store's set says. After an outage longer than 2 s (a
-//!   Redis Cluster failover) the set holds only the instances already back, while the others
-//!   may still be admitting their local share; counting itself alone, the first one back would
-//!   take the whole limit on top of theirs.
+//!   the grace period from its return, whatever the store's set says. After an outage longer
+//!   than that the set holds only the instances already back, while the others may still be
+//!   admitting their local share; counting itself alone, the first one back would take the
+//!   whole limit on top of theirs.
 //! - **No call waits for the network**: a dry lease blocks at once only while the store's last
 //!   answer (less than a lease's TTL ago) granted fewer tokens than asked: the fleet's budget
 //!   is spent. A lease that ran out or lapsed while the store had tokens (a key idle longer

@@ -47,7 +47,7 @@ pub struct ClusterStatus {
     pub degraded: Vec<ClusterDegraded>,
     /// The store's `maxmemory-policy`, when it told it (managed Redis may refuse `CONFIG GET`).
     pub eviction_policy: Option<String>,
-    /// Instances missing from the heartbeats for less than the grace period (2 s): they may be
+    /// Instances missing from the heartbeats for less than the grace period (10 s): they may be
     /// cut off from the store and admitting their local share, which the connected instances
     /// hold back.
     pub held_back: usize,

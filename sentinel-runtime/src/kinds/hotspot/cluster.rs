@@ -181,6 +181,14 @@ impl ClusterHot {
         }
     }
 
+    /// `err`, the local limit's refusal of a value while the rule limits locally (no cluster
+    /// started, or its values' key split), as a cluster refusal by the local share (counted).
+    #[cold]
+    pub(crate) fn local_block(&self, err: BlockError) -> BlockError {
+        health::refused(Refusal::FallbackShare);
+        err.because(CLUSTER_LOCAL).cluster(self.window_ms)
+    }
+
     /// The error of a refusal by the shared limit, counted by its `cause`.
     #[cold]
     #[inline(never)]
