@@ -1,6 +1,7 @@
 //! A global limit after an idle gap, in this process against a real `redis-server`: the first
 //! call after a gap of any length passes, and a key that expired because no one called is not
-//! taken for state the store lost (no loss reported, the bucket full again).
+//! taken for state the store lost (no loss reported, the bucket full again). And the causes of
+//! the shared limit's refusals, told apart.
 //!
 //! A gap has two sides. Here (the runtime clock) the lease lapses 200 ms after its grant: the
 //! test runs on a mock clock moved with real time by a helper thread, and moved on by the rest
@@ -157,4 +158,111 @@ fn gaps(redis: &RedisServer, clock: &MockClock) {
     drop(cluster);
     rules::load_flow_rules(vec![]).unwrap();
     rules::load_hotspot_rules(vec![]).unwrap();
+}
+
+/// `GET /api/fleet`'s body from the dashboard at `addr`.
+fn api_fleet(addr: std::net::SocketAddr, token: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the dashboard");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout");
+    let req = format!(
+        "GET /api/fleet HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n\
+         Authorization: Bearer {token}\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).expect("send the request");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read the answer");
+    raw.split_once("\r\n\r\n")
+        .expect("an HTTP answer")
+        .1
+        .to_owned()
+}
+
+/// Each cause of a refusal by the shared limit is told apart, with one kind: the local share
+/// while the first lease is on its way, the fleet's budget spent, and a window the store lost
+/// (FLUSHALL); `status()`, the metrics and the dashboard's `/api/fleet` count them alike.
+#[test]
+fn refusals_are_counted_by_cause_in_the_status_the_metrics_and_the_dashboard() {
+    use sentinel_runtime::dashboard::Dashboard;
+    use sentinel_runtime::BlockKind;
+    let _running = this_process();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = RedisServer::start(&[]);
+    let cluster = Cluster::redis(redis.url())
+        .namespace("refusal-causes")
+        .start()
+        .expect("the cluster starts");
+    let token = "refusal-causes-token";
+    let dash = Dashboard::new()
+        .bind("127.0.0.1:0".parse().expect("an address"))
+        .token(token)
+        .start()
+        .expect("the dashboard");
+    rules::load_flow_rules(vec![
+        FlowRule::qps("refusal-causes", 5.0).cluster(ClusterThreshold::Global)
+    ])
+    .unwrap();
+    assert!(within(Duration::from_secs(5), || cluster.status().state
+        == ClusterState::Connected));
+    let before = cluster.status().refusals;
+    let mut reasons = std::collections::BTreeSet::new();
+    let mut call = || match entry("refusal-causes") {
+        Ok(_) => {}
+        Err(e) => {
+            assert_eq!(e.kind(), BlockKind::Cluster, "{e}");
+            reasons.insert(e.reason().unwrap_or("").to_owned());
+        }
+    };
+    // 20 calls at once: the local share (5) while the first lease is on its way (a round trip
+    // to Redis, far longer than 20 calls), then refused by it.
+    for _ in 0..20 {
+        call();
+    }
+    // Then every 2 ms for 1.5 s: the fleet's budget, spent by the charge of those 5 and the
+    // bucket's burst.
+    let until = Instant::now() + Duration::from_millis(1_500);
+    while Instant::now() < until {
+        call();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let spent = cluster.status().refusals;
+    // The store forgets everything: the next leases find the epoch gone, and the lost window
+    // counts as spent.
+    redis.cli(&["FLUSHALL"]);
+    let until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < until {
+        call();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let after = cluster.status().refusals;
+    let body = api_fleet(dash.local_addr(), token);
+    let m = metrics::cluster().refusals;
+    drop(dash);
+    drop(cluster);
+    rules::load_flow_rules(vec![]).unwrap();
+    eprintln!("refusals: before {before:?}, spent {spent:?}, after {after:?}; {reasons:?}");
+    assert!(
+        spent.fallback_share > before.fallback_share,
+        "the local share before the first lease: {spent:?}"
+    );
+    assert!(
+        spent.budget_spent > before.budget_spent,
+        "the budget spent: {spent:?}"
+    );
+    assert!(
+        after.lost_window > spent.lost_window,
+        "the lost window after FLUSHALL: {after:?}"
+    );
+    assert!(reasons.len() >= 3, "a reason per cause: {reasons:?}");
+    assert_eq!(m, after, "the metrics count what the status counts");
+    for (cause, n) in after.by_cause() {
+        assert!(
+            body.contains(&format!("\"{cause}\":{n}")),
+            "/api/fleet's cluster.refusals has {cause} = {n}: {body}"
+        );
+    }
 }
