@@ -12,13 +12,14 @@
 //!   500 ms, on three a call every 1.5 s on each instance: each lease has expired before the
 //!   next call; on one instance the Redis key has not, see `an_idle_gap_*` for that);
 //! - 50 % and 80 %: at least 99 % of the calls admitted;
-//! - from 100 %: in the steady state (from 2 s to the end: the first second takes the bucket's
-//!   burst) the fleet admits within [0.9 R, 1.05 R] a second on average, and at most 1.25 R in
-//!   any second (sampled every 100 ms; the fault tests' bound: a caller that stalls finds the
-//!   bucket's burst refilled, up to R, and spends it in the next second). Measured alone
-//!   (two runs): 1.0 R on average at every point, at most 1.01 R in a second; beside the rest
-//!   of this suite on two cores, hotspot points 0.93-0.97 R on average (leases lapse unspent
-//!   while an instance's thread waits for a core) and at most 1.16 R in a second.
+//! - from 100 %: in the steady state the fleet admits within [0.95 R, 1.05 R] a second on
+//!   average, and at most 1.1 R in any second (sampled every 100 ms). Steady: from 2 s to the
+//!   end (the first second takes the bucket's burst), and only the seconds the fleet offered
+//!   steadily, with the half second before them (see [`steady_seconds`]: beside the rest of
+//!   this suite on two cores an instance's thread waits for a core now and then, and one that
+//!   made its calls late and together had 1.4 R admitted in the next second, as the limit
+//!   allows after an idle spell). At least one such second per point. Measured alone (two
+//!   runs): 1.0 R on average at every point, at most 1.01 R in a second.
 //! - every point: every instance's first call admitted.
 
 use std::collections::BTreeMap;
@@ -41,8 +42,10 @@ struct Outcome {
     admitted: u64,
     /// Whether every instance's first call was admitted.
     first: bool,
-    /// Admitted in each 100 ms of the schedule.
+    /// Admitted in each 100 ms since go.
     ticks: Vec<u64>,
+    /// Calls made in each 100 ms since go.
+    made: Vec<u64>,
     reasons: BTreeMap<String, u64>,
 }
 
@@ -98,12 +101,17 @@ fn collect(running: &Instances, n: usize) -> Vec<Outcome> {
                         "offered" => o.offered += v.parse::<u64>().unwrap_or(0),
                         "admitted" => o.admitted += v.parse::<u64>().unwrap_or(0),
                         "first" => o.first &= v == "1",
-                        "ticks" => {
+                        "ticks" | "made" => {
+                            let into = if k == "ticks" {
+                                &mut o.ticks
+                            } else {
+                                &mut o.made
+                            };
                             for (t, n) in v.split(',').enumerate() {
-                                if o.ticks.len() <= t {
-                                    o.ticks.resize(t + 1, 0);
+                                if into.len() <= t {
+                                    into.resize(t + 1, 0);
                                 }
-                                o.ticks[t] += n.parse::<u64>().unwrap_or(0);
+                                into[t] += n.parse::<u64>().unwrap_or(0);
                             }
                         }
                         "reasons" => {
@@ -124,12 +132,21 @@ fn collect(running: &Instances, n: usize) -> Vec<Outcome> {
 }
 
 /// Admitted per second (each of the two values of a hotspot point counted apart: its ticks
-/// hold both) in every second from `from` s to the end, sampled every 100 ms.
-fn seconds(ticks: &[u64], values: f64, from: f64) -> Vec<f64> {
+/// hold both) in every second from `from` s to the end, sampled every 100 ms, that the fleet
+/// offered steadily: in each of its ticks, and of the half second before it, the calls made
+/// were within 20 % of `per_tick` (a caller that waited for a core makes its calls late and
+/// together, and the bucket's burst refilled meanwhile is spent in the next second: the
+/// limit's bound then is R x (t + 0.2 s) + B, not the steady state's R).
+fn steady_seconds(o: &Outcome, values: f64, per_tick: f64, from: f64) -> Vec<f64> {
+    let steady = |t: usize| {
+        let made = o.made.get(t).copied().unwrap_or(0) as f64;
+        (0.8 * per_tick..=1.2 * per_tick).contains(&made)
+    };
     let first = (from * 10.0) as usize;
     let last = (SECS * 10.0) as usize;
     (first..=last.saturating_sub(10))
-        .map(|t| ticks[t..(t + 10).min(ticks.len())].iter().sum::<u64>() as f64 / values)
+        .filter(|&t| (t - 5..t + 10).all(steady))
+        .map(|t| o.ticks[t..(t + 10).min(o.ticks.len())].iter().sum::<u64>() as f64 / values)
         .collect()
 }
 
@@ -163,17 +180,20 @@ fn a_global_limit_admits_min_of_offered_and_r_from_1_percent_to_3_r() {
                 PERCENTS[i % PERCENTS.len()],
             );
             let values = if kind == "hot" { 2.0 } else { 1.0 };
-            let steady = seconds(&o.ticks, values, 2.0);
+            let per_tick = R * f64::from(pct) / 100.0 * values / 10.0;
+            let steady = steady_seconds(o, values, per_tick, 2.0);
             let mean = steady.iter().sum::<f64>() / steady.len().max(1) as f64;
             let most = steady.iter().copied().fold(0.0, f64::max);
             let share = o.admitted as f64 / o.offered.max(1) as f64;
             eprintln!(
                 "{n} instance(s), {kind}, {pct:>3} % of R = {R}: admitted {} of {} ({:.1} %), \
-                 first calls {}, steady {mean:.0}/s, busiest second {most:.0}, refused {:?}",
+                 first calls {}, steady {mean:.0}/s over {} seconds sampled, busiest second {most:.0}, \
+                 refused {:?}",
                 o.admitted,
                 o.offered,
                 100.0 * share,
                 if o.first { "admitted" } else { "REFUSED" },
+                steady.len(),
                 o.reasons
             );
             let what = format!("{n} instance(s), {kind} rule, {pct} % of R");
@@ -188,16 +208,21 @@ fn a_global_limit_admits_min_of_offered_and_r_from_1_percent_to_3_r() {
                     o.admitted, o.offered
                 ));
             }
-            if pct >= 100 && !(0.9 * R..=1.05 * R).contains(&mean) {
+            if pct >= 100 && steady.is_empty() {
+                failures.push(format!(
+                    "{what}: no second offered steadily from 2 s (the host too busy)"
+                ));
+            }
+            if pct >= 100 && !(0.95 * R..=1.05 * R).contains(&mean) {
                 failures.push(format!(
                     "{what}: {mean:.0} a second in the steady state, not within [{}, {}]",
-                    0.9 * R,
+                    0.95 * R,
                     1.05 * R
                 ));
             }
-            if most > 1.25 * R {
+            if most > 1.1 * R {
                 failures.push(format!(
-                    "{what}: {most:.0} admitted in a second, at most 1.25 R"
+                    "{what}: {most:.0} admitted in a second, at most 1.1 R"
                 ));
             }
         }

@@ -6,7 +6,8 @@
 //!
 //! - `ready` once the rules are loaded and the cluster connected,
 //! - at the end, for each point, `point <i> offered=<n> admitted=<n> first=<0|1>
-//!   ticks=<admitted in each 100 ms since go, comma-separated> reasons=<why each kind
+//!   ticks=<admitted in each 100 ms since go, comma-separated> made=<calls made in each 100 ms
+//!   since go> reasons=<why each kind
 //!   of refusal, `;`-separated, with its count>`, then `done`.
 //!
 //! Arguments: `--redis URL`, `--namespace NS`, `--threshold R` (every rule's, per second; a
@@ -34,6 +35,9 @@ struct Point {
     admitted: u64,
     first: Option<bool>,
     ticks: Vec<u64>,
+    /// Calls made in each 100 ms since go (a thread that waited for a core makes its calls
+    /// late, together).
+    made: Vec<u64>,
     reasons: BTreeMap<String, u64>,
 }
 
@@ -75,6 +79,7 @@ fn run() -> Result<(), String> {
                     admitted: 0,
                     first: None,
                     ticks: vec![0; (secs * 10.0).ceil() as usize + 1],
+                    made: vec![0; (secs * 10.0).ceil() as usize + 1],
                     reasons: BTreeMap::new(),
                 });
             }
@@ -113,14 +118,16 @@ fn run() -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     for (i, p) in points.iter().enumerate() {
         let ticks: Vec<String> = p.ticks.iter().map(u64::to_string).collect();
+        let made: Vec<String> = p.made.iter().map(u64::to_string).collect();
         let reasons: Vec<String> = p.reasons.iter().map(|(r, n)| format!("{r}={n}")).collect();
         let _ = writeln!(
             out,
-            "point {i} offered={} admitted={} first={} ticks={} reasons={}",
+            "point {i} offered={} admitted={} first={} ticks={} made={} reasons={}",
             p.offered,
             p.admitted,
             u8::from(p.first.unwrap_or(true)),
             ticks.join(","),
+            made.join(","),
             reasons.join(";").replace(' ', "_"),
         );
     }
@@ -161,12 +168,15 @@ fn offer(points: &mut [Point], secs: f64, phase: f64) {
             EntryBuilder::new(p.resource).enter()
         };
         p.offered += 1;
+        let at = start.elapsed().as_secs_f64();
+        if let Some(t) = p.made.get_mut((at * 10.0) as usize) {
+            *t += 1;
+        }
         let ok = result.is_ok();
         p.first.get_or_insert(ok);
         match result {
             Ok(_entry) => {
                 p.admitted += 1;
-                let at = start.elapsed().as_secs_f64();
                 if let Some(t) = p.ticks.get_mut((at * 10.0) as usize) {
                     *t += 1;
                 }
