@@ -31,11 +31,27 @@ pub enum BlockKind {
     /// An outlier rule: the call's endpoint is ejected for its errors
     /// ([`crate::rules::OutlierRule`]). [`BlockError::reason`] names the endpoint.
     Outlier,
+    /// A cluster rule: a flow or hotspot rule marked `cluster`, whose limit the instances of a
+    /// service share ([`crate::cluster`]). One kind wherever a refusal is told: this kind, the
+    /// `cluster` count of the block totals and metrics, and the dashboard's `cluster`.
+    /// [`BlockError::reason`] says the cause (the fleet's budget spent, a window the store
+    /// lost counted as spent, or this instance's local share), and a hotspot rule's refusal
+    /// has its [`param_index`](BlockError::param_index).
+    Cluster,
 }
 
-/// The reason a cluster rule's block gives while the instances share the limit.
+/// The reason a cluster rule's block gives while the instances share the limit: the store
+/// said the budget is spent.
 pub(crate) const CLUSTER_LIMIT: &str =
     "cluster limit: the instances together used the rule's tokens";
+/// The reason a cluster rule's block gives when its budget is short because the store lost
+/// its state: the lost window counts as spent.
+pub(crate) const CLUSTER_LOST: &str =
+    "cluster limit: the store lost the rule's state, and the lost window counts as spent";
+/// The reason a cluster rule's block gives while the store answers but the key waits for its
+/// lease (or a window after a return from a fallback): this instance's local share is used.
+pub(crate) const CLUSTER_SHARE: &str =
+    "cluster limit: this instance's local share is used while the rule's lease is on its way";
 /// The reason a cluster rule's block gives while it limits locally.
 pub(crate) const CLUSTER_LOCAL: &str = "cluster rule limiting locally (no cluster store reachable)";
 
@@ -84,6 +100,14 @@ impl BlockError {
     /// The same error, with why in words.
     pub(crate) fn because(mut self, reason: &'static str) -> BlockError {
         self.reason = Some(Cow::Borrowed(reason));
+        self
+    }
+
+    /// The same error, as a cluster rule's ([`BlockKind::Cluster`]) whose window is
+    /// `window_ms`.
+    pub(crate) fn cluster(mut self, window_ms: u64) -> BlockError {
+        self.kind = BlockKind::Cluster;
+        self.window_ms = window_ms;
         self
     }
 
@@ -236,10 +260,10 @@ impl BlockError {
     }
 
     /// Whether a cluster rule blocked the call: the limit the instances share was spent, or
-    /// the rule limited locally while no cluster store was reachable. Its [`kind`](Self::kind)
-    /// stays the rule's (`Flow` or `HotParam`); the block totals count it as `cluster`.
+    /// the rule limited locally while no cluster store was reachable or its lease was on its
+    /// way. The same as `kind() == BlockKind::Cluster` (see [`BlockKind::Cluster`]).
     pub fn is_cluster(&self) -> bool {
-        matches!(self.reason.as_deref(), Some(CLUSTER_LIMIT | CLUSTER_LOCAL))
+        self.kind == BlockKind::Cluster
     }
 }
 
@@ -295,6 +319,28 @@ impl fmt::Display for BlockError {
                 self.reason.as_deref().unwrap_or("limit"),
                 self.threshold
             ),
+            BlockKind::Cluster => {
+                match self.param_index {
+                    Some(i) => write!(
+                        f,
+                        "cluster hotspot rule on parameter {i} ({}",
+                        self.threshold
+                    )?,
+                    None => write!(f, "cluster flow rule ({}", self.threshold)?,
+                }
+                if self.window_ms == 1_000 {
+                    f.write_str(" per second)")?;
+                } else {
+                    write!(f, " per {} ms)", self.window_ms)?;
+                }
+                if let Some(reason) = &self.reason {
+                    write!(f, ": {reason}")?;
+                }
+                if let Some(retry) = self.retry_after.filter(|_| self.param_index.is_some()) {
+                    write!(f, " (retry after {retry:?})")?;
+                }
+                Ok(())
+            }
             BlockKind::HotParam => {
                 write!(
                     f,

@@ -435,7 +435,7 @@ fn local_limit_holds(resource: &str) {
     let passed = (0..10).filter(|_| entry(resource).is_ok()).count();
     assert_eq!(passed, 5, "t={:?}", clock.elapsed());
     let err = entry(resource).unwrap_err();
-    assert_eq!(err.kind(), BlockKind::Flow);
+    assert_eq!(err.kind(), BlockKind::Cluster);
     assert!(err.retry_after().is_some(), "{err}");
     drop(clock);
     rules::load_flow_rules(vec![]).unwrap();
@@ -640,7 +640,7 @@ fn one_cluster_per_process_and_drop_makes_rules_local_again() {
         "{passed} passed of a 20/s global rule, at most {most}"
     );
     let err = last_err.expect("blocks");
-    assert_eq!(err.kind(), BlockKind::Flow);
+    assert_eq!(err.kind(), BlockKind::Cluster);
     assert!(err.to_string().contains("cluster limit"), "{err}");
     assert!(err.retry_after().is_some());
     // The first calls were admitted against the local share while the first lease was on its

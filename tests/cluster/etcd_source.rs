@@ -98,7 +98,11 @@ fn etcd_rules_reach_two_watchers_by_the_watch_a_stale_put_conflicts_and_bad_docu
         });
         for s in &statuses {
             assert_eq!((s.version, s.loads), (0, 0), "{s:?}");
-            let said = s.last_error.as_ref().map(ToString::to_string).unwrap_or_default();
+            let said = s
+                .last_error
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
             assert!(
                 said.contains(KEY) && said.contains("no rule document"),
                 "{said}"

@@ -64,7 +64,9 @@ fn free_ports_are_never_given_twice_nor_10_000_apart() {
 }
 
 mod cluster_faults;
+mod cluster_idle;
 mod cluster_redis;
+mod cluster_sweep;
 mod etcd_source;
 mod fleet;
 mod rule_source;

@@ -338,11 +338,16 @@ pub fn each(reports: &[Report], field: &str) -> Vec<u64> {
 impl Instances {
     /// Starts one process per argument list.
     pub fn spawn(args: &[Vec<String>]) -> Instances {
+        Self::spawn_program(env!("CARGO_BIN_EXE_cluster_instance"), args)
+    }
+
+    /// Starts one process of `program` per argument list.
+    pub fn spawn_program(program: &str, args: &[Vec<String>]) -> Instances {
         let (tx, rx) = channel();
         let mut children = Vec::new();
         let mut stdins = Vec::new();
         for (i, a) in args.iter().enumerate() {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_cluster_instance"))
+            let mut child = Command::new(program)
                 .args(a)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())

@@ -70,24 +70,40 @@
 //!   of a flow rule, and of each hotspot value, also stay within the local share: the other
 //!   instances' local passes of the window in progress are not charged yet, so the first
 //!   instance back would otherwise find the shared bucket full.
-//! - **Grace period, 2 s**: an instance heard from within 120 ms is connected; one heard from
-//!   within 2 s but not 120 ms may be cut off and admitting its local share, so the connected
-//!   instances hold its share back (a global rule leases at R × connected / heard-within-2-s; a
-//!   per-instance rule at R × connected). A partition of k of n instances then admits about R in
-//!   all, not R × (1 + k / n). The cost: an instance that dies is held back for 2 s (one that
-//!   stops cleanly leaves the set at once). While the store cannot be reached nobody
+//! - **Grace period, 10 s**: an instance heard from within 120 ms is connected; one heard from
+//!   within 10 s but not 120 ms may be cut off and admitting its local share, so the connected
+//!   instances hold its share back (a global rule leases at R × connected / heard-within-10-s;
+//!   a per-instance rule at R × connected). A partition of k of n instances that lasts up to
+//!   10 s then admits about R in all, not R × (1 + k / n) (a longer one, R × (1 + k / n) from
+//!   its 10th second: the cut-off instances cannot tell a store that forgot them from one that
+//!   is down for all). It was 2 s: with 2 of 3 instances cut off for 5 s the fleet admitted
+//!   1.67 R from the 3rd second. The cost: an instance that dies is held back for 10 s (one
+//!   that stops cleanly leaves the set at once). While the store cannot be reached nobody
 //!   heartbeats, so the grace period does not run across an outage: an instance back from a
 //!   fallback counts the instances it saw before it (live, and within the grace period) for
-//!   2 s from its return, whatever the store's set says. After an outage longer than 2 s (a
-//!   Redis Cluster failover) the set holds only the instances already back, while the others
-//!   may still be admitting their local share; counting itself alone, the first one back would
-//!   take the whole limit on top of theirs.
-//! - **No call waits for the network**: a dry lease blocks at once (its refill is on its way),
-//!   a key without a lease uses its local share. `ClusterBuilder::lease_wait` is kept for
-//!   compatibility and no longer used. A block is like any flow block
-//!   ([`BlockKind::Flow`](crate::BlockKind::Flow) or [`BlockKind::HotParam`](crate::BlockKind::HotParam),
-//!   with a [`retry_after`](crate::BlockError::retry_after)); its
-//!   [`reason`](crate::BlockError::reason) starts with `cluster`.
+//!   the grace period from its return, whatever the store's set says. After an outage longer
+//!   than that the set holds only the instances already back, while the others may still be
+//!   admitting their local share; counting itself alone, the first one back would take the
+//!   whole limit on top of theirs.
+//! - **No call waits for the network**: a dry lease blocks at once only while the store's last
+//!   answer (less than a lease's TTL ago) granted fewer tokens than asked: the fleet's budget
+//!   is spent. A lease that ran out or lapsed while the store had tokens (a key idle longer
+//!   than the 200 ms TTL, by any length of gap, or traffic that outran its refill) is a key
+//!   waiting for its lease, as is a key without one: its calls use the local share and are
+//!   charged with the lease. `ClusterBuilder::lease_wait` is kept for compatibility and no
+//!   longer used.
+//! - **A refusal has one kind**: [`BlockKind::Cluster`](crate::BlockKind::Cluster) (also
+//!   [`is_cluster`](crate::BlockError::is_cluster)), counted as `cluster` in the block totals,
+//!   Prometheus and the page, with a [`retry_after`](crate::BlockError::retry_after) and a
+//!   hotspot rule's [`param_index`](crate::BlockError::param_index). Its
+//!   [`reason`](crate::BlockError::reason) says the cause, and
+//!   [`ClusterStatus::refusals`] (and [`metrics::cluster`](crate::metrics::cluster)) count
+//!   them by cause ([`ClusterRefusals`]): `budget_spent` (the store said so), `lost_window`
+//!   (within a window of the store losing the key's state) and `fallback_share` (this
+//!   instance's local share: in a fallback, while a key waits for its lease, or a window after
+//!   a return). A lease key that expired because no one called is a full bucket; only one the
+//!   store forgot (evicted before the end of its TTL as this instance knows it, or an epoch
+//!   key gone) counts as lost.
 //! - **New hotspot values** are leased at most 1 000 a second per process, gathered for 10 to
 //!   15 ms and leased together: up to 32 values of a rule in one script call (on a Redis
 //!   Cluster, of a rule and hash tag); the others keep their local share until their turn
@@ -106,7 +122,7 @@
 //! back at the rule's rate instead of as a fresh burst. A lease key this instance wrote that is
 //! gone before its TTL (evicted) counts as spent now. Either is reported: `status().degraded`
 //! holds [`ClusterDegraded::StateLost`] for 5 s, `state_losses` counts, and an event says so.
-//! `start` reads `maxmemory-policy` (and again every 10 s): a policy that evicts puts
+//! `start` reads `maxmemory-policy` (and again every second): a policy that evicts puts
 //! [`ClusterDegraded::KeysEvictable`] in the status with a warning event (set `noeviction`); a
 //! store that refuses `CONFIG GET`, as managed Redis may, is not an error (the policy is then
 //! `None`). The first start of a namespace (no epoch yet) grants the burst of idle keys.
@@ -173,15 +189,15 @@
 //! `sentinel_cluster_fallbacks_total`, `sentinel_cluster_state_losses_total`,
 //! `sentinel_cluster_keys_evictable`, `sentinel_cluster_value_key_splits_total`,
 //! `sentinel_cluster_rule_disagreements_total`, `sentinel_cluster_charged_back_total`,
-//! `sentinel_cluster_held_back`, `sentinel_cluster_values_over_cap_total` and
-//! `sentinel_cluster_failures_ridden_out_total`; with `tracing`, an event on every change of
+//! `sentinel_cluster_held_back`, `sentinel_cluster_values_over_cap_total`,
+//! `sentinel_cluster_failures_ridden_out_total` and `sentinel_cluster_refusals_total{cause}`; with `tracing`, an event on every change of
 //! state and on every fault found (target `sentinel`). [`ClusterStatus::health`] says
 //! `connected`, `degraded` or `fallback`.
 
 pub use crate::rules::{ClusterFallback, ClusterThreshold};
 
 mod status;
-pub use status::{ClusterDegraded, ClusterState, ClusterStatus};
+pub use status::{ClusterDegraded, ClusterRefusals, ClusterState, ClusterStatus};
 
 #[cfg(feature = "redis")]
 mod background;

@@ -12,7 +12,7 @@ use super::error::ClusterError;
 use super::keys::Keys;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::status::{ClusterDegraded, ClusterState, ClusterStatus};
+use super::status::{ClusterDegraded, ClusterRefusals, ClusterState, ClusterStatus};
 use crate::slot::cluster::health;
 use crate::slot::cluster::shared::{self, MODE_CONNECTED, MODE_NONE};
 
@@ -74,6 +74,7 @@ impl Cluster {
             degraded: degraded(),
             eviction_policy: health::policy(),
             held_back: health::HELD_BACK.load(Relaxed) as usize,
+            refusals: ClusterRefusals::so_far(),
         }
     }
 }

@@ -147,6 +147,8 @@ fn pace(table: &RuleLeases) -> Option<(f64, f64, u64)> {
 struct Answer {
     granted: u64,
     wait_us: u64,
+    /// The store had lost the key's state (see [`LeaseSlot::set_lost`]).
+    lost: bool,
 }
 
 /// What one call of the lease script asks.
@@ -195,7 +197,15 @@ async fn lease(
     let (granted, wait_us, lost, epoch, until, disagree): (u64, u64, u64, String, u64, u64) =
         call(conn, invocation, config.command_timeout).await?;
     record(config, bucket, lost, &epoch, disagree);
-    Ok((Answer { granted, wait_us }, until))
+    let lost = lost != 0;
+    Ok((
+        Answer {
+            granted,
+            wait_us,
+            lost,
+        },
+        until,
+    ))
 }
 
 /// Records what a lease answer says of the store: the bucket's epoch, lost state, rules that
@@ -214,8 +224,15 @@ fn record(config: &Config, bucket: usize, lost: u64, epoch: &str, disagree: u64)
 
 /// Puts `answer` to a refill of `size` tokens into `slot`.
 fn settle(table: &RuleLeases, slot: &LeaseSlot, size: u64, answer: Answer, until: u64) {
-    let Answer { granted, wait_us } = answer;
+    let Answer {
+        granted,
+        wait_us,
+        lost,
+    } = answer;
     let now = clock::precise_nanos();
+    if lost {
+        slot.set_lost(now, table.window_ms.saturating_mul(1_000_000));
+    }
     let retry_at = if granted < size {
         // The bucket is empty: ask again when a token comes, 5 to 50 ms from now, the same for
         // every instance whatever its lease size (so that they share fairly).
@@ -296,6 +313,7 @@ async fn refill_batch(
         let answer = Answer {
             granted: number(&a[0]),
             wait_us: number(&a[1]),
+            lost: number(&a[2]) != 0,
         };
         settle(table, slot, size, answer, number(&a[4]));
     }

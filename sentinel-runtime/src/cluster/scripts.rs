@@ -26,7 +26,10 @@ use redis::Script;
 /// (evicted) counts as spent now. Either is reported as lost.
 ///
 /// Returns `{granted, µs until the next token, lost (0/1), epoch, µs the key lives until,
-/// thresholds disagree (0/1)}`. The key expires a second after its arrival time.
+/// thresholds disagree (0/1)}`. The key expires a second after its arrival time; the µs it
+/// lives until are told 10 ms short of that (the key's expiry is set in ms of the time the
+/// script began, which may lie a little before `TIME`), so that a key that expired because no
+/// one called is never taken for one the store evicted.
 pub(crate) const LEASE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -85,7 +88,7 @@ local ttl = math.floor((tat - now) / 1000) + 1000
 local until_us = 0
 if write then
   redis.call('SET', KEYS[1], string.format('%.3f %s', tat, ARGV[7]), 'PX', ttl)
-  until_us = now + ttl * 1000
+  until_us = now + ttl * 1000 - 10000
 end
 local wait = tat + interval - tolerance - now
 if wait < 0 then wait = 0 end

@@ -47,10 +47,57 @@ pub struct ClusterStatus {
     pub degraded: Vec<ClusterDegraded>,
     /// The store's `maxmemory-policy`, when it told it (managed Redis may refuse `CONFIG GET`).
     pub eviction_policy: Option<String>,
-    /// Instances missing from the heartbeats for less than the grace period (2 s): they may be
+    /// Instances missing from the heartbeats for less than the grace period (10 s): they may be
     /// cut off from the store and admitting their local share, which the connected instances
     /// hold back.
     pub held_back: usize,
+    /// The calls the shared limits refused in this process, by cause.
+    pub refusals: ClusterRefusals,
+}
+
+/// The calls cluster rules refused since the process started, by cause: each is a
+/// [`BlockKind::Cluster`](crate::BlockKind::Cluster) refusal, whose
+/// [`reason`](crate::BlockError::reason) says the same in words.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ClusterRefusals {
+    /// The store said the budget is spent: the instances together used the tokens (the limit
+    /// working as meant, when the fleet offers more than it).
+    pub budget_spent: u64,
+    /// The budget is short because the store lost the key's state (flushed, evicted, failed
+    /// over): the lost window counts as spent, for one window.
+    pub lost_window: u64,
+    /// This instance's local share (the threshold over the instances last seen) was used: the
+    /// store cannot be reached (or no cluster is started), the key waits for its lease (new,
+    /// idle past its lease's TTL, or outrunning it), or a window after a return from a fallback.
+    pub fallback_share: u64,
+}
+
+impl ClusterRefusals {
+    /// Every cause with its name in metrics (`budget_spent`, `lost_window`, `fallback_share`)
+    /// and its count.
+    pub fn by_cause(&self) -> [(&'static str, u64); 3] {
+        [
+            ("budget_spent", self.budget_spent),
+            ("lost_window", self.lost_window),
+            ("fallback_share", self.fallback_share),
+        ]
+    }
+
+    /// The refusals counted in this process so far.
+    pub(crate) fn so_far() -> ClusterRefusals {
+        let [budget_spent, lost_window, fallback_share] = crate::slot::cluster::health::refusals();
+        ClusterRefusals {
+            budget_spent,
+            lost_window,
+            fallback_share,
+        }
+    }
+
+    /// Every refusal, whatever its cause.
+    pub fn total(&self) -> u64 {
+        self.budget_spent + self.lost_window + self.fallback_share
+    }
 }
 
 impl ClusterStatus {
@@ -124,6 +171,7 @@ mod tests {
             degraded: Vec::new(),
             eviction_policy: Some("noeviction".into()),
             held_back: 0,
+            refusals: ClusterRefusals::default(),
         };
         assert_eq!(status.health(), "connected");
         status.degraded.push(ClusterDegraded::StateLost);

@@ -18,7 +18,13 @@ pub(crate) fn fleet() -> Value {
     json!({
         "available": instances.is_some(),
         "reachable": reachable,
-        "cluster": { "state": state, "instances": cluster.instances },
+        "cluster": {
+            "state": state,
+            "instances": cluster.instances,
+            // The shared limits' refusals by cause (`ClusterRefusals`).
+            "refusals": cluster.refusals.by_cause().map(|(cause, n)| (cause.to_owned(), json!(n)))
+                .into_iter().collect::<serde_json::Map<_, _>>(),
+        },
         "instances": instances.unwrap_or_default(),
         "resources": resources,
     })

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::cluster::ClusterState;
+use crate::cluster::{ClusterRefusals, ClusterState};
 use crate::slot::cluster::health;
 use crate::slot::cluster::shared::{self, MODE_CONNECTED, MODE_FALLBACK};
 
@@ -47,6 +47,9 @@ pub struct ClusterMetrics {
     /// Failures of the store that did not persist: ridden out on the leases in hand instead of
     /// falling back.
     pub failures_ridden_out: u64,
+    /// The calls cluster rules refused, by cause (the same counts as
+    /// [`ClusterStatus::refusals`](crate::cluster::ClusterStatus::refusals)).
+    pub refusals: ClusterRefusals,
 }
 
 /// The cluster limits' state and counters.
@@ -80,5 +83,6 @@ pub fn cluster() -> ClusterMetrics {
         held_back: health::HELD_BACK.load(Relaxed),
         values_over_cap: health::VALUES_OVER_CAP.load(Relaxed),
         failures_ridden_out: health::FAILURES_RIDDEN_OUT.load(Relaxed),
+        refusals: ClusterRefusals::so_far(),
     }
 }

@@ -28,6 +28,7 @@
 //! | `sentinel_cluster_instances` | | the instances live when the cluster's store was last reached |
 //! | `sentinel_cluster_leases_total` | | leases granted by the cluster's store |
 //! | `sentinel_cluster_redis_calls_total` | `result` | calls to the cluster's Redis (`ok`, `error`, `timeout`) |
+//! | `sentinel_cluster_refusals_total` | `cause` | calls cluster rules refused (`budget_spent`, `lost_window`, `fallback_share`: [`ClusterRefusals`](crate::cluster::ClusterRefusals)) |
 //! | `sentinel_cluster_fallbacks_total` | | switches from shared limits to local limiting |
 //! | `sentinel_cluster_state_losses_total` | | times the store was found to have lost state |
 //! | `sentinel_cluster_keys_evictable` | | 1 if the store's `maxmemory-policy` may evict the keys |
@@ -486,6 +487,16 @@ fn encode_cluster(e: &mut DescriptorEncoder<'_>) -> fmt::Result {
         ]
         .map(|(result, n)| ([("result", result)], ConstCounter::new(n))),
     )?;
+    family(
+        e,
+        "sentinel_cluster_refusals",
+        "Calls the cluster rules' shared limits refused, by cause (budget_spent, lost_window, \
+         fallback_share).",
+        MetricType::Counter,
+        m.refusals
+            .by_cause()
+            .map(|(cause, n)| ([("cause", cause)], ConstCounter::new(n))),
+    )?;
     single(
         e,
         "sentinel_cluster_fallbacks",
@@ -785,8 +796,11 @@ mod tests {
         for (name, labels, _) in &samples {
             for key in labels.keys() {
                 assert!(
-                    ["resource", "rule", "state", "from", "to", "kind", "result", "source"]
-                        .contains(&key.as_str()),
+                    [
+                        "resource", "rule", "state", "from", "to", "kind", "result", "source",
+                        "cause"
+                    ]
+                    .contains(&key.as_str()),
                     "{name} has label {key}"
                 );
             }

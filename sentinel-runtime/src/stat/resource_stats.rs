@@ -32,8 +32,7 @@ pub struct BlockTotals {
     /// By the user's check slots ([`BlockKind::Custom`]).
     pub custom: u64,
     /// By cluster rules, the limit shared by the instances (a flow or hotspot rule marked
-    /// `cluster`: [`BlockError::is_cluster`](crate::error::BlockError::is_cluster)); counted
-    /// here, not under the rule's own kind.
+    /// `cluster`: [`BlockKind::Cluster`]); counted here, not under the rule's own kind.
     pub cluster: u64,
 }
 
@@ -96,17 +95,14 @@ impl BlockTotals {
             BlockKind::Authority => 5,
             BlockKind::Outlier => 6,
             BlockKind::Custom => 7,
+            BlockKind::Cluster => 8,
         }
     }
 
-    /// The index in [`RULES`](Self::RULES) a block counts under: `cluster` for a cluster rule's
-    /// block, else its kind's.
+    /// The index in [`RULES`](Self::RULES) a block counts under: its kind's (`cluster` for a
+    /// cluster rule's block, [`BlockKind::Cluster`]).
     pub(crate) fn index_of_block(block: &crate::error::BlockError) -> usize {
-        if block.is_cluster() {
-            RULE_KINDS - 1
-        } else {
-            Self::index_of(block.kind())
-        }
+        Self::index_of(block.kind())
     }
 
     pub(crate) fn from_counts(c: [u64; RULE_KINDS]) -> BlockTotals {

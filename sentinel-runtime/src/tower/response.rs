@@ -66,9 +66,11 @@ pub(super) fn classify_outbound(status: StatusCode, headers: &HeaderMap, grpc: b
 /// How a block is answered: HTTP status, gRPC status.
 pub(super) fn answer(kind: BlockKind) -> (StatusCode, u8) {
     match kind {
-        BlockKind::Flow | BlockKind::Concurrency | BlockKind::HotParam | BlockKind::Custom => {
-            (StatusCode::TOO_MANY_REQUESTS, 8)
-        }
+        BlockKind::Flow
+        | BlockKind::Concurrency
+        | BlockKind::HotParam
+        | BlockKind::Custom
+        | BlockKind::Cluster => (StatusCode::TOO_MANY_REQUESTS, 8),
         BlockKind::Authority => (StatusCode::FORBIDDEN, 7),
         // "Overloaded, come back later" (an ejected endpoint: "unavailable, try another").
         BlockKind::CircuitBreaker | BlockKind::System | BlockKind::Outlier => {

@@ -572,7 +572,11 @@ fn admit_client(
 /// blocks most can be shown as text (the call path keeps only hashes). Blocked requests only.
 #[cold]
 fn note_blocked_value(config: &Config, view: View<'_>, parts: Option<&Parts>, block: &BlockError) {
-    if block.kind() != crate::BlockKind::HotParam {
+    // A hotspot rule's block, or a cluster hotspot rule's (both name the parameter).
+    if !matches!(
+        block.kind(),
+        crate::BlockKind::HotParam | crate::BlockKind::Cluster
+    ) {
         return;
     }
     let Some(source) = block.param_index().and_then(|i| config.params.get(i)) else {

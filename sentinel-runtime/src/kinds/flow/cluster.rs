@@ -12,10 +12,12 @@ use crate::error::BlockError;
 use crate::kinds::flow::qps::QpsGate;
 use crate::kinds::flow::rule::FlowRule;
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
+use crate::slot::cluster::health::{self, Refusal};
 use crate::slot::cluster::lease::FLOW_KEY;
 use crate::slot::cluster::shared::{self, RuleLeases, MODE_CONNECTED, MODE_FALLBACK};
 use crate::slot::cluster::spend::{
-    local_divisor, retry_after, spend, Spent, CLUSTER_LIMIT, CLUSTER_LOCAL,
+    local_divisor, retry_after, spend, Spent, CLUSTER_LIMIT, CLUSTER_LOCAL, CLUSTER_LOST,
+    CLUSTER_SHARE,
 };
 
 /// A QPS flow rule marked `cluster`.
@@ -98,18 +100,23 @@ impl ClusterGate {
                     if local.is_none()
                         && shared::resumed_within(now, self.window_ms.saturating_mul(1_000_000))
                     {
-                        return Err(self.cluster_block(resource, count));
+                        return Err(self.cluster_block(resource, count, Refusal::FallbackShare));
                     }
                     return Ok(now);
                 }
-                Spent::Dry => return Err(self.cluster_block(resource, count)),
+                Spent::Dry => {
+                    return Err(self.cluster_block(resource, count, Refusal::BudgetSpent));
+                }
+                Spent::Lost => {
+                    return Err(self.cluster_block(resource, count, Refusal::LostWindow))
+                }
                 Spent::Unleased => {
                     return match self.local.try_acquire(now, count) {
                         Some(at) => {
                             self.leases.lease.slot(FLOW_KEY).owe(count);
                             Ok(at)
                         }
-                        None => Err(self.cluster_block(resource, count)),
+                        None => Err(self.cluster_block(resource, count, Refusal::FallbackShare)),
                     };
                 }
             }
@@ -135,10 +142,14 @@ impl ClusterGate {
                 self.owe(count);
                 Ok(at)
             }
-            None => Err(self
-                .local
-                .block(resource, now, count)
-                .because(CLUSTER_LOCAL)),
+            None => {
+                health::refused(Refusal::FallbackShare);
+                Err(self
+                    .local
+                    .block(resource, now, count)
+                    .because(CLUSTER_LOCAL)
+                    .cluster(self.window_ms))
+            }
         }
     }
 
@@ -150,18 +161,28 @@ impl ClusterGate {
         }
     }
 
+    /// The error of a refusal by the shared limit, counted by its `cause`.
     #[cold]
     #[inline(never)]
-    fn cluster_block(&self, resource: &'static str, count: u32) -> BlockError {
+    fn cluster_block(&self, resource: &'static str, count: u32, cause: Refusal) -> BlockError {
+        health::refused(cause);
         let limit = self.leases.limit();
+        let reason = match cause {
+            Refusal::BudgetSpent => CLUSTER_LIMIT,
+            Refusal::LostWindow => CLUSTER_LOST,
+            Refusal::FallbackShare => CLUSTER_SHARE,
+        };
         BlockError::flow(resource, self.given(), self.window_ms)
-            .because(CLUSTER_LIMIT)
+            .because(reason)
+            .cluster(self.window_ms)
             .with_retry_after(retry_after(limit, self.window_ms, count))
     }
 
     /// The error of a call blocked without a decision of this gate.
     pub(crate) fn block_error(&self, resource: &'static str) -> BlockError {
-        BlockError::flow(resource, self.given(), self.window_ms).because(CLUSTER_LIMIT)
+        BlockError::flow(resource, self.given(), self.window_ms)
+            .because(CLUSTER_LIMIT)
+            .cluster(self.window_ms)
     }
 }
 
@@ -194,7 +215,7 @@ mod tests {
             .count();
         assert_eq!(passed, 5);
         let err = gate.try_acquire("r", T0, 1).unwrap_err();
-        assert_eq!(err.kind(), BlockKind::Flow);
+        assert_eq!(err.kind(), BlockKind::Cluster);
         assert_eq!(err.reason(), Some(CLUSTER_LOCAL));
         assert!(err.retry_after().is_some());
     }

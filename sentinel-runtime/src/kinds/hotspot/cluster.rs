@@ -9,10 +9,12 @@ use std::time::Duration;
 use crate::error::BlockError;
 use crate::kinds::hotspot::rule::HotspotRule;
 use crate::rule_data::cluster::{ClusterFallback, ClusterThreshold};
+use crate::slot::cluster::health::{self, Refusal};
 use crate::slot::cluster::lease::key_of;
 use crate::slot::cluster::shared::{self, RuleLeases, MODE_CONNECTED, MODE_FALLBACK};
 use crate::slot::cluster::spend::{
-    local_divisor, retry_after, spend, Spent, CLUSTER_LIMIT, CLUSTER_LOCAL, MAX_HOT_SLOTS,
+    local_divisor, retry_after, spend, Spent, CLUSTER_LIMIT, CLUSTER_LOCAL, CLUSTER_LOST,
+    CLUSTER_SHARE, MAX_HOT_SLOTS,
 };
 use crate::slot::param_table::{ParamTable, RateDecision};
 
@@ -21,8 +23,9 @@ use crate::slot::param_table::{ParamTable, RateDecision};
 enum HotDecision {
     /// Spent a leased token.
     Leased,
-    /// The instances together used the value's tokens: retry after this.
-    Blocked(Option<Duration>),
+    /// The instances together used the value's tokens (or the store lost them: `true`):
+    /// retry after this.
+    Blocked(Option<Duration>, bool),
     /// Limit locally, with the threshold's local share ([`ClusterHot::local_divisor`]).
     Local,
     /// The value has no lease yet: admit against the local share, and charge the passes with
@@ -104,13 +107,7 @@ impl ClusterHot {
                 {
                     let retry =
                         (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after));
-                    return Some(Err(BlockError::hot_param(
-                        resource,
-                        self.given,
-                        self.param_index,
-                        retry,
-                    )
-                    .because(CLUSTER_LIMIT)));
+                    return Some(Err(self.block(resource, retry, Refusal::FallbackShare)));
                 }
                 Some(Ok(()))
             }
@@ -119,7 +116,7 @@ impl ClusterHot {
                 // one call): the passes are charged with the lease, and a value whose lease is
                 // slow must not run the shared bucket into debt.
                 let pace = without_burst(local);
-                Some(self.owed_locally(resource, table, key, count, now, pace, CLUSTER_LIMIT))
+                Some(self.owed_locally(resource, table, key, count, now, pace, CLUSTER_SHARE))
             }
             HotDecision::Pass => {
                 if shared::mode() == MODE_FALLBACK {
@@ -127,13 +124,14 @@ impl ClusterHot {
                 }
                 Some(Ok(()))
             }
-            HotDecision::Blocked(retry) => Some(Err(BlockError::hot_param(
-                resource,
-                self.given,
-                self.param_index,
-                retry,
-            )
-            .because(CLUSTER_LIMIT))),
+            HotDecision::Blocked(retry, lost) => {
+                let cause = if lost {
+                    Refusal::LostWindow
+                } else {
+                    Refusal::BudgetSpent
+                };
+                Some(Err(self.block(resource, retry, cause)))
+            }
             // A started cluster that cannot reach its store: the local share, owed to the
             // value's shared bucket (charged with its next lease after the return). Without
             // the share's burst (a tenth of it): the value's leased passes were counted at the
@@ -169,14 +167,41 @@ impl ClusterHot {
                 self.leases.lease.slot(key_of(key)).owe(count);
                 Ok(())
             }
-            RateDecision::Block { retry_after } => Err(BlockError::hot_param(
-                resource,
-                self.given,
-                self.param_index,
-                (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
-            )
-            .because(reason)),
+            RateDecision::Block { retry_after } => {
+                health::refused(Refusal::FallbackShare);
+                Err(BlockError::hot_param(
+                    resource,
+                    self.given,
+                    self.param_index,
+                    (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
+                )
+                .because(reason)
+                .cluster(self.window_ms))
+            }
         }
+    }
+
+    /// `err`, the local limit's refusal of a value while the rule limits locally (no cluster
+    /// started, or its values' key split), as a cluster refusal by the local share (counted).
+    #[cold]
+    pub(crate) fn local_block(&self, err: BlockError) -> BlockError {
+        health::refused(Refusal::FallbackShare);
+        err.because(CLUSTER_LOCAL).cluster(self.window_ms)
+    }
+
+    /// The error of a refusal by the shared limit, counted by its `cause`.
+    #[cold]
+    #[inline(never)]
+    fn block(&self, resource: &'static str, retry: Option<Duration>, cause: Refusal) -> BlockError {
+        health::refused(cause);
+        let reason = match cause {
+            Refusal::BudgetSpent => CLUSTER_LIMIT,
+            Refusal::LostWindow => CLUSTER_LOST,
+            Refusal::FallbackShare => CLUSTER_SHARE,
+        };
+        BlockError::hot_param(resource, self.given, self.param_index, retry)
+            .because(reason)
+            .cluster(self.window_ms)
     }
 
     /// The divisor of the threshold while the rule limits locally (the local share).
@@ -188,11 +213,13 @@ impl ClusterHot {
     #[inline]
     fn decide(&self, hash: u64, count: u32, now: u64) -> HotDecision {
         if shared::mode() == MODE_CONNECTED && shared::VALUES_SHARED.load(Relaxed) {
-            return match spend(&self.leases, key_of(hash), count, now) {
+            let spent = spend(&self.leases, key_of(hash), count, now);
+            return match spent {
                 Spent::Leased => HotDecision::Leased,
-                Spent::Dry => {
-                    HotDecision::Blocked(retry_after(self.leases.limit(), self.window_ms, count))
-                }
+                Spent::Dry | Spent::Lost => HotDecision::Blocked(
+                    retry_after(self.leases.limit(), self.window_ms, count),
+                    matches!(spent, Spent::Lost),
+                ),
                 Spent::Unleased => HotDecision::Unleased,
             };
         }

@@ -431,14 +431,24 @@ impl HotspotGate {
                         key,
                         turn: now.saturating_add(wait),
                     }),
-                    RateDecision::Block { retry_after } => Err(BlockError::hot_param(
-                        resource,
-                        given,
-                        self.shape.param_index,
-                        // `u64::MAX`: never (a batch too large for the rule, a threshold of
-                        // 0) or unknown (no room in the table): no hint.
-                        (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
-                    )),
+                    RateDecision::Block { retry_after } => {
+                        let err = BlockError::hot_param(
+                            resource,
+                            given,
+                            self.shape.param_index,
+                            // `u64::MAX`: never (a batch too large for the rule, a threshold
+                            // of 0) or unknown (no room in the table): no hint.
+                            (retry_after != u64::MAX).then(|| Duration::from_nanos(retry_after)),
+                        );
+                        // A cluster rule limiting locally (no cluster started, or its values'
+                        // key split): a cluster refusal, as a flow rule's is.
+                        Err(
+                            match self.cluster.as_ref().filter(|_| exception.is_none()) {
+                                Some(cluster) => cluster.local_block(err),
+                                None => err,
+                            },
+                        )
+                    }
                 }
             }
             HotspotMetric::Concurrency => {

@@ -42,6 +42,34 @@ pub(crate) static VALUES_OVER_CAP: AtomicU64 = AtomicU64::new(0);
 /// Times the background work stayed on the store through a failure that did not persist.
 pub(crate) static FAILURES_RIDDEN_OUT: AtomicU64 = AtomicU64::new(0);
 
+/// Why the limit the instances share refused a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The store said the key's budget is spent: the instances together used the tokens.
+    BudgetSpent,
+    /// The key's budget is short because the store lost its state (the lost window counts as
+    /// spent).
+    LostWindow,
+    /// This instance's local share: the store cannot be reached (or no cluster is started),
+    /// the key waits for its lease, or a window after a return from a fallback.
+    FallbackShare,
+}
+
+/// Refusals by the shared limit, by [`Refusal`] (in its order).
+static REFUSED: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Counts a refusal by the shared limit.
+#[cold]
+pub(crate) fn refused(cause: Refusal) {
+    REFUSED[cause as usize].fetch_add(1, Relaxed);
+}
+
+/// The refusals by the shared limit since the process started: budget spent, lost window,
+/// fallback share.
+pub(crate) fn refusals() -> [u64; 3] {
+    std::array::from_fn(|i| REFUSED[i].load(Relaxed))
+}
+
 /// Records that the store lost state (found now).
 pub(crate) fn state_lost() {
     STATE_LOSSES.fetch_add(1, Relaxed);

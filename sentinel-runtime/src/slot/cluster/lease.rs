@@ -9,6 +9,13 @@
 //!
 //! The call path never waits here: a take that finds too few tokens (or leaves fewer than the
 //! low-water mark) *asks* for a refill, which the cluster's background work reads.
+//!
+//! A slot tells a lease that ran out because the store said the budget is spent (its last
+//! answer granted less than asked, within the lease's TTL: [`LeaseSlot::is_spent`]) from one
+//! that ran out or lapsed while the store had tokens (the key was idle longer than the lease's
+//! TTL, or its traffic outran the lease before its refill came back). Only the first refuses
+//! a call as the fleet's budget spent; the second is a key waiting for its lease, admitted
+//! against the local share and charged with the lease.
 
 // Without the `redis` feature nothing grants leases: only the local fallback is used.
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -163,6 +170,12 @@ pub(crate) struct LeaseSlot {
     owed: AtomicU64,
     /// The key asked for is waiting for the cap of new values leased per second.
     deferred: AtomicBool,
+    /// Until when (runtime clock nanos) the store's last answer holds that the key's budget is
+    /// spent (it granted less than asked); 0: it did not say so.
+    spent_until: AtomicU64,
+    /// Until when (runtime clock nanos) the key's bucket is short because the store lost its
+    /// state (a lease answer said so): refusals meanwhile are the lost window's; 0: none.
+    lost_until: AtomicU64,
     book: Mutex<Book>,
 }
 
@@ -181,7 +194,11 @@ impl LeaseSlot {
     #[inline]
     pub(crate) fn take(&self, key: u64, count: u32, now: u64) -> (Take, bool) {
         if now >= self.expires.load(Acquire) {
-            return (Take::Dry, self.ask(key, true));
+            // The lease lapsed (or none came yet): not a sign that it was too small, so the
+            // next one is not doubled (a key called a little less often than the lease's TTL
+            // would otherwise double its lease at every call, up to the cap, and the tokens
+            // that expire unspent would drain the fleet's budget).
+            return (Take::Dry, self.ask(key, false));
         }
         let (took, old) = self.tokens.take(key, count);
         if took != Took::Spent {
@@ -234,6 +251,8 @@ impl LeaseSlot {
             // (acquire), so a caller that sees `key` as the owner sees this 0 (or the expiry
             // `finish` stores later).
             self.expires.store(0, Release);
+            self.spent_until.store(0, Relaxed);
+            self.lost_until.store(0, Relaxed);
             self.tokens.pass_to(key);
             *self.book_mut() = Book::default();
             self.next_ask.store(0, Release);
@@ -270,11 +289,19 @@ impl LeaseSlot {
     }
 
     /// Adds `granted` tokens that arrived at `now` for a lease of `size`; `retry_at` is when
-    /// the slot may ask again if it asks (the store said more tokens come only then).
+    /// the slot may ask again if it asks (the store said more tokens come only then). Fewer
+    /// than `size` granted: the store's budget for the key is spent, for the lease's TTL (see
+    /// [`is_spent`](Self::is_spent)).
     pub(crate) fn finish(&self, granted: u64, size: u64, now: u64, retry_at: u64) {
         if now >= self.expires.load(Acquire) {
             self.tokens.drop_all();
         }
+        let spent_until = if granted < size {
+            now.saturating_add(LEASE_TTL_NANOS).max(1)
+        } else {
+            0
+        };
+        self.spent_until.store(spent_until, Relaxed);
         let granted = granted.min(u64::MAX >> 2);
         let after = self.tokens.add(granted);
         self.low
@@ -294,6 +321,28 @@ impl LeaseSlot {
         }
         self.next_ask.store(retry_at, Release);
         self.busy.store(false, Release);
+    }
+
+    /// Whether, at `now`, the store's last answer holds that the key's budget is spent: it
+    /// granted less than asked, less than a lease's TTL ago. A dry lease is then a refusal by
+    /// the fleet's budget; otherwise the lease ran out while the store had tokens (the key was
+    /// idle, or its refill is on its way) and the key waits for its lease as a new one does.
+    #[inline]
+    pub(crate) fn is_spent(&self, now: u64) -> bool {
+        now < self.spent_until.load(Relaxed)
+    }
+
+    /// Records that the store lost the key's state (found at `now`): its bucket is short for
+    /// `window_nanos`.
+    pub(crate) fn set_lost(&self, now: u64, window_nanos: u64) {
+        self.lost_until
+            .store(now.saturating_add(window_nanos).max(1), Relaxed);
+    }
+
+    /// Whether the key's bucket is short at `now` because the store lost its state.
+    #[inline]
+    pub(crate) fn is_lost(&self, now: u64) -> bool {
+        now < self.lost_until.load(Relaxed)
     }
 
     /// Until when the store must hold the key's state (see [`Book::alive_until`]).
@@ -365,6 +414,7 @@ impl LeaseSlot {
     /// Ends the lease now (the cluster stopped or the store failed): nothing left is spent.
     pub(crate) fn expire(&self) {
         self.expires.store(0, Release);
+        self.spent_until.store(0, Relaxed);
         self.tokens.drop_all();
     }
 
@@ -457,6 +507,56 @@ mod tests {
         assert_eq!(slot.begin_refill(T0 + LEASE_TTL_NANOS), Some(FLOW_KEY));
         slot.finish(3, 3, T0 + LEASE_TTL_NANOS, 0);
         assert_eq!(slot.tokens(), 3, "the 9 expired tokens were dropped");
+    }
+
+    #[test]
+    fn a_lease_that_lapsed_is_not_a_spent_budget_but_a_short_answer_is_for_a_ttl() {
+        let slot = LeaseSlot::default();
+        grant(&slot, FLOW_KEY, 2, T0);
+        assert!(!slot.is_spent(T0), "granted what was asked");
+        // Idle past the TTL, by any length: the lease lapsed, the budget is not spent.
+        for gap in [LEASE_TTL_NANOS, 1_000 * MS, 5_000 * MS, 60_000 * MS] {
+            assert_eq!(slot.take(FLOW_KEY, 1, T0 + gap).0, Take::Dry, "gap {gap}");
+            assert!(!slot.is_spent(T0 + gap), "gap {gap}");
+            assert!(!slot.never_leased(FLOW_KEY));
+        }
+        // The store grants fewer than asked: spent, for a lease's TTL from the answer.
+        let t1 = T0 + 60_000 * MS;
+        assert_eq!(slot.begin_refill(t1), Some(FLOW_KEY));
+        slot.finish(1, 4, t1, t1 + 10 * MS);
+        assert!(slot.is_spent(t1));
+        assert!(slot.is_spent(t1 + LEASE_TTL_NANOS - 1));
+        assert!(
+            !slot.is_spent(t1 + LEASE_TTL_NANOS),
+            "an answer holds for a TTL"
+        );
+        // A later full answer clears it.
+        slot.ask(FLOW_KEY, false);
+        assert_eq!(slot.begin_refill(t1 + 20 * MS), Some(FLOW_KEY));
+        slot.finish(4, 4, t1 + 20 * MS, 0);
+        assert!(!slot.is_spent(t1 + 20 * MS));
+        // The store lost the key's state: refusals within the window are the lost window's.
+        slot.set_lost(t1, 1_000 * MS);
+        assert!(slot.is_lost(t1 + 999 * MS));
+        assert!(!slot.is_lost(t1 + 1_000 * MS));
+    }
+
+    #[test]
+    fn a_lapsed_lease_does_not_double_the_next_one_but_a_dry_one_does() {
+        let slot = LeaseSlot::default();
+        grant(&slot, FLOW_KEY, 4, T0);
+        slot.take(FLOW_KEY, 1, T0);
+        // Found lapsed 300 ms later: 1 spent in 300 ms is 1 per 50 ms, not 2 x 4.
+        assert_eq!(slot.take(FLOW_KEY, 1, T0 + 300 * MS).0, Take::Dry);
+        assert_eq!(slot.next_size(T0 + 300 * MS, 50 * MS, 100), 1);
+        grant(&slot, FLOW_KEY, 4, T0 + 300 * MS);
+        for _ in 0..4 {
+            slot.take(FLOW_KEY, 1, T0 + 300 * MS);
+        }
+        // Dry within its lease (4 spent in 100 ms: 2 per 50 ms): it was too small, the next
+        // one doubles.
+        assert_eq!(slot.take(FLOW_KEY, 1, T0 + 400 * MS).0, Take::Dry);
+        assert_eq!(slot.next_size(T0 + 400 * MS, 50 * MS, 100), 8);
     }
 
     #[test]

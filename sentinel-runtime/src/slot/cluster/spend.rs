@@ -13,7 +13,7 @@ use super::lease::Take;
 use super::shared::{self, RuleLeases};
 use crate::rule_data::cluster::ClusterThreshold;
 
-pub(crate) use crate::error::{CLUSTER_LIMIT, CLUSTER_LOCAL};
+pub(crate) use crate::error::{CLUSTER_LIMIT, CLUSTER_LOCAL, CLUSTER_LOST, CLUSTER_SHARE};
 
 /// Hotspot values a cluster hotspot rule leases at once, at most.
 pub(crate) const MAX_HOT_SLOTS: usize = 4_096;
@@ -23,15 +23,22 @@ pub(crate) const MAX_HOT_SLOTS: usize = 4_096;
 pub(crate) enum Spent {
     /// Leased tokens were spent.
     Leased,
-    /// The lease is dry: the instances together used the tokens.
+    /// The lease is dry and the store said the key's budget is spent: the instances together
+    /// used the tokens.
     Dry,
+    /// As [`Dry`](Self::Dry), within a window of the store losing the key's state: the lost
+    /// window counts as spent.
+    Lost,
     /// The key has no lease yet (new to this instance, or its slot was taken by another key):
     /// admit against the local share until its lease arrives; the passes are charged with it.
     Unleased,
 }
 
 /// Spends `count` of `key`'s leased tokens. Never waits: a dry lease asks for a refill (the
-/// background work is woken) and the call is decided at once.
+/// background work is woken) and the call is decided at once: refused if the store's last
+/// answer said the key's budget is spent ([`LeaseSlot::is_spent`](super::lease::LeaseSlot::is_spent)),
+/// else admitted against the local share while the lease is on its way (a key idle longer
+/// than a lease's TTL, whatever the length of the gap, finds its lease lapsed, not spent).
 #[inline]
 pub(crate) fn spend(leases: &RuleLeases, key: u64, count: u32, now: u64) -> Spent {
     let (took, asked) = leases.lease.take(key, count, now);
@@ -41,13 +48,20 @@ pub(crate) fn spend(leases: &RuleLeases, key: u64, count: u32, now: u64) -> Spen
     if took == Take::Spent {
         return Spent::Leased;
     }
-    if leases.lease.slot(key).never_leased(key) {
+    let slot = leases.lease.slot(key);
+    if slot.never_leased(key) {
         return Spent::Unleased;
     }
     // The first lease may have arrived since the take (a thread descheduled between the two):
-    // one more try before the call is blocked.
+    // one more try before the call is decided.
     if leases.lease.take(key, count, now).0 == Take::Spent {
         return Spent::Leased;
+    }
+    if !slot.is_spent(now) {
+        return Spent::Unleased;
+    }
+    if slot.is_lost(now) {
+        return Spent::Lost;
     }
     Spent::Dry
 }
