@@ -326,3 +326,188 @@ fn one_dashboards_edit_reaches_every_instance_within_2_s_and_a_stale_one_changes
     drop(cluster);
     rules::load(rules::RuleSet::new()).expect("no rules");
 }
+
+// ---- hostile and oversized fleets ------------------------------------------------------------
+
+/// The fleet's keys of `namespace` (see `cluster/fleet_scripts.rs`): its index and the prefix
+/// of its summaries.
+fn fleet_keys(namespace: &str) -> (String, String) {
+    let base = format!("{namespace}:fleet");
+    (
+        format!("{base}:{{{base}}}:index"),
+        format!("{base}:{{{base}}}:s:"),
+    )
+}
+
+/// A command in Redis's protocol.
+fn resp(args: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", args.len());
+    for a in args {
+        out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    out
+}
+
+/// Sends `commands` on `conn` in batches, each of which answers one line, and reads the answers.
+fn pipeline(conn: &mut TcpStream, commands: &[String]) {
+    let mut reply = vec![0u8; 64 * 1024];
+    for batch in commands.chunks(500) {
+        conn.write_all(batch.concat().as_bytes())
+            .expect("send to redis");
+        let mut lines = 0;
+        while lines < batch.len() {
+            let k = conn.read(&mut reply).expect("redis answers");
+            assert!(k > 0, "redis closed the connection");
+            lines += reply[..k].iter().filter(|&&b| b == b'\n').count();
+        }
+    }
+}
+
+/// Redis `TIME` in ms.
+fn redis_ms(redis: &RedisServer) -> u64 {
+    let out = redis.cli(&["TIME"]);
+    let mut words = out.split_whitespace().map(|w| w.parse::<u64>().unwrap_or(0));
+    let (s, us) = (words.next().unwrap_or(0), words.next().unwrap_or(0));
+    s * 1000 + us / 1000
+}
+
+/// A summary in the format instances write (`v2`, see `cluster/fleet.rs`), with `resources`
+/// resources and `pass` as its pass rate.
+fn fake_summary(name: &str, pass: &str, resources: usize) -> String {
+    let mut text = format!("v2\t{name}\tfake-host\t1\tfake-rules\t-\tconnected\t{pass}\t0\t0\n");
+    for r in 0..resources {
+        text.push_str(&format!("r\tfake-resource-{r}\t{}\t0\n", 10 + r));
+    }
+    text
+}
+
+/// `INFO commandstats`: the scripts' calls and their microseconds, all together.
+fn script_cost(redis: &RedisServer) -> (u64, u64) {
+    let info = redis.cli(&["INFO", "commandstats"]);
+    let (mut calls, mut usec) = (0, 0);
+    for line in info.lines() {
+        let Some(rest) = line
+            .strip_prefix("cmdstat_evalsha:")
+            .or_else(|| line.strip_prefix("cmdstat_eval:"))
+        else {
+            continue;
+        };
+        for field in rest.trim().split(',') {
+            match field.split_once('=') {
+                Some(("calls", v)) => calls += v.parse::<u64>().unwrap_or(0),
+                Some(("usec", v)) => usec += v.parse::<u64>().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    (calls, usec)
+}
+
+/// 100 000 entries planted in the fleet's index (a quarter each: past their time, from the
+/// future with summaries, live without a summary, live with a malformed one), then three
+/// instances with a global cluster rule and their views asked for, for 15 s: none falls back,
+/// Redis answers every `PING` within 50 ms, and the scripts cost at most 0.5 ms a call on
+/// average. The instances' views end with the three of them.
+#[test]
+fn with_100_000_planted_entries_three_instances_keep_their_cluster_rule_and_redis_answers() {
+    let _running = crate::spawned_only();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    const NS: &str = "fleet-planted";
+    let redis = RedisServer::start(&[]);
+    let url = redis.url();
+    let (index, prefix) = fleet_keys(NS);
+    let now = redis_ms(&redis);
+    let mut commands = Vec::with_capacity(150_000);
+    for i in 0..25_000u64 {
+        let (past, future) = (format!("past-{i}"), format!("future-{i}"));
+        let (nokey, bad) = (format!("nokey-{i}"), format!("bad-{i}"));
+        commands.push(resp(&["ZADD", &index, &(now - 3_600_000 - i).to_string(), &past]));
+        let at = (now + 86_400_000 + i).to_string();
+        commands.push(resp(&["ZADD", &index, &at, &future]));
+        let summary = format!("{at}|{}", fake_summary("future", "1", 3));
+        commands.push(resp(&["SET", &format!("{prefix}{future}"), &summary]));
+        commands.push(resp(&["ZADD", &index, &(now - 500).to_string(), &nokey]));
+        commands.push(resp(&["ZADD", &index, &(now - 500).to_string(), &bad]));
+        commands.push(resp(&["SET", &format!("{prefix}{bad}"), "no stamp"]));
+    }
+    let mut conn = TcpStream::connect(("127.0.0.1", redis.port)).expect("connect to redis");
+    pipeline(&mut conn, &commands);
+    assert_eq!(redis.cli(&["ZCARD", &index]).trim(), "100000");
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+
+    let args: Vec<Vec<String>> = (0..3)
+        .map(|i| {
+            let name = format!("planted-{i}");
+            let rest = [
+                "--threshold",
+                "1000",
+                "--offer",
+                "100",
+                "--secs",
+                "15",
+                "--resource",
+                "fleet-planted",
+                "--watch-fleet",
+                "--name",
+                &name,
+            ];
+            instance_args(std::slice::from_ref(&url), false, NS, &rest)
+        })
+        .collect();
+    let mut instances = Instances::spawn(&args);
+    instances.go(Duration::from_secs(20));
+
+    // PING every 10 ms while the instances run: the slowest answer.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (reports, slowest, fleet_lines) = thread::scope(|s| {
+        let pinger = s.spawn(|| {
+            let mut conn = TcpStream::connect(("127.0.0.1", redis.port)).expect("connect");
+            let mut reply = [0u8; 64];
+            let mut slowest = Duration::ZERO;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let sent = Instant::now();
+                conn.write_all(b"PING\r\n").expect("PING");
+                let k = conn.read(&mut reply).expect("PONG");
+                assert_eq!(&reply[..k], b"+PONG\r\n");
+                slowest = slowest.max(sent.elapsed());
+                thread::sleep(Duration::from_millis(10));
+            }
+            slowest
+        });
+        let mut fleet_lines = vec![String::new(); 3];
+        let reports = instances.collect(Duration::from_secs(40), |line| {
+            if line.text.starts_with("fleet ") {
+                fleet_lines[line.instance] = line.text.clone();
+            }
+        });
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (reports, pinger.join().expect("the pinger"), fleet_lines)
+    });
+    let (calls, usec) = script_cost(&redis);
+    let per_call = usec as f64 / calls.max(1) as f64;
+    let left = redis.cli(&["ZCARD", &index]);
+    eprintln!(
+        "100 000 planted: slowest PING {slowest:?}; {calls} script calls, {per_call:.1} µs a \
+         call; the index holds {} after 15 s; last views {fleet_lines:?}",
+        left.trim()
+    );
+    for (i, r) in reports.iter().enumerate() {
+        assert_eq!(r.get("fallbacks"), 0, "instance {i} fell back: {r:?}");
+        let offered = r.get("admitted") + r.get("blocked");
+        assert!(
+            r.get("blocked") * 100 <= offered,
+            "instance {i}: 100/s each under a global 1000/s, blocked {} of {offered}",
+            r.get("blocked")
+        );
+    }
+    assert!(slowest < Duration::from_millis(50), "a PING took {slowest:?}");
+    assert!(per_call <= 500.0, "{per_call:.1} µs a script call");
+    // The planted entries are no part of the views: the three instances, each read.
+    for (i, line) in fleet_lines.iter().enumerate() {
+        assert_eq!(line, "fleet 3 3 0", "instance {i}'s view at its end");
+    }
+    let left: u64 = left.trim().parse().expect("ZCARD");
+    assert!(left <= 100_000 - 3_000, "the publishes removed what they met: {left} left");
+}

@@ -182,7 +182,7 @@ fn this_instance(config: &Config) -> FleetInstance {
         host: host(),
         pid: std::process::id(),
         rules_version: rules_version(),
-        rules_source_version: None,
+        rules_source_version: source_version(),
         cluster_state: state().to_owned(),
         last_seen_ms: 0,
         pass_qps,
@@ -194,6 +194,15 @@ fn this_instance(config: &Config) -> FleetInstance {
         this_instance: true,
         resources,
     }
+}
+
+/// The rule document's version a watcher has in force here (`None`: no watcher, or nothing
+/// loaded; always `None` without rule files).
+fn source_version() -> Option<u64> {
+    #[cfg(feature = "rule-files")]
+    return crate::rules::source::version_in_force();
+    #[cfg(not(feature = "rule-files"))]
+    return None;
 }
 
 /// This instance's state, as [`ClusterStatus::health`](super::ClusterStatus::health) says it.

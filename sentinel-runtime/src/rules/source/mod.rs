@@ -10,6 +10,7 @@
 mod document;
 mod error;
 mod file;
+mod in_force;
 #[cfg(feature = "redis")]
 mod redis_scripts;
 #[cfg(feature = "redis")]
@@ -24,6 +25,7 @@ pub(crate) use document::parse_text;
 pub use document::{Document, DocumentFormat, MAX_DOCUMENT_BYTES};
 pub use error::SourceError;
 pub use file::{watch_file, FileSource};
+pub(crate) use in_force::version_in_force;
 #[cfg(feature = "redis")]
 pub use redis_source::{RedisSource, DEFAULT_POLL};
 pub use rule_source::{Changes, Read, RuleSource};

@@ -122,6 +122,7 @@ impl RuleWatcher {
             polling: false,
             unmatched: 0,
         }));
+        super::in_force::register(&status);
         // Watch before the first read, so no change after it is missed. The first load's
         // refusals are reported as every later one is.
         let refused = |e: RuleSetError, version| {
