@@ -283,7 +283,11 @@ pub(crate) fn encode(instance: &FleetInstance) -> String {
     };
     let half = MAX_SUMMARY_BYTES / 2;
     for (kind, qps) in instance.blocked_by.iter().take(MAX_LISTED) {
-        push(&mut out, format!("k\t{}\t{}\n", text(kind), rate(*qps)), half);
+        push(
+            &mut out,
+            format!("k\t{}\t{}\n", text(kind), rate(*qps)),
+            half,
+        );
     }
     for resource in instance.breakers_open.iter().take(MAX_LISTED) {
         push(&mut out, format!("o\t{}\n", text(resource)), half);
@@ -347,7 +351,9 @@ pub(crate) fn decode(id: &str, age_ms: u64, text: &str) -> Option<FleetInstance>
         let fields: Vec<&str> = line.split('\t').collect();
         match fields.as_slice() {
             ["k", kind, qps] if instance.blocked_by.len() < MAX_LISTED => {
-                instance.blocked_by.insert(unescape(kind)?, checked_rate(qps)?);
+                instance
+                    .blocked_by
+                    .insert(unescape(kind)?, checked_rate(qps)?);
             }
             ["o", resource] if instance.breakers_open.len() < MAX_LISTED => {
                 instance.breakers_open.push(unescape(resource)?);
@@ -413,7 +419,11 @@ mod tests {
             cluster_state: "connected".to_owned(),
             pass_qps: resources.iter().map(|r| r.1).sum(),
             block_qps: resources.iter().map(|r| r.2).sum(),
-            blocked_by: [("flow".to_owned(), 2.5), ("circuit_breaker".to_owned(), 0.5)].into(),
+            blocked_by: [
+                ("flow".to_owned(), 2.5),
+                ("circuit_breaker".to_owned(), 0.5),
+            ]
+            .into(),
             shadow_would_block_qps: 4.0,
             breakers_open: vec!["pay\\ments".to_owned()],
             ejected: vec![FleetEjection::new("pay", "10.0.0.1:80")],
@@ -451,15 +461,25 @@ mod tests {
     #[test]
     fn a_number_that_is_not_finite_negative_or_huge_refuses_the_summary() {
         assert!(decode("i", 0, &with("12.5", "r\tapi\t3\t0\n")).is_some());
-        for bad in ["NaN", "nan", "inf", "-inf", "infinity", "1e308", "-1", "-0.5", "", "x"] {
+        for bad in [
+            "NaN", "nan", "inf", "-inf", "infinity", "1e308", "-1", "-0.5", "", "x",
+        ] {
             assert_eq!(decode("i", 0, &with(bad, "")), None, "pass rate {bad:?}");
             let in_resource = with("1", &format!("r\tapi\t{bad}\t0\n"));
             assert_eq!(decode("i", 0, &in_resource), None, "resource rate {bad:?}");
             let in_kind = with("1", &format!("k\tflow\t{bad}\n"));
             assert_eq!(decode("i", 0, &in_kind), None, "kind rate {bad:?}");
         }
-        assert_eq!(decode("i", 0, &with("1", "r\tapi\t1\n")), None, "a field missing");
-        assert_eq!(decode("i", 0, &with("1", "z\tunknown\n")), None, "another line");
+        assert_eq!(
+            decode("i", 0, &with("1", "r\tapi\t1\n")),
+            None,
+            "a field missing"
+        );
+        assert_eq!(
+            decode("i", 0, &with("1", "z\tunknown\n")),
+            None,
+            "another line"
+        );
         // The writer never writes such numbers, whatever its statistics hold.
         let mut odd = instance("i", &[("api", f64::NAN, f64::INFINITY)]);
         odd.pass_qps = -3.0;
@@ -541,6 +561,9 @@ mod tests {
         let names: Vec<String> = (0..MAX_RESOURCES + 10).map(|i| format!("r{i}")).collect();
         let many: Vec<(&str, f64, f64)> = names.iter().map(|n| (n.as_str(), 1.0, 0.0)).collect();
         let text = encode(&instance("i", &many));
-        assert_eq!(text.lines().filter(|l| l.starts_with("r\t")).count(), MAX_RESOURCES);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("r\t")).count(),
+            MAX_RESOURCES
+        );
     }
 }

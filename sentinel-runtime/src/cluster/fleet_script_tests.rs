@@ -22,10 +22,8 @@ struct Server {
 impl Server {
     /// Starts one, or `None` (after saying why) when `redis-server` is not installed.
     fn start(name: &str) -> Option<Server> {
-        let dir = std::env::temp_dir().join(format!(
-            "sentinel-fleet-{name}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("sentinel-fleet-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let socket = dir.join("redis.sock");
         let spawned = Command::new("redis-server")
@@ -265,7 +263,10 @@ fn the_byte_budget_of_a_read_leaves_the_rest_out_and_says_so() {
     assert_eq!(got.count, 40);
     assert!(got.over_budget);
     let bytes: usize = got.entries.iter().map(|e| e.2.len()).sum();
-    assert!(bytes <= fleet::MAX_READ_BYTES && got.entries.len() < 40, "{bytes}");
+    assert!(
+        bytes <= fleet::MAX_READ_BYTES && got.entries.len() < 40,
+        "{bytes}"
+    );
     // More live entries than a read looks at.
     for i in 0..MAX_READ + 20 {
         publish(&mut conn, &format!("small{i}"), &summary("s", 1));
@@ -317,7 +318,11 @@ fn with_100_000_planted_entries_a_publish_and_a_read_stay_cheap() {
         slowest = slowest.max(start.elapsed());
         assert!(removed <= 2 * SWEEP as i64, "{removed}");
         if round == 0 {
-            assert_eq!(removed, 2 * SWEEP as i64, "past and future ones, SWEEP each");
+            assert_eq!(
+                removed,
+                2 * SWEEP as i64,
+                "past and future ones, SWEEP each"
+            );
         }
         // Live: this one and the planted ones without (or with malformed) summaries, less what
         // the reads removed: never the future ones.

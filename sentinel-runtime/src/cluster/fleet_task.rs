@@ -42,8 +42,7 @@ pub(crate) async fn publish(
         .unwrap_or_else(PoisonError::into_inner)
         .as_ref()
         .is_none_or(|(id, at)| {
-            *id != config.instance_id
-                || at.elapsed() + Duration::from_millis(100) >= PUBLISH_EVERY
+            *id != config.instance_id || at.elapsed() + Duration::from_millis(100) >= PUBLISH_EVERY
         });
     if due {
         let summary = fleet::encode(&own);

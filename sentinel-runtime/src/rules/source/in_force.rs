@@ -20,8 +20,11 @@ pub(crate) fn register(status: &Arc<Mutex<WatchStatus>>) {
 /// none has loaded a document.
 pub(crate) fn version_in_force() -> Option<u64> {
     let watchers = WATCHERS.lock().unwrap_or_else(PoisonError::into_inner);
-    watchers.iter().filter_map(Weak::upgrade).find_map(|status| {
-        let status = status.lock().unwrap_or_else(PoisonError::into_inner);
-        (status.loads > 0).then_some(status.version)
-    })
+    watchers
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find_map(|status| {
+            let status = status.lock().unwrap_or_else(PoisonError::into_inner);
+            (status.loads > 0).then_some(status.version)
+        })
 }
