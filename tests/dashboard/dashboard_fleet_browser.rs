@@ -6,7 +6,7 @@
 //! all run it; a name with a bidi override cannot reorder the figures beside it, and no name
 //! widens the page.
 
-#[allow(dead_code)] // The cluster tests' harness: this module uses its Redis server only.
+// The cluster tests' harness (it allows its own unused parts): its Redis server.
 #[path = "../support/redis_harness.rs"]
 mod harness;
 
@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
 
 use fantoccini::ClientBuilder;
+use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::cluster::{Cluster, LIVE_MS};
 use sentinel_runtime::dashboard::Dashboard;
 use sentinel_runtime::rules::{self, source::RedisSource};
@@ -25,7 +26,21 @@ use super::dashboard_browser::{browser, wait_for, Driver};
 
 const NS: &str = "fleet-browser";
 const API: &str = "fleet-browser-api";
+const PAY: &str = "fleet-browser-pay";
+const OUT: &str = "fleet-browser-out";
 const EVIL: &str = "\u{202E}evil-name\u{202C}";
+
+/// This instance's rules: a flow rule its traffic exceeds, a breaker and an outlier rule that
+/// one failed call trips.
+fn document() -> String {
+    format!(
+        "{{\"flow\": [{{\"resource\": \"{API}\", \"threshold\": 5}}], \
+         \"circuit_breaker\": [{{\"resource\": \"{PAY}\", \"strategy\": {{\"type\": \
+         \"error_count\", \"threshold\": 1}}, \"min_requests\": 1, \"recovery\": \"10m\"}}], \
+         \"outlier\": [{{\"resource\": \"{OUT}\", \"strategy\": {{\"type\": \
+         \"consecutive_errors\", \"threshold\": 1}}, \"recovery\": \"10m\"}}]}}"
+    )
+}
 
 /// Writes one summary as any writer to the store can (see `tests/cluster/fleet.rs`).
 const WRITE: &str = "local t = redis.call('TIME') \
@@ -72,15 +87,24 @@ fn the_fleet_panel_says_which_instance_blocks_and_why_and_which_lag() {
     if harness::require("redis-server").is_none() {
         return;
     }
+    // The rules and the clock are the process's: the tests that load rules here hold the mock
+    // clock, one at a time. Held, never advanced: one window, so the flow rule blocks all but
+    // its 5 calls, and the breaker and the ejection stay as they are.
+    let clock = MockClock::install();
     let redis = harness::RedisServer::start(&[]);
     let source = RedisSource::new(&redis.url(), "fleet-browser-rules").expect("the source");
-    let version = source
-        .put(
-            &format!("{{\"flow\": [{{\"resource\": \"{API}\", \"threshold\": 5}}]}}"),
-            None,
-        )
-        .expect("the document");
+    let version = source.put(&document(), None).expect("the document");
     let watcher = rules::watch_source(source).expect("the watcher");
+    // One failed call each: the breaker opens, the endpoint is ejected.
+    if let Ok(e) = sentinel_runtime::entry(PAY) {
+        e.set_error();
+    }
+    if let Ok(e) = sentinel_runtime::EntryBuilder::new(OUT)
+        .endpoint("10.9.9.9:80")
+        .enter()
+    {
+        e.set_error();
+    }
     let cluster = Cluster::redis(redis.url())
         .namespace(NS)
         .instance_name("browser-real")
@@ -121,7 +145,7 @@ fn the_fleet_panel_says_which_instance_blocks_and_why_and_which_lag() {
                     let k = conn.read(&mut reply).expect("answers");
                     lines += reply[..k].iter().filter(|&&b| b == b'\n').count();
                 }
-                // This instance's traffic: 20 calls a second, its rule admits 5.
+                // This instance's traffic: 20 calls a second, its rule admits 5 (in its one window).
                 for _ in 0..20 {
                     drop(sentinel_runtime::entry(API));
                     std::thread::sleep(Duration::from_millis(50));
@@ -183,7 +207,11 @@ fn the_fleet_panel_says_which_instance_blocks_and_why_and_which_lag() {
                         t.lines()
                             .skip_while(|l| !l.contains("browser-real"))
                             .take(2)
-                            .any(|l| l.contains("blocked by: flow"))
+                            .any(|l| {
+                                l.contains("blocked by: flow")
+                                    && l.contains(&format!("breakers open: {PAY}"))
+                                    && l.contains(&format!("ejected: 10.9.9.9:80 of {OUT}"))
+                            })
                     })
                 },
             )
@@ -235,4 +263,5 @@ fn the_fleet_panel_says_which_instance_blocks_and_why_and_which_lag() {
     drop(cluster);
     drop(watcher);
     rules::load(rules::RuleSet::new()).unwrap();
+    drop(clock);
 }

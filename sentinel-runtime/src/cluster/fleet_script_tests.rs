@@ -370,7 +370,7 @@ fn a_fleet_of_1000_instances_costs_redis_at_most_5_percent_of_a_core() {
     let secs = PUBLISH_EVERY.as_secs() as usize;
     // One period: every instance publishes once, spread over it; each reader reads once a
     // second.
-    let mut period = |conn: &mut Connection| {
+    let period = |conn: &mut Connection| {
         let start = Instant::now();
         let reads_every = N / (READERS * secs);
         for (i, (id, text)) in ids.iter().zip(&summaries).enumerate() {

@@ -9,10 +9,10 @@ use super::config::Config;
 use super::connect::{call, Conn, Failure};
 use super::fleet::{self, FleetEjection, FleetInstance, FleetResource, LIVE_MS, MAX_RESOURCES};
 use super::fleet_scripts::{FleetKeys, FleetScripts, Read};
-use crate::breaker::CircuitState;
-use crate::metrics::BlockTotals;
 use crate::slot::cluster::health;
 use crate::slot::cluster::shared::{self, MODE_CONNECTED};
+use crate::stat::circuit_state::CircuitState;
+use crate::stat::BlockTotals;
 
 /// How long a read of the fleet may take (it is off the call path, and at most
 /// [`MAX_READ_BYTES`](fleet::MAX_READ_BYTES) come back).
