@@ -130,6 +130,11 @@ fn the_fleet_lists_every_instance_with_the_fleets_traffic_and_forgets_a_killed_o
             .all(|i| i.pid > 0 && !i.host.is_empty()),
         "{view:#?}"
     );
+    // No names given: each is `<host>-<pid>`.
+    assert!(
+        (view.instances.iter()).all(|i| i.name == format!("{}-{}", i.host, i.pid)),
+        "{view:#?}"
+    );
     // The same rules everywhere: one fingerprint.
     let versions: std::collections::BTreeSet<&str> = view
         .instances
@@ -762,4 +767,26 @@ fn fake_and_hostile_summaries_leave_the_view_bounded_and_the_real_instance_right
 
 fn fleet_live_ms() -> u64 {
     cluster::LIVE_MS
+}
+
+/// A name the fleet's view would refuse is refused at start, naming the setting.
+#[test]
+fn an_instance_name_out_of_bounds_is_refused_at_start() {
+    let long = "n".repeat(cluster::MAX_TEXT_BYTES + 1);
+    for bad in ["", "checkout\na", "\u{202E}x", long.as_str()] {
+        let refused = Cluster::redis("redis://127.0.0.1:1")
+            .instance_name(bad)
+            .start()
+            .expect_err("a bad name is refused");
+        assert!(
+            matches!(
+                refused,
+                cluster::ClusterError::Setting {
+                    field: "instance_name",
+                    ..
+                }
+            ),
+            "{bad:?}: {refused}"
+        );
+    }
 }

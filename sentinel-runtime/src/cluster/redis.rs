@@ -157,7 +157,8 @@ impl ClusterBuilder {
 
     /// The name this instance has in the fleet's view ([`fleet`](super::fleet) and the
     /// dashboard's fleet panel), such as `checkout-a`: at most
-    /// [`MAX_TEXT_BYTES`](super::MAX_TEXT_BYTES) bytes, no control characters. By default
+    /// [`MAX_TEXT_BYTES`](super::MAX_TEXT_BYTES) bytes, no control characters (bidi controls
+    /// included). By default
     /// `<host>-<pid>`, the host from the environment's `HOSTNAME` (Kubernetes sets it to the
     /// pod's name), else the kernel's host name.
     ///
@@ -201,11 +202,17 @@ impl ClusterBuilder {
         if let Some(name) = &self.instance_name
             && (name.is_empty()
                 || name.len() > super::MAX_TEXT_BYTES
-                || name.chars().any(char::is_control))
+                || name.chars().any(|c| {
+                    // Control characters, and the bidi controls that reorder text.
+                    c.is_control()
+                        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}')
+                        || ('\u{202A}'..='\u{202E}').contains(&c)
+                        || ('\u{2066}'..='\u{2069}').contains(&c)
+                }))
         {
             return setting(
                 "instance_name",
-                "must be non-empty, at most 200 bytes, without control characters",
+                "must be non-empty, at most 200 bytes, without control or bidi control characters",
             );
         }
         Ok(())
