@@ -790,3 +790,39 @@ fn an_instance_name_out_of_bounds_is_refused_at_start() {
         );
     }
 }
+
+/// On a Redis Cluster the fleet's keys share one slot: an instance publishes and reads its
+/// view (no cross-slot error), and the view holds a second instance.
+#[test]
+fn on_a_redis_cluster_the_fleet_is_published_and_read() {
+    let _running = this_process();
+    let Some(()) = require("redis-server") else {
+        return;
+    };
+    let redis = harness::RedisCluster::start();
+    let urls = redis.urls();
+    let args = vec![instance_args(
+        &urls,
+        true,
+        "fleet-on-cluster",
+        &["--secs", "15", "--offer", "10", "--name", "the-other"],
+    )];
+    let mut instances = Instances::spawn(&args);
+    instances.go(Duration::from_secs(20));
+    let cluster = Cluster::redis_cluster(urls.clone())
+        .namespace("fleet-on-cluster")
+        .instance_name("this-one")
+        .start()
+        .expect("the cluster");
+    let (view, took) = wait_for(Duration::from_secs(10), "both instances read", |f| {
+        !f.own_only && f.instances.iter().any(|i| i.name == "the-other")
+    });
+    eprintln!("on a Redis Cluster: the fleet read in {took:?}");
+    assert_eq!((view.count, view.unreadable), (2, 0), "{view:#?}");
+    assert_eq!(
+        sentinel_runtime::metrics::cluster().crossslot_errors,
+        0,
+        "cross-slot errors"
+    );
+    drop(cluster);
+}
