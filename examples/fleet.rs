@@ -59,8 +59,14 @@ fn show(what: &str, fleet: Option<Fleet>) {
     println!("{what}: {} instances", fleet.instances.len());
     for i in &fleet.instances {
         println!(
-            "  {} pid {:>7}  rules {}  {:<9} {:>6.0} pass/s  seen {} ms ago",
-            i.host, i.pid, i.rules_version, i.cluster_state, i.pass_qps, i.last_seen_ms
+            "  {} ({} pid {:>7})  rules v{}  {:<9} {:>6.0} pass/s  seen {} ms ago",
+            i.name,
+            i.host,
+            i.pid,
+            i.rules_source_version.unwrap_or(0),
+            i.cluster_state,
+            i.pass_qps,
+            i.last_seen_ms
         );
     }
     for r in fleet.resources.iter().filter(|r| r.resource == RESOURCE) {

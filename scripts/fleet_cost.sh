@@ -29,7 +29,9 @@ sleep $((s / 2 - 1))
 c1=$(stat stats total_commands_processed); i1=$(stat stats total_net_input_bytes)
 o1=$(stat stats total_net_output_bytes); u1=$(stat cpu used_cpu_user); y1=$(stat cpu used_cpu_sys)
 t1=$(date +%s.%N)
-fleet_mem=$(redis-cli -p "$port" memory usage cost:fleet)
+# The fleet's index and its summaries (one key each).
+fleet_mem=$(redis-cli -p "$port" --scan --pattern 'cost:fleet:*' | while read -r k; do
+    redis-cli -p "$port" memory usage "$k"; done | awk '{s+=$1} END {print s+0}')
 rss=$(ps -o rss= -p "$(IFS=,; echo "${pids[*]}")" 2>/dev/null | awk '{s+=$1; n++} END {if (n) printf "%.0f", s/n}')
 python3 - "$n" "$r" "$c0" "$c1" "$i0" "$i1" "$o0" "$o1" "$u0" "$u1" "$y0" "$y1" "$t0" "$t1" "$fleet_mem" "${rss:-0}" <<'PY'
 import sys
@@ -41,6 +43,6 @@ print(f"  redis commands/s {(int(c1) - int(c0)) / dt:.0f} ({(int(c1) - int(c0)) 
 print(f"  bytes in/s {(int(i1) - int(i0)) / dt:.0f} ({(int(i1) - int(i0)) / dt / n:.0f} per instance)")
 print(f"  bytes out/s {(int(o1) - int(o0)) / dt:.0f} ({(int(o1) - int(o0)) / dt / n:.0f} per instance)")
 print(f"  redis CPU {100 * ((float(u1) - float(u0)) + (float(y1) - float(y0))) / dt:.1f}% of a core")
-print(f"  the fleet hash: {int(mem)} bytes ({int(mem) / n:.0f} per instance)")
+print(f"  the fleet's keys: {int(mem)} bytes ({int(mem) / n:.0f} per instance)")
 print(f"  instance RSS (mean): {int(rss) / 1024:.1f} MiB")
 PY

@@ -37,7 +37,7 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
 }
 
 /// The browser and its driver, or `None` (skip) when they are missing and not required.
-pub(super) fn browser() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn browser() -> Option<(PathBuf, PathBuf)> {
     let found = (
         on_path(&["chromium", "chromium-browser"]),
         on_path(&["chromedriver"]),
@@ -59,14 +59,14 @@ pub(super) fn browser() -> Option<(PathBuf, PathBuf)> {
 
 /// chromedriver on a free loopback port, killed (and its profile directory removed) on drop,
 /// also when the test fails.
-pub(super) struct Driver {
+pub(crate) struct Driver {
     child: Child,
-    pub(super) port: u16,
-    pub(super) profile: PathBuf,
+    pub(crate) port: u16,
+    pub(crate) profile: PathBuf,
 }
 
 impl Driver {
-    pub(super) fn start(driver: &PathBuf) -> Driver {
+    pub(crate) fn start(driver: &PathBuf) -> Driver {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -78,8 +78,11 @@ impl Driver {
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver starts");
+        // One profile per driver: two browser tests may run side by side.
+        static DRIVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = DRIVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let profile =
-            std::env::temp_dir().join(format!("sentinel-dash-chromium-{}", std::process::id()));
+            std::env::temp_dir().join(format!("sentinel-dash-chromium-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&profile);
         let driver = Driver {
             child,
@@ -123,7 +126,7 @@ impl Drop for Driver {
 }
 
 /// Polls `script` (returning a value) until `ok` accepts it, for at most `within`.
-pub(super) async fn wait_for(
+pub(crate) async fn wait_for(
     c: &Client,
     within: Duration,
     what: &str,

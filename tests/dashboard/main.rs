@@ -2,4 +2,5 @@
 
 mod dashboard;
 mod dashboard_browser;
+mod dashboard_fleet_browser;
 mod dashboard_safety;

@@ -22,7 +22,10 @@
 //! (the rule's resource, default `cluster-test`), `--rules-source KEY` (also watch the rule
 //! document kept at `KEY` in the first Redis, and say `rules <threshold> <wall µs>` each time
 //! the resource's flow rule changes), `--resources N` (also enter N other resources,
-//! `other-0`..`other-{N-1}`, once a second each: the fleet's summaries list the busiest).
+//! `other-0`..`other-{N-1}`, once a second each: the fleet's summaries list the busiest),
+//! `--name NAME` (the instance's name in the fleet's view), `--watch-fleet` (ask for the
+//! fleet's view every 500 ms, as an open dashboard does, and say `fleet <count> <shown>
+//! <unreadable>` once a second).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -49,6 +52,8 @@ struct Args {
     resource: &'static str,
     rules_source: Option<String>,
     resources: usize,
+    name: Option<String>,
+    watch_fleet: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -65,6 +70,8 @@ fn parse() -> Result<Args, String> {
         resource: "cluster-test",
         rules_source: None,
         resources: 0,
+        name: None,
+        watch_fleet: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -84,6 +91,8 @@ fn parse() -> Result<Args, String> {
             "--resource" => args.resource = Box::leak(value()?.into_boxed_str()),
             "--rules-source" => args.rules_source = Some(value()?),
             "--resources" => args.resources = number(value()?)? as usize,
+            "--name" => args.name = Some(value()?),
+            "--watch-fleet" => args.watch_fleet = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -139,6 +148,10 @@ fn run(args: &Args) -> ExitCode {
             Cluster::redis_cluster(args.urls.clone())
         } else {
             Cluster::redis(args.urls[0].clone())
+        };
+        let builder = match &args.name {
+            Some(name) => builder.instance_name(name.clone()),
+            None => builder,
         };
         match builder.namespace(args.namespace.clone()).start() {
             Ok(cluster) => Some(cluster),
@@ -214,6 +227,25 @@ fn run(args: &Args) -> ExitCode {
                         drop(sentinel_runtime::entry(name));
                     }
                     std::thread::sleep(Duration::from_secs(1));
+                }
+            });
+        }
+        // The fleet's view asked for, as an open dashboard asks for it.
+        if args.watch_fleet {
+            s.spawn(|| {
+                let mut said = Instant::now();
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(500));
+                    let view = sentinel_runtime::cluster::fleet().unwrap_or_default();
+                    if said.elapsed() >= Duration::from_secs(1) {
+                        said = Instant::now();
+                        say(format!(
+                            "fleet {} {} {}",
+                            view.count,
+                            view.instances.len(),
+                            view.unreadable
+                        ));
+                    }
                 }
             });
         }

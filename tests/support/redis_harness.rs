@@ -461,6 +461,8 @@ impl Instances {
                     }
                     done[line.instance] = true;
                 }
+                // The fleet's view as the instance sees it (`--watch-fleet`): `on_line` reads it.
+                Some("fleet") => {}
                 _ => panic!("instance {} said {:?}", line.instance, line.text),
             }
         }

@@ -425,7 +425,7 @@ async fn serve(config: &Arc<Config>, mut conn: Conn, scripts: &Arc<Scripts>) -> 
                 let checked = share_value_key(&config, &scripts, &mut conn, limit).await;
                 // The fleet's view is best effort: its failures say nothing the heartbeats
                 // do not.
-                let _ = fleet_task::publish(&config, &scripts, &mut conn, limit).await;
+                let _ = fleet_task::publish(&config, &mut conn, limit).await;
                 if policy {
                     read_policy(&config, &mut conn, limit).await;
                 }

@@ -14,6 +14,8 @@ pub(crate) struct Config {
     pub(crate) cluster_mode: bool,
     pub(crate) namespace: String,
     pub(crate) instance_id: String,
+    /// The name the fleet's view shows.
+    pub(crate) instance_name: String,
     pub(crate) command_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) keys: Keys,

@@ -1,48 +1,141 @@
-//! Publishing this instance's summary and reading the fleet's (see [`fleet`](super::fleet)), on
-//! the cluster's background thread once a second.
+//! Publishing this instance's summary, and reading the fleet's while its view is asked for
+//! (see [`fleet`](super::fleet)), on the cluster's background thread once a second.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::config::Config;
 use super::connect::{call, Conn, Failure};
-use super::fleet::{self, FleetInstance, FleetResource, LIVE_MS, MAX_RESOURCES};
-use super::scripts::Scripts;
+use super::fleet::{self, FleetEjection, FleetInstance, FleetResource, LIVE_MS, MAX_RESOURCES};
+use super::fleet_scripts::{FleetKeys, FleetScripts, Read};
 use crate::slot::cluster::health;
 use crate::slot::cluster::shared::{self, MODE_CONNECTED};
+use crate::stat::circuit_state::CircuitState;
+use crate::stat::BlockTotals;
 
-/// A summary not refreshed for this long is dropped from the store.
-const FORGET_MS: u64 = 60_000;
+/// How long a read of the fleet may take (it is off the call path, and at most
+/// [`MAX_READ_BYTES`](fleet::MAX_READ_BYTES) come back).
+const READ_WITHIN: Duration = Duration::from_secs(1);
+/// How often an instance publishes its summary (the view, while asked for, is read every
+/// second). Within [`LIVE_MS`] an instance may miss one publish.
+pub(crate) const PUBLISH_EVERY: Duration = Duration::from_secs(2);
 
-/// Publishes this instance's summary and replaces the view with every live instance's.
+/// Which instance of this process last published, and when (one cluster at a time; a new one
+/// publishes at once).
+static PUBLISHED: Mutex<Option<(String, Instant)>> = Mutex::new(None);
+
+/// Called once a second: publishes this instance's summary when [`PUBLISH_EVERY`] has passed;
+/// while the view is asked for, also reads the fleet's and replaces the view with it (else the
+/// view is this instance's alone).
 pub(crate) async fn publish(
     config: &Config,
-    scripts: &Scripts,
     conn: &mut Conn,
     limit: Duration,
 ) -> Result<(), Failure> {
-    let summary = fleet::encode(&this_instance(config));
-    let mut invocation = scripts.fleet.prepare_invoke();
-    invocation
-        .key(config.keys.fleet())
-        .arg(&config.instance_id)
-        .arg(summary)
-        .arg(LIVE_MS)
-        .arg(FORGET_MS);
-    let read: Vec<String> = call(conn, invocation, limit).await?;
-    let instances = read
-        .chunks_exact(3)
-        .filter_map(|t| fleet::decode(&t[0], t[1].parse().unwrap_or(LIVE_MS), &t[2]))
-        .collect();
-    fleet::set_view(Some(fleet::view(instances)));
+    let own = this_instance(config);
+    let keys = FleetKeys::new(&config.keys.fleet());
+    let scripts = FleetScripts::get();
+    // A little under the period: the ticks that call this are a second apart, give or take.
+    let due = PUBLISHED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .is_none_or(|(id, at)| {
+            *id != config.instance_id || at.elapsed() + Duration::from_millis(100) >= PUBLISH_EVERY
+        });
+    if due {
+        let summary = fleet::encode(&own);
+        let published: Result<Vec<i64>, Failure> = call(
+            conn,
+            scripts.publish_call(&keys, &config.instance_id, &summary, LIVE_MS),
+            limit,
+        )
+        .await;
+        // A failure keeps the last view (see `fleet`).
+        published?;
+        *PUBLISHED.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((config.instance_id.clone(), Instant::now()));
+    }
+    if !fleet::asked_for() {
+        fleet::set_view(Some(own_only(own)));
+        return Ok(());
+    }
+    let raw: Vec<redis::Value> = call(
+        conn,
+        scripts.read_call(&keys, &config.instance_id, LIVE_MS),
+        READ_WITHIN,
+    )
+    .await?;
+    let view = match Read::parse(raw) {
+        Some(read) => fleet_of(own, read),
+        None => own_only(own),
+    };
+    fleet::set_view(Some(view));
     Ok(())
 }
 
+/// The fleet as a read found it, with this instance's own summary.
+pub(crate) fn fleet_of(own: FleetInstance, read: Read) -> fleet::Fleet {
+    let mut unreadable = read.unreadable;
+    let mut instances = Vec::with_capacity(read.entries.len() + 1);
+    instances.push(own);
+    for (id, age, summary) in &read.entries {
+        match fleet::decode(id, *age, summary) {
+            Some(instance) => instances.push(instance),
+            None => unreadable += 1,
+        }
+    }
+    let shown = instances.len();
+    let mut view = fleet::view(instances);
+    view.count = read.count.max(shown);
+    view.unreadable = unreadable;
+    view.incomplete = read.over_budget || read.count > read.entries.len() + 1;
+    view
+}
+
+/// The view of this instance alone (the store not read).
+fn own_only(own: FleetInstance) -> fleet::Fleet {
+    let mut view = fleet::view(vec![own]);
+    view.own_only = true;
+    view
+}
+
+/// The totals the last summary was computed from, to turn them into rates.
+struct Totals {
+    at: Instant,
+    blocks: [u64; BlockTotals::RULES.len()],
+    shadow: u64,
+}
+
+static LAST: Mutex<Option<Totals>> = Mutex::new(None);
+
 /// This instance as the fleet sees it.
 fn this_instance(config: &Config) -> FleetInstance {
+    let mut blocks = [0u64; BlockTotals::RULES.len()];
+    let mut shadow = 0u64;
+    let mut breakers_open = Vec::new();
+    let mut ejected = Vec::new();
+    let mut pass_qps = 0.0;
     let mut resources: Vec<FleetResource> = crate::registry::all()
         .into_iter()
         .map(|node| {
             let stats = node.snapshot();
+            for (sum, (_, n)) in blocks.iter_mut().zip(stats.block_total_by_rule.by_rule()) {
+                *sum = sum.saturating_add(n);
+            }
+            shadow = shadow.saturating_add(stats.shadow_block_total);
+            pass_qps += stats.pass_qps;
+            if stats.circuit == Some(CircuitState::Open) && breakers_open.len() < fleet::MAX_LISTED
+            {
+                breakers_open.push(node.name().to_owned());
+            }
+            if ejected.len() < fleet::MAX_LISTED {
+                for endpoint in crate::outlier::ejected(node.name()) {
+                    ejected.push(FleetEjection::new(node.name(), endpoint));
+                }
+                ejected.truncate(fleet::MAX_LISTED);
+            }
             FleetResource {
                 resource: node.name().to_owned(),
                 pass_qps: stats.pass_qps,
@@ -51,26 +144,64 @@ fn this_instance(config: &Config) -> FleetInstance {
             }
         })
         .collect();
-    let (pass_qps, block_qps) = resources
-        .iter()
-        .fold((0.0, 0.0), |(p, b), r| (p + r.pass_qps, b + r.block_qps));
     resources.sort_by(|a, b| {
         (b.pass_qps + b.block_qps)
             .total_cmp(&(a.pass_qps + a.block_qps))
             .then_with(|| a.resource.cmp(&b.resource))
     });
     resources.truncate(MAX_RESOURCES);
+    breakers_open.sort();
+
+    // Blocks by kind, per second since the last summary: the instance's block rate is their
+    // sum, over the same interval.
+    let now = Instant::now();
+    let mut blocked_by = BTreeMap::new();
+    let mut shadow_qps = 0.0;
+    {
+        let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(before) = last.as_ref() {
+            let secs = now.duration_since(before.at).as_secs_f64().max(0.001);
+            for ((kind, n), before) in BlockTotals::RULES.iter().zip(blocks).zip(before.blocks) {
+                let per_second = n.saturating_sub(before) as f64 / secs;
+                if per_second > 0.0 {
+                    blocked_by.insert((*kind).to_owned(), per_second);
+                }
+            }
+            shadow_qps = shadow.saturating_sub(before.shadow) as f64 / secs;
+        }
+        *last = Some(Totals {
+            at: now,
+            blocks,
+            shadow,
+        });
+    }
     FleetInstance {
         id: config.instance_id.clone(),
+        name: config.instance_name.clone(),
         host: host(),
         pid: std::process::id(),
         rules_version: rules_version(),
+        rules_source_version: source_version(),
         cluster_state: state().to_owned(),
         last_seen_ms: 0,
         pass_qps,
-        block_qps,
+        block_qps: blocked_by.values().sum(),
+        blocked_by,
+        shadow_would_block_qps: shadow_qps,
+        breakers_open,
+        ejected,
+        this_instance: true,
         resources,
     }
+}
+
+/// The rule document's version a watcher has in force here (`None`: no watcher, or nothing
+/// loaded; always `None` without rule files).
+fn source_version() -> Option<u64> {
+    #[cfg(feature = "rule-files")]
+    return crate::rules::source::version_in_force();
+    #[cfg(not(feature = "rule-files"))]
+    return None;
 }
 
 /// This instance's state, as [`ClusterStatus::health`](super::ClusterStatus::health) says it.
@@ -85,7 +216,7 @@ fn state() -> &'static str {
 }
 
 /// The host's name (`HOSTNAME`, else the kernel's), or `unknown`.
-fn host() -> String {
+pub(crate) fn host() -> String {
     std::env::var("HOSTNAME")
         .ok()
         .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())

@@ -209,6 +209,10 @@ mod connect;
 mod error;
 #[cfg(feature = "redis")]
 mod fleet;
+#[cfg(all(test, feature = "redis"))]
+mod fleet_script_tests;
+#[cfg(feature = "redis")]
+mod fleet_scripts;
 #[cfg(feature = "redis")]
 mod fleet_task;
 #[cfg(feature = "redis")]
@@ -228,7 +232,10 @@ mod task;
 pub use self::error::ClusterError;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use self::fleet::{fleet, Fleet, FleetInstance, FleetResource, LIVE_MS, MAX_RESOURCES};
+pub use self::fleet::{
+    fleet, Fleet, FleetEjection, FleetInstance, FleetResource, LIVE_MS, MAX_LISTED, MAX_RATE,
+    MAX_READ, MAX_READ_BYTES, MAX_RESOURCES, MAX_SUMMARY_BYTES, MAX_TEXT_BYTES,
+};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::redis::{Cluster, ClusterBuilder};

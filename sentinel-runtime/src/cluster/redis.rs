@@ -9,6 +9,7 @@ use super::background;
 use super::config::Config;
 use super::connect;
 use super::error::ClusterError;
+use super::fleet_task;
 use super::keys::Keys;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -29,6 +30,7 @@ pub struct ClusterBuilder {
     command_timeout: Duration,
     connect_timeout: Duration,
     lease_wait: Duration,
+    instance_name: Option<String>,
 }
 
 /// Limits shared by every instance of a service through Redis (see the [module docs](super)).
@@ -121,6 +123,7 @@ impl ClusterBuilder {
             command_timeout: Duration::from_millis(20),
             connect_timeout: Duration::from_secs(1),
             lease_wait: Duration::from_millis(2),
+            instance_name: None,
         }
     }
 
@@ -153,6 +156,28 @@ impl ClusterBuilder {
         self
     }
 
+    /// The name this instance has in the fleet's view ([`fleet`](super::fleet) and the
+    /// dashboard's fleet panel), such as `checkout-a`: at most
+    /// [`MAX_TEXT_BYTES`](super::MAX_TEXT_BYTES) bytes, no control characters (bidi controls
+    /// included). By default
+    /// `<host>-<pid>`, the host from the environment's `HOSTNAME` (Kubernetes sets it to the
+    /// pod's name), else the kernel's host name.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), sentinel_runtime::cluster::ClusterError> {
+    /// use sentinel_runtime::cluster::Cluster;
+    ///
+    /// let cluster = Cluster::redis("redis://127.0.0.1:6379")
+    ///     .namespace("shop")
+    ///     .instance_name("checkout-a")
+    ///     .start()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn instance_name(mut self, name: impl Into<String>) -> ClusterBuilder {
+        self.instance_name = Some(name.into());
+        self
+    }
+
     fn check(&self) -> Result<(), ClusterError> {
         let setting = |field, message: &str| {
             Err(ClusterError::Setting {
@@ -174,6 +199,22 @@ impl ClusterBuilder {
         }
         if self.lease_wait > Duration::from_secs(1) {
             return setting("lease_wait", "must be at most 1 s");
+        }
+        if let Some(name) = &self.instance_name
+            && (name.is_empty()
+                || name.len() > super::MAX_TEXT_BYTES
+                || name.chars().any(|c| {
+                    // Control characters, and the bidi controls that reorder text.
+                    c.is_control()
+                        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}')
+                        || ('\u{202A}'..='\u{202E}').contains(&c)
+                        || ('\u{2066}'..='\u{2069}').contains(&c)
+                }))
+        {
+            return setting(
+                "instance_name",
+                "must be non-empty, at most 200 bytes, without control or bidi control characters",
+            );
         }
         Ok(())
     }
@@ -211,6 +252,9 @@ impl ClusterBuilder {
             cluster_mode: self.cluster_mode,
             namespace: self.namespace.clone(),
             instance_id: connect::instance_id(),
+            instance_name: self
+                .instance_name
+                .unwrap_or_else(|| format!("{}-{}", fleet_task::host(), std::process::id())),
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
             keys: Keys::new(&self.namespace, self.cluster_mode),

@@ -132,31 +132,6 @@ return {live, recent, redis.call('ZCARD', KEYS[1]), fresh}
 /// missing, or this instance's key has been in use for longer (it replaces a key written by an
 /// instance that started after the store lost the older one). Returns the key there, with its
 /// since.
-/// The fleet's summaries: KEYS[1] the hash of summaries by instance; ARGV: this instance's id,
-/// its summary, how long a summary stays live and after how long one is forgotten (ms). Stamps
-/// this instance's summary with the store's time, forgets stale ones, and returns every live
-/// one as (id, age in ms, summary) triples.
-pub(crate) const FLEET: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], now .. '|' .. ARGV[2])
-local live, forget = tonumber(ARGV[3]), tonumber(ARGV[4])
-local all = redis.call('HGETALL', KEYS[1])
-local out = {}
-for i = 1, #all, 2 do
-  local stamp = string.match(all[i + 1], '^(%d+)|')
-  local at = tonumber(stamp)
-  if at == nil or now - at > forget then
-    redis.call('HDEL', KEYS[1], all[i])
-  elseif now - at <= live then
-    out[#out + 1] = all[i]
-    out[#out + 1] = tostring(now - at)
-    out[#out + 1] = string.sub(all[i + 1], string.len(stamp) + 2)
-  end
-end
-return out
-";
-
 pub(crate) const VALUE_KEY: &str = r"
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
@@ -212,7 +187,6 @@ pub(crate) struct Scripts {
     pub(crate) heartbeat: Script,
     pub(crate) value_key: Script,
     pub(crate) epoch: Script,
-    pub(crate) fleet: Script,
 }
 
 impl Scripts {
@@ -223,7 +197,6 @@ impl Scripts {
             heartbeat: Script::new(HEARTBEAT),
             value_key: Script::new(VALUE_KEY),
             epoch: Script::new(EPOCH),
-            fleet: Script::new(FLEET),
         }
     }
 }

@@ -320,24 +320,95 @@
   editor.load(true);
   listen();
   // ---- the fleet (instances sharing the cluster's store) -------------------------------------
+  // Every text in a summary comes from whoever can write to the store: each is isolated in a
+  // <bdi> (unicode-bidi: isolate, cut with an ellipsis), so no name can reorder, push away or
+  // hide the figures beside it. Lists are cut to a few items with "and N more".
+  var FLEET_LIST = 5;
+  function fleetText(parent, text, cls) {
+    var b = el("bdi", "fleet-text" + (cls ? " " + cls : ""), String(text));
+    b.title = String(text);
+    parent.appendChild(b);
+    return b;
+  }
+  function fleetList(parent, label, items, draw) {
+    if (!items || !items.length) return;
+    var span = el("span", "fleet-list");
+    span.appendChild(document.createTextNode(label + ": "));
+    items.slice(0, FLEET_LIST).forEach(function (item, n) {
+      if (n) span.appendChild(document.createTextNode(", "));
+      draw(span, item);
+    });
+    if (items.length > FLEET_LIST) span.appendChild(document.createTextNode(" and " + (items.length - FLEET_LIST) + " more"));
+    parent.appendChild(span);
+  }
+  function fleetRules(f) {
+    var p = $("fleet-rules"), r = f.rules || {};
+    p.textContent = ""; p.className = "";
+    if (r.version === null || r.version === undefined) {
+      p.textContent = "No instance runs a rule watcher: rules versions unknown.";
+      return;
+    }
+    if (!r.lagging_total) {
+      p.textContent = "All " + r.instances_on + " on rules version " + r.version + ".";
+      p.className = "ok";
+      return;
+    }
+    p.className = "warn";
+    p.appendChild(document.createTextNode(r.instances_on + " on rules version " + r.version + "; lagging (" + r.lagging_total + "): "));
+    (r.lagging || []).forEach(function (name, n) {
+      if (n) p.appendChild(document.createTextNode(", "));
+      fleetText(p, name);
+    });
+    if (r.lagging_total > (r.lagging || []).length) p.appendChild(document.createTextNode(" and " + (r.lagging_total - r.lagging.length) + " more"));
+  }
+  function fleetInstance(i) {
+    var blocking = i.block_qps > 0 || (i.breakers_open || []).length || (i.ejected || []).length;
+    var li = el("li", "fleet-instance" + (i.cluster_state === "fallback" || i.other_rules || blocking ? " warn" : ""));
+    li.setAttribute("data-id", i.id);
+    var head = el("div", "fleet-head");
+    fleetText(head, i.name, "fleet-name");
+    if (i.this_instance) head.appendChild(el("span", "muted", " (this one)"));
+    head.appendChild(el("span", "fleet-figures", " " + fmt(i.pass_qps) + " pass/s, " + fmt(i.block_qps, 1) + " blocked/s, " +
+      i.cluster_state + ", rules " + (i.rules_version === null || i.rules_version === undefined ? "(no watcher)" : "v" + i.rules_version) +
+      (i.other_rules ? ", OTHER RULES than this one" : "") + ", seen " + fmt(i.last_seen_ms / 1000, 1) + " s ago"));
+    li.appendChild(head);
+    var why = el("div", "fleet-why");
+    var kinds = Object.keys(i.blocked_by || {}).sort(function (a, b) { return i.blocked_by[b] - i.blocked_by[a]; });
+    fleetList(why, "blocked by", kinds, function (span, k) {
+      span.appendChild(el("span", "blocking", k + " " + fmt(i.blocked_by[k], 1) + "/s"));
+    });
+    fleetList(why, "breakers open", i.breakers_open, function (span, r) { fleetText(span, r, "breaker-open"); });
+    fleetList(why, "ejected", i.ejected, function (span, e) {
+      fleetText(span, e.endpoint); span.appendChild(document.createTextNode(" of ")); fleetText(span, e.resource);
+    });
+    if (i.shadow_would_block_qps > 0) why.appendChild(el("span", "shadow fleet-list", "shadow rules would block " + fmt(i.shadow_would_block_qps, 1) + "/s"));
+    if (why.childNodes.length) li.appendChild(why);
+    var where = el("div", "fleet-where muted");
+    fleetText(where, i.host); where.appendChild(document.createTextNode(" pid " + i.pid));
+    li.appendChild(where);
+    return li;
+  }
   function fleet() {
     api("/api/fleet").then(function (r) { return r.json(); }).then(function (f) {
       var ins = $("fleet-instances"), res = $("fleet-resources");
-      ins.textContent = ""; res.textContent = "";
+      ins.textContent = ""; res.textContent = ""; $("fleet-rules").textContent = "";
       if (!f.available) { $("fleet-state").textContent = "(no cluster: this process only)"; return; }
-      $("fleet-state").textContent = f.reachable
-        ? "(" + f.instances.length + " instances, cluster " + (f.cluster.state || "-") + ")"
-        : "(the fleet is unreachable: the cluster's store does not answer; last view shown)";
-      f.instances.forEach(function (i) {
-        var text = i.host + " pid " + i.pid + ": " + fmt(i.pass_qps) + " pass/s, " + fmt(i.block_qps) +
-          " blocked/s, " + i.cluster_state + (i.other_rules ? ", OTHER RULES than the fleet" : "") +
-          " (seen " + fmt(i.last_seen_ms / 1000, 1) + " s ago)";
-        ins.appendChild(el("li", i.cluster_state === "fallback" || i.other_rules ? "warn" : "", text));
-      });
+      var shown = (f.instances || []).length;
+      $("fleet-state").textContent = !f.reachable
+        ? "(the fleet is unreachable: the cluster's store does not answer; last view shown)"
+        : f.reading ? "(reading the fleet...)"
+        : "(" + f.count + " instances live" + (f.incomplete ? ", " + shown + " shown" : "") +
+          (f.unreadable ? ", " + f.unreadable + " unreadable entries skipped" : "") + ", cluster " + (f.cluster.state || "-") + ")";
+      if (!f.reading) fleetRules(f);
+      f.instances.forEach(function (i) { ins.appendChild(fleetInstance(i)); });
+      if (f.instances_left_out) ins.appendChild(el("li", "muted", "and " + f.instances_left_out + " more instances not listed"));
       f.resources.slice(0, 20).forEach(function (r) {
-        res.appendChild(el("li", "", r.resource + ": " + fmt(r.pass_qps) + " pass/s" +
+        var li = el("li", "");
+        fleetText(li, r.resource);
+        li.appendChild(el("span", "fleet-figures", ": " + fmt(r.pass_qps) + " pass/s" +
           (r.global_limit !== null && r.global_limit !== undefined ? " of a global " + fmt(r.global_limit) + "/s" : "") +
           ", " + fmt(r.block_qps) + " blocked/s over " + r.instances + " instance" + (r.instances === 1 ? "" : "s")));
+        res.appendChild(li);
       });
     }).catch(function () { $("fleet-state").textContent = "(unreachable)"; });
   }

@@ -20,6 +20,7 @@ mod etcd_source;
 #[cfg(feature = "etcd")]
 mod etcd_watch;
 mod file;
+mod in_force;
 pub(crate) mod notices;
 #[cfg(feature = "redis")]
 mod redis_scripts;
@@ -38,6 +39,7 @@ pub use error::SourceError;
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd_source::EtcdSource;
 pub use file::{watch_file, FileSource};
+pub(crate) use in_force::version_in_force;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_source::{RedisSource, DEFAULT_POLL};

@@ -135,6 +135,7 @@ impl RuleWatcher {
             polling: false,
             unmatched: 0,
         }));
+        super::in_force::register(Arc::downgrade(&status) as _);
         // Watch before the first read, so no change after it is missed. The first load's
         // refusals are reported as every later one is.
         let refused = |e: RuleSetError, version| {
@@ -208,6 +209,13 @@ impl Drop for RuleWatcher {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+impl super::in_force::InForce for Mutex<WatchStatus> {
+    fn in_force(&self) -> Option<u64> {
+        let status = lock(self);
+        (status.loads > 0).then_some(status.version)
     }
 }
 
