@@ -216,6 +216,16 @@ fn the_fleet_panel_says_which_instance_blocks_and_why_and_which_lag() {
                 },
             )
             .await;
+            // The shared limits' refusals by cause: none here (no cluster rule in force).
+            let refusals = "return document.getElementById('fleet-refusals').innerText;";
+            wait_for(
+                &c,
+                Duration::from_secs(5),
+                "the refusals' line",
+                refusals,
+                |v| v.as_str() == Some("Shared limits here: no refusals."),
+            )
+            .await;
             let rules = "return document.getElementById('fleet-rules').innerText;";
             let lag = format!("3 on rules version {version}; lagging (1): checkout-c");
             wait_for(&c, Duration::from_secs(5), "the lagging one", rules, |v| {

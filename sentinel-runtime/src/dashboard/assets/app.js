@@ -388,6 +388,14 @@
     li.appendChild(where);
     return li;
   }
+  // Why the limits shared through the store refused calls here, by cause.
+  function fleetRefusals(r) {
+    var words = { budget_spent: "the fleet's budget spent", lost_window: "a window the store lost, charged",
+                  fallback_share: "this instance's share in a fallback" };
+    var parts = Object.keys(words).filter(function (k) { return r && r[k] > 0; })
+      .map(function (k) { return r[k] + " by " + words[k]; });
+    $("fleet-refusals").textContent = "Shared limits here: " + (parts.length ? "refused " + parts.join(", ") + "." : "no refusals.");
+  }
   function fleet() {
     api("/api/fleet").then(function (r) { return r.json(); }).then(function (f) {
       var ins = $("fleet-instances"), res = $("fleet-resources");
@@ -400,6 +408,7 @@
         : "(" + f.count + " instances live" + (f.incomplete ? ", " + shown + " shown" : "") +
           (f.unreadable ? ", " + f.unreadable + " unreadable entries skipped" : "") + ", cluster " + (f.cluster.state || "-") + ")";
       if (!f.reading) fleetRules(f);
+      fleetRefusals(f.cluster.refusals);
       f.instances.forEach(function (i) { ins.appendChild(fleetInstance(i)); });
       if (f.instances_left_out) ins.appendChild(el("li", "muted", "and " + f.instances_left_out + " more instances not listed"));
       f.resources.slice(0, 20).forEach(function (r) {
