@@ -1,7 +1,8 @@
 //! Rules kept in etcd (`rules::source::EtcdSource`) against a real etcd, started here on free
 //! loopback ports with its own data directory and killed at the end. Two watchers in this
 //! process (two `watch_source`s of clones of one source, each with its own watch of the key)
-//! stand for two instances: each must see every change.
+//! must each see every change; two instance processes (`cluster_instance --etcd`) must apply
+//! each `etcdctl put` within 2 s.
 //!
 //! The watchers poll etcd only every 30 s (except in the fault test), so every change within
 //! the bounds below reached them through etcd's watch API. Without `etcd` and `etcdctl` on PATH
@@ -422,4 +423,68 @@ fn the_dashboard_edits_the_etcd_key_by_its_mod_revision_and_a_stale_edit_is_a_co
         rules::load(RuleSet::new()).expect("clear the rules");
         eprintln!("etcd dashboard test: {:?}", started.elapsed());
     })
+}
+
+/// Two instance processes (`cluster_instance --etcd URL --rules-source KEY`, each with its own
+/// watcher and its own watch of the key) apply each `etcdctl put` within 2 s of it, by their
+/// own report (`rules <threshold> <wall µs>`). Their poll is the default (5 s): a change seen
+/// sooner came through the watch.
+#[test]
+fn two_processes_apply_each_etcdctl_put_within_2_s() {
+    require_etcd().map_or((), |()| {
+        let etcd = EtcdServer::start();
+        const PROCESS_KEY: &str = "/sentinel/processes/rules";
+        const RESOURCE: &str = "etcd-processes";
+        let args: Vec<Vec<String>> = (0..2)
+            .map(|_| {
+                [
+                    "--etcd",
+                    &etcd.url(),
+                    "--rules-source",
+                    PROCESS_KEY,
+                    "--resource",
+                    RESOURCE,
+                    "--threshold",
+                    "1000",
+                    "--offer",
+                    "20",
+                    "--secs",
+                    "20",
+                ]
+                .iter()
+                .map(|a| (*a).to_owned())
+                .collect()
+            })
+            .collect();
+        let mut instances = crate::harness::Instances::spawn(&args);
+        instances.go(Duration::from_secs(10));
+        for threshold in [7, 9] {
+            let sent_us = crate::harness::wall_us();
+            etcd.put(PROCESS_KEY, doc(RESOURCE, threshold).as_bytes());
+            let mut seen = [false; 2];
+            while !seen.iter().all(|s| *s) {
+                let wanted = format!("rules {threshold} ");
+                let line = instances
+                    .line_within(Duration::from_secs(3), |l| l.text.starts_with(&wanted))
+                    .unwrap_or_else(|| panic!("threshold {threshold} in both processes: {seen:?}"));
+                let at: u128 = line
+                    .text
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|w| w.parse().ok())
+                    .unwrap_or(0);
+                let took_ms = at.saturating_sub(sent_us) / 1000;
+                eprintln!(
+                    "process {} applied threshold {threshold} {took_ms} ms after the put",
+                    line.instance
+                );
+                assert!(
+                    took_ms <= 2000,
+                    "process {} took {took_ms} ms",
+                    line.instance
+                );
+                seen[line.instance] = true;
+            }
+        }
+    });
 }

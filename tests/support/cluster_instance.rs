@@ -23,7 +23,8 @@
 //! document kept at `KEY` in the first Redis, and say `rules <threshold> <wall µs>` each time
 //! the resource's flow rule changes), `--resources N` (also enter N other resources,
 //! `other-0`..`other-{N-1}`, once a second each: the fleet's summaries list the busiest),
-//! `--name NAME` (the instance's name in the fleet's view), `--watch-fleet` (ask for the
+//! `--etcd URL` (with `--rules-source KEY`: watch the document at `KEY` in that etcd instead of
+//! Redis), `--name NAME` (the instance's name in the fleet's view), `--watch-fleet` (ask for the
 //! fleet's view every 500 ms, as an open dashboard does, and say `fleet <count> <shown>
 //! <unreadable>` once a second).
 
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sentinel_runtime::clock::MockClock;
 use sentinel_runtime::cluster::{Cluster, ClusterState, ClusterThreshold};
-use sentinel_runtime::rules::source::RedisSource;
+use sentinel_runtime::rules::source::{EtcdSource, RedisSource};
 use sentinel_runtime::rules::{self, FlowRule, HotspotRule};
 use sentinel_runtime::EntryBuilder;
 
@@ -51,6 +52,7 @@ struct Args {
     per_instance: bool,
     resource: &'static str,
     rules_source: Option<String>,
+    etcd: Option<String>,
     resources: usize,
     name: Option<String>,
     watch_fleet: bool,
@@ -69,6 +71,7 @@ fn parse() -> Result<Args, String> {
         per_instance: false,
         resource: "cluster-test",
         rules_source: None,
+        etcd: None,
         resources: 0,
         name: None,
         watch_fleet: false,
@@ -90,6 +93,7 @@ fn parse() -> Result<Args, String> {
             // Leaked once: entries take a `&'static str`.
             "--resource" => args.resource = Box::leak(value()?.into_boxed_str()),
             "--rules-source" => args.rules_source = Some(value()?),
+            "--etcd" => args.etcd = Some(value()?),
             "--resources" => args.resources = number(value()?)? as usize,
             "--name" => args.name = Some(value()?),
             "--watch-fleet" => args.watch_fleet = true,
@@ -186,10 +190,16 @@ fn run(args: &Args) -> ExitCode {
         let _ = out.flush();
     };
     let _watcher = match (&args.rules_source, args.urls.first()) {
-        (Some(key), Some(url)) => {
-            let watched = RedisSource::new(url, key)
-                .map_err(|e| e.to_string())
-                .and_then(|source| rules::watch_source(source).map_err(|e| e.to_string()));
+        (Some(key), url) if args.etcd.is_some() || url.is_some() => {
+            let watched = match (&args.etcd, url) {
+                (Some(etcd), _) => EtcdSource::new([etcd.as_str()], key.as_str())
+                    .map_err(|e| e.to_string())
+                    .and_then(|source| rules::watch_source(source).map_err(|e| e.to_string())),
+                (None, Some(url)) => RedisSource::new(url, key)
+                    .map_err(|e| e.to_string())
+                    .and_then(|source| rules::watch_source(source).map_err(|e| e.to_string())),
+                (None, None) => Err("no store to watch".to_owned()),
+            };
             match watched {
                 Ok(watcher) => Some(watcher),
                 Err(e) => {
