@@ -486,5 +486,5 @@ fn two_processes_apply_each_etcdctl_put_within_2_s() {
                 seen[line.instance] = true;
             }
         }
-    });
+    })
 }
