@@ -195,6 +195,21 @@ fn default_node_uncached(key: &Key<'_>, target: &Target<'_>, slot: usize) -> &'s
     node
 }
 
+/// The [`BlockError`](crate::BlockError) in `err` or in its
+/// [`source`](std::error::Error::source) chain: what both clients' `block_error` look for.
+pub(crate) fn block_in<'e>(
+    err: &'e (dyn std::error::Error + 'static),
+) -> Option<&'e crate::BlockError> {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(block) = e.downcast_ref::<crate::BlockError>() {
+            return Some(block);
+        }
+        next = e.source();
+    }
+    None
+}
+
 /// Whether an HTTP status counts as the call's error (for the statistics, the circuit breakers
 /// and the adaptive limit): a 5xx. A 4xx is the caller's mistake, not the downstream's failure.
 #[inline]

@@ -27,16 +27,7 @@ use crate::BlockError;
 pub fn block_error(err: &Error) -> Option<&BlockError> {
     match err {
         Error::Middleware(e) => e.chain().find_map(|e| e.downcast_ref::<BlockError>()),
-        Error::Reqwest(e) => {
-            let mut next = std::error::Error::source(e);
-            while let Some(e) = next {
-                if let Some(block) = e.downcast_ref::<BlockError>() {
-                    return Some(block);
-                }
-                next = e.source();
-            }
-            None
-        }
+        Error::Reqwest(e) => crate::outbound::block_in(e),
     }
 }
 

@@ -23,14 +23,7 @@ use super::service::BoxError;
 /// # Ok::<(), sentinel_runtime::RuleError>(())
 /// ```
 pub fn block_error(err: &BoxError) -> Option<&BlockError> {
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(&**err);
-    while let Some(e) = next {
-        if let Some(block) = e.downcast_ref::<BlockError>() {
-            return Some(block);
-        }
-        next = e.source();
-    }
-    None
+    crate::outbound::block_in(&**err)
 }
 
 #[cfg(test)]
