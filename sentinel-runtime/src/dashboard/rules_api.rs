@@ -35,14 +35,11 @@ impl Format {
 
     /// The format a file's extension names (`.yaml`/`.yml`, `.toml`, else JSON).
     pub(crate) fn of_file(file: &Path) -> Format {
-        let ext = file
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("yaml" | "yml") => Format::Yaml,
-            Some("toml") => Format::Toml,
-            _ => Format::Json,
+        use crate::rules::files::format::Format as FileFormat;
+        match FileFormat::of(file) {
+            Some(FileFormat::Yaml) => Format::Yaml,
+            Some(FileFormat::Toml) => Format::Toml,
+            Some(FileFormat::Json) | None => Format::Json,
         }
     }
 
