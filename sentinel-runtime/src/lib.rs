@@ -87,6 +87,7 @@
 pub mod breaker;
 pub mod clock;
 pub mod cluster;
+mod block_kinds;
 pub mod context;
 #[cfg(feature = "dashboard")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]

@@ -38,8 +38,5 @@ pub(crate) mod threshold;
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use custom::{has_custom, install_node_marker, SlotList};
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
-pub use order::{
-    AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
-    SYSTEM_SLOT_ORDER,
-};
+pub use order::*;
 pub(crate) use target::Target;
