@@ -289,7 +289,10 @@ mod tests {
             assert!(labels.insert(kind.label()), "{kind:?}'s label is taken");
             assert_eq!(BlockTotals::RULES[i], kind.label(), "{kind:?}");
             if let Some(order) = kind.slot_order() {
-                assert!(orders.insert(order), "{kind:?}'s slot order {order} is taken");
+                assert!(
+                    orders.insert(order),
+                    "{kind:?}'s slot order {order} is taken"
+                );
             }
             // Its count lands in its own field, under its own label.
             let mut counts = [0; COUNT];
@@ -306,7 +309,11 @@ mod tests {
             [-6_000, -5_000, -2_000]
         );
         assert_eq!(
-            [HOTSPOT_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, OUTLIER_SLOT_ORDER],
+            [
+                HOTSPOT_SLOT_ORDER,
+                CIRCUIT_BREAKER_SLOT_ORDER,
+                OUTLIER_SLOT_ORDER
+            ],
             [-1_500, -1_000, -900]
         );
         assert_eq!(orders.len(), 6);

@@ -213,11 +213,9 @@ impl fmt::Display for BlockError {
                 self.reason.as_deref().unwrap_or("limit"),
                 self.threshold
             ),
-            Text::Reason(words, default) => write!(
-                f,
-                "{words} ({})",
-                self.reason.as_deref().unwrap_or(default)
-            ),
+            Text::Reason(words, default) => {
+                write!(f, "{words} ({})", self.reason.as_deref().unwrap_or(default))
+            }
             Text::Shared(words) => {
                 match self.param_index {
                     Some(i) => write!(

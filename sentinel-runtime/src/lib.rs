@@ -84,10 +84,10 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod block_kinds;
 pub mod breaker;
 pub mod clock;
 pub mod cluster;
-mod block_kinds;
 pub mod context;
 #[cfg(feature = "dashboard")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
