@@ -1,15 +1,13 @@
 //! The list of block kinds: every way a call can be refused, as seen from outside, written
 //! once ([`block_kinds!`] below, invoked once). Everything that goes over the kinds of block
-//! is derived from it: [`BlockKind`] itself, each kind's words in [`BlockError`]'s text
-//! ([`Text`]), its label (the metrics' and the page's name, and its field of
+//! is derived from it: [`BlockKind`] itself, each kind's words in the text of a
+//! [`BlockError`](crate::BlockError) ([`Text`]), its label (the metrics' and the page's name, and its field of
 //! [`BlockTotals`]), its index in the block totals, its [`BlockClass`] (the tower layer answers
 //! a class, not a kind) and, for a kind of rule, its stage's order number
 //! (`*_SLOT_ORDER`, re-exported in [`slot`](crate::slot)).
 //!
 //! A new kind of block is one entry here; the compiler then asks nothing else outside the
 //! kind's folder and the table of kinds (`kinds/table.rs`).
-
-use crate::error::BlockError;
 
 /// What a refusal tells the caller, whatever kind of rule made it: the tower layer answers
 /// each class with one HTTP (and gRPC) status.
@@ -204,9 +202,10 @@ block_kinds! {
         order: HOTSPOT_SLOT_ORDER = -1_500,
     },
     /// A system rule: the process as a whole is over a limit ([`crate::rules::SystemRule`];
-    /// inbound entries only). [`BlockError::reason`] names the limit (`qps`, `concurrency`,
-    /// `avg_rt`, `cpu_usage`, `load_per_core`, or `adaptive` while the adaptive check holds on for
-    /// a second after the CPU or load came back under its limit).
+    /// inbound entries only). [`BlockError::reason`](crate::BlockError::reason) names the
+    /// limit (`qps`, `concurrency`, `avg_rt`, `cpu_usage`, `load_per_core`, or `adaptive` while
+    /// the adaptive check holds on for a second after the CPU or load came back under its
+    /// limit).
     System {
         /// By system rules ([`BlockKind::System`]).
         total: system,
@@ -226,7 +225,8 @@ block_kinds! {
         order: AUTHORITY_SLOT_ORDER = -6_000,
     },
     /// An outlier rule: the call's endpoint is ejected for its errors
-    /// ([`crate::rules::OutlierRule`]). [`BlockError::reason`] names the endpoint.
+    /// ([`crate::rules::OutlierRule`]). [`BlockError::reason`](crate::BlockError::reason) names
+    /// the endpoint.
     Outlier {
         /// By outlier rules ([`BlockKind::Outlier`]).
         total: outlier,
@@ -247,9 +247,9 @@ block_kinds! {
     /// A cluster rule: a flow or hotspot rule marked `cluster`, whose limit the instances of a
     /// service share ([`crate::cluster`]). One kind wherever a refusal is told: this kind, the
     /// `cluster` count of the block totals and metrics, and the dashboard's `cluster`.
-    /// [`BlockError::reason`] says the cause (the fleet's budget spent, a window the store
-    /// lost counted as spent, or this instance's local share), and a hotspot rule's refusal
-    /// has its [`param_index`](BlockError::param_index).
+    /// [`BlockError::reason`](crate::BlockError::reason) says the cause (the fleet's budget
+    /// spent, a window the store lost counted as spent, or this instance's local share), and a
+    /// hotspot rule's refusal has its [`param_index`](crate::BlockError::param_index).
     Cluster {
         /// By cluster rules, the limit shared by the instances (a flow or hotspot rule marked
         /// `cluster`: [`BlockKind::Cluster`]); counted here, not under the rule's own kind.
@@ -263,13 +263,6 @@ impl BlockTotals {
     /// The sum over every kind.
     pub fn sum(&self) -> u64 {
         self.by_rule().iter().map(|&(_, n)| n).sum()
-    }
-
-    /// The index in [`RULES`](Self::RULES) a block counts under: its kind's (`cluster` for a
-    /// cluster rule's block, [`BlockKind::Cluster`]).
-    #[inline]
-    pub(crate) fn index_of_block(block: &BlockError) -> usize {
-        block.kind().index()
     }
 }
 

@@ -4,11 +4,21 @@
 use std::time::Duration;
 
 pub use crate::block_kinds::BlockTotals;
+use crate::error::BlockError;
 
 use super::circuit_state::CircuitState;
 use super::node_stats::RunningTotals;
 use super::shadow::ShadowStats;
 use super::WindowTotals;
+
+impl BlockTotals {
+    /// The index in [`RULES`](Self::RULES) a block counts under: its kind's (`cluster` for a
+    /// cluster rule's block, [`BlockKind::Cluster`](crate::BlockKind::Cluster)).
+    #[inline]
+    pub(crate) fn index_of_block(block: &BlockError) -> usize {
+        block.kind().index()
+    }
+}
 
 /// A resource's statistics over its second-level window (the last second, in 10 buckets of
 /// 100 ms), as rates per second, and its running totals since the resource was created (the
