@@ -349,4 +349,30 @@ mod tests {
         assert_eq!(e.kind(), BlockKind::Concurrency);
         assert_eq!(e.threshold(), 4.0);
     }
+
+    #[test]
+    fn every_kind_of_block_reads_as_before() {
+        let retry = Some(Duration::from_millis(1_500));
+        let cases = [
+            (BlockError::concurrency("r", 4.0).because("adaptive limit"), "concurrency rule (adaptive limit 4)"),
+            (BlockError::circuit_breaker("r", 0.5, "half-open"), "circuit breaker (half-open)"),
+            (BlockError::custom("r", "mine", 1.0), "check slot (mine)"),
+            (BlockError::authority("r", Some("bot")), "authority rule (origin `bot` not allowed)"),
+            (BlockError::authority("r", None), "authority rule (no origin given)"),
+            (BlockError::outlier("r", "10.0.0.1:80", 0), "outlier rule (endpoint `10.0.0.1:80` ejected)"),
+            (BlockError::system("r", "cpu_usage", 0.8), "system rule (cpu_usage 0.8)"),
+            (BlockError::hot_param("r", 2.0, 1, retry), "hotspot rule on parameter 1 (retry after 1.5s)"),
+            (BlockError::hot_param("r", 2.0, 0, None).because("why"), "hotspot rule on parameter 0: why"),
+            (BlockError::flow("r", 3.0, 1_000).because("throttled"), "flow rule (qps 3): throttled"),
+            (BlockError::flow("r", 3.0, 1_000).because(CLUSTER_LIMIT).cluster(1_000), "cluster flow rule (3 per second): cluster limit: the instances together used the rule's tokens"),
+            (BlockError::flow("r", 3.0, 1_000).cluster(2_000), "cluster flow rule (3 per 2000 ms)"),
+            (BlockError::hot_param("r", 2.0, 1, retry).because(CLUSTER_SHARE).cluster(1_000), "cluster hotspot rule on parameter 1 (2 per second): cluster limit: this instance's local share is used while the rule's lease is on its way (retry after 1.5s)"),
+        ];
+        for (block, words) in cases {
+            assert_eq!(
+                block.to_string(),
+                format!("resource `r` blocked by {words}")
+            );
+        }
+    }
 }
