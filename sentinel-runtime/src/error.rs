@@ -5,40 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Which kind of check rejected a call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BlockKind {
-    /// A flow rule counting passes per window (QPS).
-    Flow,
-    /// A flow rule limiting the calls inside at once.
-    Concurrency,
-    /// An open (or half-open, probes taken) circuit breaker.
-    CircuitBreaker,
-    /// A check slot registered by the user ([`crate::slot::register_check_slot`]).
-    Custom,
-    /// An authority rule: the caller's origin may not enter the resource
-    /// ([`crate::rules::AuthorityRule`]).
-    Authority,
-    /// A hotspot rule: one value of a parameter made too many calls
-    /// ([`crate::rules::HotspotRule`]).
-    HotParam,
-    /// A system rule: the process as a whole is over a limit ([`crate::rules::SystemRule`];
-    /// inbound entries only). [`BlockError::reason`] names the limit (`qps`, `concurrency`,
-    /// `avg_rt`, `cpu_usage`, `load_per_core`, or `adaptive` while the adaptive check holds on for
-    /// a second after the CPU or load came back under its limit).
-    System,
-    /// An outlier rule: the call's endpoint is ejected for its errors
-    /// ([`crate::rules::OutlierRule`]). [`BlockError::reason`] names the endpoint.
-    Outlier,
-    /// A cluster rule: a flow or hotspot rule marked `cluster`, whose limit the instances of a
-    /// service share ([`crate::cluster`]). One kind wherever a refusal is told: this kind, the
-    /// `cluster` count of the block totals and metrics, and the dashboard's `cluster`.
-    /// [`BlockError::reason`] says the cause (the fleet's budget spent, a window the store
-    /// lost counted as spent, or this instance's local share), and a hotspot rule's refusal
-    /// has its [`param_index`](BlockError::param_index).
-    Cluster,
-}
+pub use crate::block_kinds::BlockKind;
+use crate::block_kinds::Text;
 
 /// The reason a cluster rule's block gives while the instances share the limit: the store
 /// said the budget is spent.
@@ -130,23 +98,6 @@ impl BlockError {
         }
     }
 
-    pub(crate) fn circuit_breaker(
-        resource: &'static str,
-        threshold: f64,
-        state: &'static str,
-    ) -> BlockError {
-        BlockError {
-            resource: Cow::Borrowed(resource),
-            kind: BlockKind::CircuitBreaker,
-            threshold,
-            window_ms: 0,
-            reason: Some(Cow::Borrowed(state)),
-            related: None,
-            param_index: None,
-            retry_after: None,
-        }
-    }
-
     /// A rejection by a user's check slot, with its reason and (if it has one) threshold.
     pub fn custom(
         resource: impl Into<Cow<'static, str>>,
@@ -165,57 +116,27 @@ impl BlockError {
         }
     }
 
-    /// A rejection by a hotspot rule on parameter `param_index`, whose blocked value may retry
-    /// after `retry_after`.
-    pub(crate) fn hot_param(
-        resource: &'static str,
-        threshold: f64,
-        param_index: usize,
-        retry_after: Option<Duration>,
-    ) -> BlockError {
+    /// A rejection by a check of `kind` whose threshold is `threshold`; the kind's check adds
+    /// what else it knows ([`because`](Self::because), [`with_reason`](Self::with_reason),
+    /// [`with_param_index`](Self::with_param_index),
+    /// [`with_retry_after`](Self::with_retry_after)).
+    pub(crate) fn new(resource: &'static str, kind: BlockKind, threshold: f64) -> BlockError {
         BlockError {
-            param_index: Some(param_index),
-            retry_after,
-            kind: BlockKind::HotParam,
+            kind,
             ..BlockError::flow(resource, threshold, 0)
         }
     }
 
-    /// A rejection by an authority rule of a call from `origin`.
-    pub(crate) fn authority(resource: &'static str, origin: Option<&str>) -> BlockError {
-        BlockError {
-            kind: BlockKind::Authority,
-            reason: Some(Cow::Owned(match origin {
-                Some(o) => format!("origin `{o}` not allowed"),
-                None => "no origin given".to_owned(),
-            })),
-            ..BlockError::flow(resource, 0.0, 0)
-        }
+    /// The same error, with why in words made for this call.
+    pub(crate) fn with_reason(mut self, reason: String) -> BlockError {
+        self.reason = Some(Cow::Owned(reason));
+        self
     }
 
-    /// A rejection by an outlier rule of a call to `endpoint`, ejected for `nanos` more (0: its
-    /// probe is out).
-    pub(crate) fn outlier(resource: &'static str, endpoint: &str, nanos: u64) -> BlockError {
-        BlockError {
-            kind: BlockKind::Outlier,
-            reason: Some(Cow::Owned(format!("endpoint `{endpoint}` ejected"))),
-            retry_after: (nanos > 0).then(|| Duration::from_nanos(nanos)),
-            ..BlockError::flow(resource, 0.0, 0)
-        }
-    }
-
-    /// A system rule's `limit` (its field name) refused an inbound call; `threshold` is the
-    /// limit's value (milliseconds for `avg_rt`).
-    pub(crate) fn system(
-        resource: &'static str,
-        limit: &'static str,
-        threshold: f64,
-    ) -> BlockError {
-        BlockError {
-            kind: BlockKind::System,
-            reason: Some(Cow::Borrowed(limit)),
-            ..BlockError::flow(resource, threshold, 0)
-        }
+    /// The same error, from a check of the parameter at `param_index`.
+    pub(crate) fn with_param_index(mut self, param_index: usize) -> BlockError {
+        self.param_index = Some(param_index);
+        self
     }
 
     /// The rejected resource's name.
@@ -270,16 +191,13 @@ impl BlockError {
 impl fmt::Display for BlockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "resource `{}` blocked by ", self.resource)?;
-        match self.kind {
-            BlockKind::Flow => {
+        // The kind's words and shape come from the list of block kinds (`block_kinds.rs`).
+        match self.kind.text() {
+            Text::Window(words) => {
                 if self.window_ms == 1_000 {
-                    write!(f, "flow rule (qps {})", self.threshold)?;
+                    write!(f, "{words} (qps {})", self.threshold)?;
                 } else {
-                    write!(
-                        f,
-                        "flow rule ({} per {} ms)",
-                        self.threshold, self.window_ms
-                    )?;
+                    write!(f, "{words} ({} per {} ms)", self.threshold, self.window_ms)?;
                 }
                 if let Some(related) = &self.related {
                     write!(f, " counting related resource `{related}`")?;
@@ -289,44 +207,23 @@ impl fmt::Display for BlockError {
                     None => Ok(()),
                 }
             }
-            BlockKind::Concurrency => match &self.reason {
-                Some(reason) => write!(f, "concurrency rule ({reason} {})", self.threshold),
-                None => write!(f, "concurrency rule (limit {})", self.threshold),
-            },
-            BlockKind::CircuitBreaker => write!(
+            Text::Limit(words) => write!(
                 f,
-                "circuit breaker ({})",
-                self.reason.as_deref().unwrap_or("open")
-            ),
-            BlockKind::Custom => write!(
-                f,
-                "check slot ({})",
-                self.reason.as_deref().unwrap_or("no reason given")
-            ),
-            BlockKind::Authority => write!(
-                f,
-                "authority rule ({})",
-                self.reason.as_deref().unwrap_or("origin not allowed")
-            ),
-            BlockKind::Outlier => write!(
-                f,
-                "outlier rule ({})",
-                self.reason.as_deref().unwrap_or("endpoint ejected")
-            ),
-            BlockKind::System => write!(
-                f,
-                "system rule ({} {})",
+                "{words} ({} {})",
                 self.reason.as_deref().unwrap_or("limit"),
                 self.threshold
             ),
-            BlockKind::Cluster => {
+            Text::Reason(words, default) => {
+                write!(f, "{words} ({})", self.reason.as_deref().unwrap_or(default))
+            }
+            Text::Shared(words) => {
                 match self.param_index {
                     Some(i) => write!(
                         f,
-                        "cluster hotspot rule on parameter {i} ({}",
+                        "{words} hotspot rule on parameter {i} ({}",
                         self.threshold
                     )?,
-                    None => write!(f, "cluster flow rule ({}", self.threshold)?,
+                    None => write!(f, "{words} flow rule ({}", self.threshold)?,
                 }
                 if self.window_ms == 1_000 {
                     f.write_str(" per second)")?;
@@ -341,12 +238,8 @@ impl fmt::Display for BlockError {
                 }
                 Ok(())
             }
-            BlockKind::HotParam => {
-                write!(
-                    f,
-                    "hotspot rule on parameter {}",
-                    self.param_index.unwrap_or(0)
-                )?;
+            Text::Param(words) => {
+                write!(f, "{words} on parameter {}", self.param_index.unwrap_or(0))?;
                 if let Some(reason) = &self.reason {
                     write!(f, ": {reason}")?;
                 }
@@ -455,5 +348,31 @@ mod tests {
         );
         assert_eq!(e.kind(), BlockKind::Concurrency);
         assert_eq!(e.threshold(), 4.0);
+    }
+
+    #[test]
+    fn every_kind_of_block_reads_as_before() {
+        let retry = Some(Duration::from_millis(1_500));
+        let cases = [
+            (BlockError::concurrency("r", 4.0).because("adaptive limit"), "concurrency rule (adaptive limit 4)"),
+            (BlockError::circuit_breaker("r", 0.5, "half-open"), "circuit breaker (half-open)"),
+            (BlockError::custom("r", "mine", 1.0), "check slot (mine)"),
+            (BlockError::authority("r", Some("bot")), "authority rule (origin `bot` not allowed)"),
+            (BlockError::authority("r", None), "authority rule (no origin given)"),
+            (BlockError::outlier("r", "10.0.0.1:80", 0), "outlier rule (endpoint `10.0.0.1:80` ejected)"),
+            (BlockError::system("r", "cpu_usage", 0.8), "system rule (cpu_usage 0.8)"),
+            (BlockError::hot_param("r", 2.0, 1, retry), "hotspot rule on parameter 1 (retry after 1.5s)"),
+            (BlockError::hot_param("r", 2.0, 0, None).because("why"), "hotspot rule on parameter 0: why"),
+            (BlockError::flow("r", 3.0, 1_000).because("throttled"), "flow rule (qps 3): throttled"),
+            (BlockError::flow("r", 3.0, 1_000).because(CLUSTER_LIMIT).cluster(1_000), "cluster flow rule (3 per second): cluster limit: the instances together used the rule's tokens"),
+            (BlockError::flow("r", 3.0, 1_000).cluster(2_000), "cluster flow rule (3 per 2000 ms)"),
+            (BlockError::hot_param("r", 2.0, 1, retry).because(CLUSTER_SHARE).cluster(1_000), "cluster hotspot rule on parameter 1 (2 per second): cluster limit: this instance's local share is used while the rule's lease is on its way (retry after 1.5s)"),
+        ];
+        for (block, words) in cases {
+            assert_eq!(
+                block.to_string(),
+                format!("resource `r` blocked by {words}")
+            );
+        }
     }
 }

@@ -84,6 +84,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod block_kinds;
 pub mod breaker;
 pub mod clock;
 pub mod cluster;

@@ -20,7 +20,6 @@ use crate::kinds::tickets::Tickets;
 use crate::param::Params;
 use crate::slot::concurrency::ConcurrencyCounter;
 use crate::slot::custom::{self, Registered, SlotContext, SlotList};
-use crate::stat::BlockTotals;
 
 /// A built-in stage: where custom slots fall around it, its kind's check (which sets its
 /// kind's ticket), and what gives back what its check reserved (also after the check itself
@@ -172,9 +171,7 @@ fn run_shadow(
     for (i, stage) in STAGES.iter().enumerate() {
         if let Err(block) = (stage.check)(&shadow.chain, &mut call, tickets) {
             release_stages(&shadow.chain, &mut call, tickets, i + 1);
-            let index = BlockTotals::index_of(block.kind());
-            let name = BlockTotals::RULES.get(index).copied().unwrap_or("custom");
-            let kind = (index, name);
+            let kind = (block.kind().index(), block.kind().label());
             target.stats.shadow().on_block(target.name, at, count, kind);
             return ShadowPass {
                 held: None,

@@ -110,8 +110,9 @@ static HAS_CUSTOM: AtomicBool = AtomicBool::new(false);
 /// Adds a check to every resource's chain, run in ascending `order` (the built-in checks are at
 /// [`AUTHORITY_SLOT_ORDER`](super::AUTHORITY_SLOT_ORDER),
 /// [`SYSTEM_SLOT_ORDER`](super::SYSTEM_SLOT_ORDER), [`FLOW_SLOT_ORDER`](super::FLOW_SLOT_ORDER),
-/// [`HOTSPOT_SLOT_ORDER`](super::HOTSPOT_SLOT_ORDER) and
-/// [`CIRCUIT_BREAKER_SLOT_ORDER`](super::CIRCUIT_BREAKER_SLOT_ORDER); a custom slot with the
+/// [`HOTSPOT_SLOT_ORDER`](super::HOTSPOT_SLOT_ORDER),
+/// [`CIRCUIT_BREAKER_SLOT_ORDER`](super::CIRCUIT_BREAKER_SLOT_ORDER) and
+/// [`OUTLIER_SLOT_ORDER`](super::OUTLIER_SLOT_ORDER); a custom slot with the
 /// same order as a built-in one runs after it).
 pub fn register_check_slot(order: i32, slot: impl CheckSlot) {
     let mut custom = CUSTOM.write().unwrap_or_else(PoisonError::into_inner);

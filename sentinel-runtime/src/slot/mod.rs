@@ -7,8 +7,9 @@
 //!
 //! Built in, in this order (Sentinel's): the authority rules at [`AUTHORITY_SLOT_ORDER`], the
 //! system rules (inbound entries only) at [`SYSTEM_SLOT_ORDER`], the flow checks (concurrency,
-//! then QPS) at [`FLOW_SLOT_ORDER`], the hotspot checks at [`HOTSPOT_SLOT_ORDER`] and the circuit
-//! breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`]. A user adds a check with [`register_check_slot`];
+//! then QPS) at [`FLOW_SLOT_ORDER`], the hotspot checks at [`HOTSPOT_SLOT_ORDER`], the circuit
+//! breakers at [`CIRCUIT_BREAKER_SLOT_ORDER`] and the outlier checks (endpoints ejected for
+//! their errors) at [`OUTLIER_SLOT_ORDER`]. A user adds a check with [`register_check_slot`];
 //! with none registered the chain costs nothing beyond the built-in checks.
 //!
 //! Inside the crate: `stage` holds the one ordered list of built-in stages and the runner that
@@ -38,8 +39,5 @@ pub(crate) mod threshold;
 pub(crate) use concurrency::ConcurrencyCounter;
 pub(crate) use custom::{has_custom, install_node_marker, SlotList};
 pub use custom::{register_check_slot, CheckSlot, SlotContext};
-pub use order::{
-    AUTHORITY_SLOT_ORDER, CIRCUIT_BREAKER_SLOT_ORDER, FLOW_SLOT_ORDER, HOTSPOT_SLOT_ORDER,
-    SYSTEM_SLOT_ORDER,
-};
+pub use order::*;
 pub(crate) use target::Target;

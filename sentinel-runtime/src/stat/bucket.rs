@@ -22,8 +22,9 @@ pub enum MetricEvent {
     MinRt,
 }
 
-/// How many kinds of rule the block totals count blocks of (`BlockTotals`).
-pub(crate) const RULE_KINDS: usize = 9;
+/// How many kinds of rule the block totals count blocks of (`BlockTotals`): one per kind of
+/// block.
+pub(crate) const RULE_KINDS: usize = crate::block_kinds::COUNT;
 
 /// How many events there are.
 pub(crate) const EVENTS: usize = 6;

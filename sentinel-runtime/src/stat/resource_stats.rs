@@ -3,124 +3,20 @@
 
 use std::time::Duration;
 
-use crate::error::BlockKind;
+pub use crate::block_kinds::BlockTotals;
+use crate::error::BlockError;
 
-use super::bucket::RULE_KINDS;
 use super::circuit_state::CircuitState;
 use super::node_stats::RunningTotals;
 use super::shadow::ShadowStats;
 use super::WindowTotals;
 
-/// Blocked calls since a resource was created, by the kind of rule that blocked them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BlockTotals {
-    /// By QPS flow rules ([`BlockKind::Flow`]).
-    pub flow: u64,
-    /// By concurrency limits ([`BlockKind::Concurrency`]).
-    pub concurrency: u64,
-    /// By circuit breakers ([`BlockKind::CircuitBreaker`]).
-    pub circuit_breaker: u64,
-    /// By hotspot (hot-parameter) rules ([`BlockKind::HotParam`]).
-    pub hotspot: u64,
-    /// By system rules ([`BlockKind::System`]).
-    pub system: u64,
-    /// By authority (origin) rules ([`BlockKind::Authority`]).
-    pub authority: u64,
-    /// By outlier rules ([`BlockKind::Outlier`]).
-    pub outlier: u64,
-    /// By the user's check slots ([`BlockKind::Custom`]).
-    pub custom: u64,
-    /// By cluster rules, the limit shared by the instances (a flow or hotspot rule marked
-    /// `cluster`: [`BlockKind::Cluster`]); counted here, not under the rule's own kind.
-    pub cluster: u64,
-}
-
 impl BlockTotals {
-    /// The rule kinds' names, as the metrics label them, in the order of
-    /// [`by_rule`](Self::by_rule).
-    pub const RULES: [&'static str; RULE_KINDS] = [
-        "flow",
-        "concurrency",
-        "circuit_breaker",
-        "hotspot",
-        "system",
-        "authority",
-        "outlier",
-        "custom",
-        "cluster",
-    ];
-
-    /// Every kind's name (as in [`RULES`](Self::RULES)) with its count.
-    pub fn by_rule(&self) -> [(&'static str, u64); RULE_KINDS] {
-        let BlockTotals {
-            flow,
-            concurrency,
-            circuit_breaker,
-            hotspot,
-            system,
-            authority,
-            outlier,
-            custom,
-            cluster,
-        } = *self;
-        let counts = [
-            flow,
-            concurrency,
-            circuit_breaker,
-            hotspot,
-            system,
-            authority,
-            outlier,
-            custom,
-            cluster,
-        ];
-        std::array::from_fn(|i| (Self::RULES[i], counts[i]))
-    }
-
-    /// The sum over every kind.
-    pub fn sum(&self) -> u64 {
-        self.by_rule().iter().map(|&(_, n)| n).sum()
-    }
-
-    /// The index in [`RULES`](Self::RULES) of the kind of rule behind `kind`. No arm is a
-    /// wildcard: a new kind of block does not compile until it has its place here.
-    pub(crate) fn index_of(kind: BlockKind) -> usize {
-        match kind {
-            BlockKind::Flow => 0,
-            BlockKind::Concurrency => 1,
-            BlockKind::CircuitBreaker => 2,
-            BlockKind::HotParam => 3,
-            BlockKind::System => 4,
-            BlockKind::Authority => 5,
-            BlockKind::Outlier => 6,
-            BlockKind::Custom => 7,
-            BlockKind::Cluster => 8,
-        }
-    }
-
     /// The index in [`RULES`](Self::RULES) a block counts under: its kind's (`cluster` for a
-    /// cluster rule's block, [`BlockKind::Cluster`]).
-    pub(crate) fn index_of_block(block: &crate::error::BlockError) -> usize {
-        Self::index_of(block.kind())
-    }
-
-    pub(crate) fn from_counts(c: [u64; RULE_KINDS]) -> BlockTotals {
-        // An array pattern: a count without its field (or a field without its count) does not
-        // compile.
-        let [flow, concurrency, circuit_breaker, hotspot, system, authority, outlier, custom, cluster] =
-            c;
-        BlockTotals {
-            flow,
-            concurrency,
-            circuit_breaker,
-            hotspot,
-            system,
-            authority,
-            outlier,
-            custom,
-            cluster,
-        }
+    /// cluster rule's block, [`BlockKind::Cluster`](crate::BlockKind::Cluster)).
+    #[inline]
+    pub(crate) fn index_of_block(block: &BlockError) -> usize {
+        block.kind().index()
     }
 }
 

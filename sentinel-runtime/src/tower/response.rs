@@ -4,6 +4,7 @@ use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{Response, StatusCode};
 
 use super::config::IsErrorFn;
+use crate::block_kinds::BlockClass;
 use crate::{BlockError, BlockKind};
 
 /// Whether a request or response is gRPC (`content-type: application/grpc...`, any case; gRPC-Web
@@ -63,19 +64,14 @@ pub(super) fn classify_outbound(status: StatusCode, headers: &HeaderMap, grpc: b
         .is_some_and(|v| v.as_bytes() != b"0")
 }
 
-/// How a block is answered: HTTP status, gRPC status.
+/// How a block is answered: HTTP status, gRPC status. By the block's class (from the list of
+/// block kinds, `block_kinds.rs`), never by its kind.
 pub(super) fn answer(kind: BlockKind) -> (StatusCode, u8) {
-    match kind {
-        BlockKind::Flow
-        | BlockKind::Concurrency
-        | BlockKind::HotParam
-        | BlockKind::Custom
-        | BlockKind::Cluster => (StatusCode::TOO_MANY_REQUESTS, 8),
-        BlockKind::Authority => (StatusCode::FORBIDDEN, 7),
+    match kind.class() {
+        BlockClass::Overload => (StatusCode::TOO_MANY_REQUESTS, 8),
+        BlockClass::Forbidden => (StatusCode::FORBIDDEN, 7),
         // "Overloaded, come back later" (an ejected endpoint: "unavailable, try another").
-        BlockKind::CircuitBreaker | BlockKind::System | BlockKind::Outlier => {
-            (StatusCode::SERVICE_UNAVAILABLE, 14)
-        }
+        BlockClass::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, 14),
     }
 }
 

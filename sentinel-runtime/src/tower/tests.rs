@@ -7,9 +7,9 @@ use http::{Method, Request, StatusCode};
 
 use super::naming::{default_resource, grpc_service_route, names_route, MAX_GRPC_PATH};
 use super::params::{client_ip, client_text, hash_client, hash_ip, hash_value};
-use super::response::{classify, is_grpc, percent_encode, rejection, retry_after_secs};
+use super::response::{answer, classify, is_grpc, percent_encode, rejection, retry_after_secs};
 use super::view::View;
-use crate::BlockError;
+use crate::{BlockError, BlockKind};
 use axum::extract::ConnectInfo;
 
 fn parts(build: impl FnOnce(http::request::Builder) -> http::request::Builder) -> Parts {
@@ -532,4 +532,36 @@ fn a_nested_service_counts_its_requests_under_the_full_route() {
     let passed = |name: &str| crate::metrics::snapshot(name).map(|s| s.pass_total);
     assert_eq!(passed("GET:/nested-cache/users/{id}"), Some(8));
     assert_eq!(passed("GET:/nested-cache/items/{id}"), Some(4));
+}
+
+#[test]
+fn every_kind_of_block_is_answered_with_its_class_status() {
+    // Walks the list of block kinds: each kind's class says the status the layer answers.
+    for kind in BlockKind::ALL {
+        let (status, grpc) = answer(kind);
+        assert_eq!(status.as_u16(), kind.class().http_status(), "{kind:?}");
+        let grpc_of_status = match status {
+            StatusCode::TOO_MANY_REQUESTS => 8,
+            StatusCode::SERVICE_UNAVAILABLE => 14,
+            StatusCode::FORBIDDEN => 7,
+            other => panic!("{kind:?} answered {other}"),
+        };
+        assert_eq!(grpc, grpc_of_status, "{kind:?}");
+    }
+    // The answers as they were when the layer matched kinds.
+    let expected = [
+        (BlockKind::Flow, 429),
+        (BlockKind::Concurrency, 429),
+        (BlockKind::HotParam, 429),
+        (BlockKind::Custom, 429),
+        (BlockKind::Cluster, 429),
+        (BlockKind::Authority, 403),
+        (BlockKind::CircuitBreaker, 503),
+        (BlockKind::System, 503),
+        (BlockKind::Outlier, 503),
+    ];
+    assert_eq!(expected.len(), BlockKind::ALL.len());
+    for (kind, status) in expected {
+        assert_eq!(answer(kind).0.as_u16(), status, "{kind:?}");
+    }
 }

@@ -1,7 +1,7 @@
 //! The authority stage: the call's origin must pass each of the resource's authority rules.
 //! It reserves nothing.
 
-use crate::error::BlockError;
+use crate::error::{BlockError, BlockKind};
 use crate::kinds::authority::rule::AuthorityRule;
 use crate::kinds::call::Call;
 
@@ -37,3 +37,13 @@ fn check_origin(checks: &[AuthorityRule], call: &Call<'_>) -> Result<(), BlockEr
 
 /// Nothing to give back.
 pub(crate) fn release(_: &[AuthorityRule], _: &mut Call<'_>) {}
+
+impl BlockError {
+    /// A rejection by an authority rule of a call from `origin`.
+    pub(crate) fn authority(resource: &'static str, origin: Option<&str>) -> BlockError {
+        BlockError::new(resource, BlockKind::Authority, 0.0).with_reason(match origin {
+            Some(o) => format!("origin `{o}` not allowed"),
+            None => "no origin given".to_owned(),
+        })
+    }
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::breaker::{self, CircuitState, StateChange};
-use crate::error::BlockError;
+use crate::error::{BlockError, BlockKind};
 use crate::kinds::circuit_breaker::rule::{BreakerStrategy, CircuitBreakerRule};
 use crate::stat::{LeapArray, MetricEvent};
 
@@ -403,6 +403,18 @@ impl ProbeTicket {
     #[inline]
     pub(crate) fn for_breaker(self, breaker: &CircuitBreaker) -> Option<Probe> {
         (self.is_some() && self.0 >> 32 == u64::from(breaker.id())).then_some(self.0 as Probe)
+    }
+}
+
+impl BlockError {
+    /// A rejection by a circuit breaker in `state` (its words: open, or half-open with its
+    /// probes taken) whose threshold is `threshold`.
+    pub(crate) fn circuit_breaker(
+        resource: &'static str,
+        threshold: f64,
+        state: &'static str,
+    ) -> BlockError {
+        BlockError::new(resource, BlockKind::CircuitBreaker, threshold).because(state)
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::BlockError;
+use crate::error::{BlockError, BlockKind};
 use crate::kinds::hotspot::cluster::ClusterHot;
 use crate::kinds::hotspot::hot_top::{BlockedTop, Counted};
 use crate::kinds::hotspot::rule::{
@@ -569,6 +569,21 @@ impl HotspotGate {
     /// Live values forgotten because the table was full (for metrics).
     pub(crate) fn live_evictions(&self) -> u64 {
         self.table.live_evictions()
+    }
+}
+
+impl BlockError {
+    /// A rejection by a hotspot rule on parameter `param_index`, whose blocked value may retry
+    /// after `retry_after`.
+    pub(crate) fn hot_param(
+        resource: &'static str,
+        threshold: f64,
+        param_index: usize,
+        retry_after: Option<Duration>,
+    ) -> BlockError {
+        BlockError::new(resource, BlockKind::HotParam, threshold)
+            .with_param_index(param_index)
+            .with_retry_after(retry_after)
     }
 }
 

@@ -7,7 +7,7 @@ use crate::kinds::validate::{self, Cap};
 use crate::param::Params;
 #[cfg(feature = "rule-files")]
 use crate::rule_data::file::reader::Reader;
-use crate::slot::order::CIRCUIT_BREAKER_SLOT_ORDER;
+use crate::slot::order::OUTLIER_SLOT_ORDER;
 
 use super::detector::Detector;
 use super::rule::{OutlierRule, MAX_OUTLIER_RULES_PER_RESOURCE};
@@ -41,7 +41,7 @@ impl Kind for OutlierKind {
     const KEYS: &'static [&'static str] = &["outlier"];
     const PROCESS_WIDE: bool = false;
     /// After the circuit breakers: a resource's breaker judges the whole dependency first.
-    const ORDER: i32 = CIRCUIT_BREAKER_SLOT_ORDER + 100;
+    const ORDER: i32 = OUTLIER_SLOT_ORDER;
     #[cfg(feature = "rule-files")]
     const SENTINEL_NAME: &'static str = "OutlierRule";
     #[cfg(feature = "rule-files")]

@@ -1,7 +1,9 @@
 //! The outlier stage: a call to an ejected endpoint is blocked; a call to an endpoint whose
 //! ejection is over is its probe. A call without an endpoint passes.
 
-use crate::error::BlockError;
+use std::time::Duration;
+
+use crate::error::{BlockError, BlockKind};
 use crate::kinds::call::{Call, Exit};
 
 use super::detector::Detector;
@@ -65,5 +67,15 @@ pub(crate) fn release(checks: &Option<Box<Detector>>, call: &mut Call<'_>, ticke
 pub(crate) fn on_exit(checks: &Option<Box<Detector>>, ticket: OutlierTicket, exit: &Exit) {
     if let (Some(detector), true) = (checks, ticket.is_some()) {
         detector.on_exit(exit.resource, ticket, exit.now, exit.error, exit.abandoned);
+    }
+}
+
+impl BlockError {
+    /// A rejection by an outlier rule of a call to `endpoint`, ejected for `nanos` more (0: its
+    /// probe is out).
+    pub(crate) fn outlier(resource: &'static str, endpoint: &str, nanos: u64) -> BlockError {
+        BlockError::new(resource, BlockKind::Outlier, 0.0)
+            .with_reason(format!("endpoint `{endpoint}` ejected"))
+            .with_retry_after((nanos > 0).then(|| Duration::from_nanos(nanos)))
     }
 }

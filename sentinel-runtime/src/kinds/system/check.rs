@@ -24,7 +24,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, LazyLock};
 
-use crate::error::BlockError;
+use crate::error::{BlockError, BlockKind};
 use crate::kinds::flow::gate::Gate;
 use crate::kinds::flow::rule::FlowRule;
 use crate::kinds::system::rule::{SystemRule, SYSTEM_RESOURCE};
@@ -342,6 +342,18 @@ pub(crate) fn inside() -> &'static ConcurrencyCounter {
 pub(crate) fn exit_shadow(pass: SystemPass) {
     if pass.counted {
         SHADOW.inside.release(1);
+    }
+}
+
+impl BlockError {
+    /// A system rule's `limit` (its field name) refused an inbound call; `threshold` is the
+    /// limit's value (milliseconds for `avg_rt`).
+    pub(crate) fn system(
+        resource: &'static str,
+        limit: &'static str,
+        threshold: f64,
+    ) -> BlockError {
+        BlockError::new(resource, BlockKind::System, threshold).because(limit)
     }
 }
 
