@@ -76,11 +76,14 @@
 //!
 //! # Layers
 //!
-//! Bottom up, each using only those below it: [`clock`], the errors, `sync` (thread slots,
-//! hazard-pointer publication, the lock-free name table); [`stat`] ([`stat::LeapArray`], per-thread statistics shards);
-//! [`rules`] as plain validated data; the [`slot`] checks (which see a resource's name and
-//! statistics, never its node); [`ResourceNode`] (statistics plus the checks in force); the
-//! [`registry`] of nodes by name; the rule loader; [`Entry`] and the entry functions; [`metrics`].
+//! Bottom up, each using only those below it: [`clock`], the errors and the list of block
+//! kinds, `sync` (thread slots, hazard-pointer publication, the lock-free name table); [`stat`]
+//! ([`stat::LeapArray`], per-thread statistics shards); the shared checks of [`slot`] (which see
+//! a resource's name and statistics, never its node); the rules' shared data; `kinds/`, one
+//! folder per kind of rule (its rule, check, stage and file shape) and the table of kinds that
+//! derives the chain; [`ResourceNode`] (statistics plus the checks in force); the [`registry`]
+//! of nodes by name; the rule loader; [`rules`], files and sources; [`Entry`] and the entry
+//! functions; [`metrics`] and the integrations. `ARCHITECTURE.md` has the map.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

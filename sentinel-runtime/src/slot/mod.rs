@@ -12,10 +12,13 @@
 //! their errors) at [`OUTLIER_SLOT_ORDER`]. A user adds a check with [`register_check_slot`];
 //! with none registered the chain costs nothing beyond the built-in checks.
 //!
-//! Inside the crate: `stage` holds the one ordered list of built-in stages and the runner that
-//! walks it (and walks it back to give reservations back); each kind's module under it
-//! (`authority`, `system`, `flow`, `hotspot`, `circuit_breaker`) holds its stage's check and
-//! release and the builder of its part of the `Chain` from its rules and the chain it replaces.
+//! Inside the crate this module holds only what several kinds share (the QPS ring, the
+//! parameter table, the concurrency counter, the cluster's leases, custom slots and the stage
+//! order numbers, which come from the list of block kinds in `block_kinds.rs`). Each kind of
+//! rule is a folder of `kinds/` (`authority`, `system`, `flow`, `hotspot`, `circuit_breaker`,
+//! `outlier`) with its stage's check and release and the builder of its part of the `Chain`;
+//! `kinds/table.rs` lists them, and `kinds/stages.rs` runs their stages in order (and walks them
+//! back to give reservations back).
 //!
 //! # Panics in user code
 //!
