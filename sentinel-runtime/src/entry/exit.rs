@@ -23,7 +23,8 @@ impl Drop for Entry {
         let now = clock::now_nanos();
         let flags = self.flags.load(Ordering::Relaxed);
         let reports = self.node.reports_exits();
-        if reports != 0 || flags & (WATCH_PANIC | INBOUND | HELD | COUNTED) != 0 {
+        // One test of both (a bitwise or, not `||`: no second branch, no flags in registers).
+        if (u64::from(reports) | (flags & (WATCH_PANIC | INBOUND | HELD | COUNTED))) != 0 {
             // Out of line, a tail call: the common exit keeps its few values in registers and
             // has no call after the clock's that would need registers saved.
             return self.exit_other(now, flags, reports);

@@ -2,11 +2,11 @@
 //! and exits of every inbound entry, whatever its resource. The system rules' check reads them
 //! (`crate::kinds::system::check`), and [`metrics::inbound`](crate::metrics::inbound) reports them.
 
-use std::sync::LazyLock;
-
 use super::NodeStats;
 
-static INBOUND: LazyLock<NodeStats> = LazyLock::new(NodeStats::new);
+/// A plain static (its constructor is a `const fn`): each read is its address, with no test of
+/// a lazy initialization on the inbound pass and exit.
+static INBOUND: NodeStats = NodeStats::new();
 
 /// The inbound traffic's statistics.
 #[inline]

@@ -200,14 +200,14 @@ impl std::fmt::Debug for NodeStats {
 }
 
 impl NodeStats {
-    pub(crate) fn new() -> NodeStats {
+    pub(crate) const fn new() -> NodeStats {
         NodeStats {
             shards: [const { OnceBox::new() }; MAX_SLOTS],
             overflow: OnceLock::new(),
             minute: OnceLock::new(),
             folded: [const { AtomicU64::new(0) }; EVENTS],
             blocked_by_rule: [const { AtomicU64::new(0) }; RULE_KINDS],
-            shadow: ShadowStats::default(),
+            shadow: ShadowStats::new(),
         }
     }
 

@@ -31,6 +31,20 @@ pub(crate) struct ShadowStats {
 }
 
 impl ShadowStats {
+    /// No counts yet (a `const fn`: the process's inbound statistics are a plain static).
+    pub(crate) const fn new() -> ShadowStats {
+        ShadowStats {
+            blocked: [const { AtomicU64::new(0) }; RULE_KINDS],
+            waited: AtomicU64::new(0),
+            wait_nanos: AtomicU64::new(0),
+            per_second: OnceLock::new(),
+            #[cfg(feature = "tracing")]
+            event_second: AtomicU64::new(0),
+            #[cfg(feature = "tracing")]
+            reported: AtomicU64::new(0),
+        }
+    }
+
     /// Counts `count` calls a shadow rule of the kind `(index, name)` (its place and name in
     /// `BlockTotals::RULES`) would have blocked at `now`; with the `tracing` feature, reports
     /// them at most once a second per resource.

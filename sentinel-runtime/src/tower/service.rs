@@ -297,8 +297,9 @@ where
         // The request is split into parts only for the user's functions, which take `&Parts`
         // (splitting and joining moves the whole request twice); otherwise it stays in place.
         let mut learn = None;
-        // What the checks saw, for the RateLimit fields (`rate_limit_headers` only).
-        let mut seen = Seen::default();
+        // What the checks saw, for the RateLimit fields (`rate_limit_headers` only, which only
+        // the general paths serve): the plain and per-client paths do not even zero it.
+        let mut seen: Option<Seen> = None;
         let admitted = match *path {
             AdmitPath::Plain => admit_plain(View::of_request(&req), routes, &mut learn),
             AdmitPath::Client { trusted_proxies } => admit_client(
@@ -311,7 +312,8 @@ where
             AdmitPath::Parts => {
                 let (parts, body) = req.into_parts();
                 let view = View::of_parts(&parts);
-                let admitted = admit(config, routes, view, Some(&parts), &mut learn, &mut seen);
+                let seen = seen.insert(Seen::default());
+                let admitted = admit(config, routes, view, Some(&parts), &mut learn, seen);
                 req = Request::from_parts(parts, body);
                 admitted
             }
@@ -321,13 +323,13 @@ where
                 View::of_request(&req),
                 None,
                 &mut learn,
-                &mut seen,
+                seen.insert(Seen::default()),
             ),
         };
         let reservation = match admitted {
             Ok(reservation) => reservation,
             Err(block) => {
-                let response = refuse(config, &block, req, &seen);
+                let response = refuse(config, &block, req, seen.as_ref());
                 let response = Some(Box::new(response.map(SentinelBody::rejected)));
                 return ResponseFuture {
                     state: State::Rejected { response },
@@ -335,7 +337,7 @@ where
             }
         };
         let quotas = if config.rate_limit_headers {
-            seen.quotas(None)
+            seen.as_ref().and_then(|seen| seen.quotas(None))
         } else {
             None
         };
@@ -407,12 +409,12 @@ fn refuse<B>(
     config: &Config,
     block: &BlockError,
     req: Request<B>,
-    seen: &Seen,
+    seen: Option<&Seen>,
 ) -> Response<String> {
     let (status, _) = answer(block.kind());
     let quotas = if config.rate_limit_headers {
         let retry_after = (status != http::StatusCode::FORBIDDEN).then(|| retry_after_secs(block));
-        seen.quotas(retry_after)
+        seen.and_then(|seen| seen.quotas(retry_after))
     } else {
         None
     };
