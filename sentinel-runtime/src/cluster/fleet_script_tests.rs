@@ -3,8 +3,6 @@
 //! read skips, and what a fleet of 1 000 instances costs Redis. Skipped without
 //! `redis-server` on `PATH`, unless `SENTINEL_REQUIRE_SERVERS=1`.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ::redis::{Connection, Value};
@@ -12,64 +10,7 @@ use ::redis::{Connection, Value};
 use super::fleet::{self, FleetInstance, FleetResource, LIVE_MS, MAX_READ, MAX_SUMMARY_BYTES};
 use super::fleet_scripts::{FleetKeys, FleetScripts, Read, SWEEP};
 use super::fleet_task::{fleet_of, PUBLISH_EVERY};
-
-/// A `redis-server` of this test's own, stopped and its directory removed when dropped.
-struct Server {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Server {
-    /// Starts one, or `None` (after saying why) when `redis-server` is not installed.
-    fn start(name: &str) -> Option<Server> {
-        let dir =
-            std::env::temp_dir().join(format!("sentinel-fleet-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let socket = dir.join("redis.sock");
-        let spawned = Command::new("redis-server")
-            .args(["--port", "0", "--save", "", "--appendonly", "no"])
-            .arg("--unixsocket")
-            .arg(&socket)
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(child) = spawned else {
-            let msg = "skipped: `redis-server` is not on PATH (apt-get install redis-server)";
-            assert!(
-                std::env::var("SENTINEL_REQUIRE_SERVERS").as_deref() != Ok("1"),
-                "{msg}; SENTINEL_REQUIRE_SERVERS=1 requires it"
-            );
-            eprintln!("{msg}");
-            return None;
-        };
-        Some(Server { child, dir })
-    }
-
-    /// A connection, once the server answers (at most 10 s).
-    fn connect(&self) -> Connection {
-        let url = format!("redis+unix://{}", self.dir.join("redis.sock").display());
-        let client = ::redis::Client::open(url).expect("a valid socket URL");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(mut conn) = client.get_connection()
-                && ::redis::cmd("PING").query::<String>(&mut conn).is_ok()
-            {
-                return conn;
-            }
-            assert!(Instant::now() < deadline, "redis-server did not answer");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use super::test_server::Server;
 
 fn keys() -> FleetKeys {
     FleetKeys::new("ns:fleet")

@@ -227,6 +227,8 @@ mod script_tests;
 mod scripts;
 #[cfg(feature = "redis")]
 mod task;
+#[cfg(all(test, feature = "redis"))]
+mod test_server;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::error::ClusterError;
