@@ -236,7 +236,9 @@ impl InFlight {
         }
     }
 
-    /// The entry, while the call waits for its answer.
+    /// The entry, while the call waits for its answer (the tower client layer's throttled
+    /// path reads it).
+    #[cfg(feature = "tower")]
     #[inline]
     pub(crate) fn entry(&self) -> Option<&Entry> {
         self.entry.as_ref()

@@ -12,11 +12,14 @@ use serde_json::{json, Value};
 use crate::metrics;
 
 /// The most resources `/api/fleet` lists (the busiest; `resources_total` says how many).
+#[cfg(feature = "redis")]
 pub(crate) const MAX_API_RESOURCES: usize = 100;
 /// The most names in `rules.lagging` (`rules.lagging_total` says how many).
+#[cfg(feature = "redis")]
 pub(crate) const MAX_LAGGING: usize = 20;
 /// About the most bytes of instances `/api/fleet` returns; the instances past it are left out
 /// (`instances_left_out`).
+#[cfg(feature = "redis")]
 pub(crate) const MAX_API_BYTES: usize = 1024 * 1024;
 
 /// The fleet's JSON. `available` is false without the cluster feature or before a started

@@ -14,7 +14,8 @@ use super::document::{parse_text, Document, DocumentFormat, MAX_DOCUMENT_BYTES};
 use super::error::SourceError;
 use super::etcd_api::{self, Found, Written};
 use super::etcd_http::Endpoint;
-use super::etcd_watch::KeyWatch;
+use super::etcd_watch;
+use super::listener::Listener;
 use super::rule_source::{Changes, Read, RuleSource};
 use crate::manager::set::RuleSetError;
 
@@ -65,7 +66,7 @@ const MAX_ANSWER: usize = 4 * MAX_DOCUMENT_BYTES;
 pub struct EtcdSource {
     shared: Arc<Shared>,
     poll: Duration,
-    watch: Option<KeyWatch>,
+    watch: Option<Listener>,
 }
 
 /// What every clone shares.
@@ -254,7 +255,7 @@ impl RuleSource for EtcdSource {
     }
 
     fn watch(&mut self, changes: Changes) -> Result<(), RuleSetError> {
-        let watch = KeyWatch::start(
+        let watch = etcd_watch::start(
             self.shared.endpoints.clone(),
             self.shared.key.clone().into_bytes(),
             TIMEOUT,
@@ -290,7 +291,7 @@ impl RuleSource for EtcdSource {
     }
 
     fn polling(&self) -> bool {
-        !self.watch.as_ref().is_some_and(KeyWatch::watching)
+        !self.watch.as_ref().is_some_and(Listener::live)
     }
 
     fn put(&self, text: &str, if_version: Option<u64>) -> Result<u64, SourceError> {

@@ -20,7 +20,10 @@ mod etcd_source;
 #[cfg(feature = "etcd")]
 mod etcd_watch;
 mod file;
+#[cfg(feature = "redis")]
 mod in_force;
+#[cfg(any(feature = "redis", feature = "etcd"))]
+mod listener;
 pub(crate) mod notices;
 #[cfg(feature = "redis")]
 mod redis_scripts;
@@ -39,6 +42,7 @@ pub use error::SourceError;
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd_source::EtcdSource;
 pub use file::{watch_file, FileSource};
+#[cfg(feature = "redis")]
 pub(crate) use in_force::version_in_force;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

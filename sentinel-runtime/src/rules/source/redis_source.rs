@@ -12,9 +12,10 @@ use redis::{ConnectionLike, RedisError, Value};
 
 use super::document::{parse_text, Document, DocumentFormat, MAX_DOCUMENT_BYTES};
 use super::error::SourceError;
+use super::listener::Listener;
 use super::redis_scripts::{self, SourceKeys};
 use super::rule_source::{Changes, Read, RuleSource};
-use super::subscribe::Subscriber;
+use super::subscribe;
 use crate::manager::set::{RuleSetError, Unread};
 
 /// How often a watcher reads the document whatever the channel said, by default.
@@ -68,7 +69,7 @@ pub struct RedisSource {
     poll: Duration,
     /// The watcher's connection (opened on first use, dropped after a failure).
     conn: Option<Conn>,
-    subscriber: Option<Subscriber>,
+    subscriber: Option<Listener>,
 }
 
 /// What every clone shares.
@@ -289,7 +290,7 @@ impl RuleSource for RedisSource {
     }
 
     fn watch(&mut self, changes: Changes) -> Result<(), RuleSetError> {
-        let subscriber = Subscriber::start(
+        let subscriber = subscribe::start(
             self.shared.nodes.clone(),
             self.shared.keys.channel.clone(),
             TIMEOUT,
@@ -346,7 +347,7 @@ impl RuleSource for RedisSource {
     }
 
     fn polling(&self) -> bool {
-        !self.subscriber.as_ref().is_some_and(Subscriber::subscribed)
+        !self.subscriber.as_ref().is_some_and(Listener::live)
     }
 
     fn put(&self, text: &str, if_version: Option<u64>) -> Result<u64, SourceError> {

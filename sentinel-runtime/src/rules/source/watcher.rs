@@ -135,6 +135,8 @@ impl RuleWatcher {
             polling: false,
             unmatched: 0,
         }));
+        // For the fleet's summary (the cluster's, with `redis`): the version in force here.
+        #[cfg(feature = "redis")]
         super::in_force::register(Arc::downgrade(&status) as _);
         // Watch before the first read, so no change after it is missed. The first load's
         // refusals are reported as every later one is.
@@ -212,6 +214,7 @@ impl Drop for RuleWatcher {
     }
 }
 
+#[cfg(feature = "redis")]
 impl super::in_force::InForce for Mutex<WatchStatus> {
     fn in_force(&self) -> Option<u64> {
         let status = lock(self);
